@@ -1,0 +1,3 @@
+module github.com/nodeid/nodeid
+
+go 1.26
