@@ -1,0 +1,31 @@
+// Package lease holds what every part of nodeid agrees on: the conditional object
+// store contract ([Store]), the lease record and cluster manifest formats with a
+// strict codec ([Record], [Manifest]), and the expiry rule judged on the store's
+// clock ([Expired]).
+//
+// # The store
+//
+// A [Store] is a conditional object store over the keys under one prefix. It knows
+// nothing of records: it lists keys, reads bodies, creates a key only if it is
+// absent and replaces a body only if its ETag is the one the caller last saw. Every
+// write is conditional; nothing is ever deleted (deleting a lease object would
+// reset its version, the fencing token). A write whose outcome is unknown (a
+// timeout, a reset connection, a 5xx) is reported as an [*UnknownOutcomeError]; the
+// caller resolves it by reading the object back and looking for its own writeId,
+// never by retrying blindly.
+//
+// # Time
+//
+// Each response carries [Meta]: the object's ETag, its Last-Modified time and the
+// server's Date, both on the store's clock. A held lease is expired when
+// Date - LastModified > leaseMillis + [StoreClockResolution] + clockMargin. No node
+// ever compares a timestamp written by another node with its own wall clock: the
+// renewedAt and expiresAt fields of a [Record] are for humans only.
+//
+// # Garbage
+//
+// [DecodeRecord] and [DecodeManifest] are strict: bad JSON, an unknown field or
+// schema, a nodeId that does not match the key and values out of range all give an
+// error that wraps [ErrCorrupt] and says why. A corrupt object is reported and never
+// taken automatically.
+package lease

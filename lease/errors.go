@@ -1,0 +1,47 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotFound means the key does not exist.
+	ErrNotFound = errors.New("lease: object not found")
+	// ErrPreconditionFailed means a conditional write was not applied: the key
+	// existed (create), or its ETag was not the expected one or it was gone
+	// (update), or a concurrent conditional write won (409).
+	ErrPreconditionFailed = errors.New("lease: precondition failed")
+	// ErrUnknownOutcome is matched (errors.Is) by every [*UnknownOutcomeError].
+	ErrUnknownOutcome = errors.New("lease: write outcome unknown")
+	// ErrCorrupt means an object in the bucket does not decode as what its key
+	// says it is. The wrapping error says why.
+	ErrCorrupt = errors.New("lease: corrupt object")
+)
+
+// UnknownOutcomeError reports a write that may or may not have been applied: the
+// request was sent but no clear answer came back (a timeout, a reset connection,
+// a 5xx). Resolve it by reading the object back and comparing its writeId.
+type UnknownOutcomeError struct {
+	// Op is the operation: "create" or "update".
+	Op string
+	// Key is the object key, relative to the prefix.
+	Key string
+	// Err is the underlying transport or server error.
+	Err error
+}
+
+func (e *UnknownOutcomeError) Error() string {
+	return fmt.Sprintf("lease: %s %s: outcome unknown: %v", e.Op, e.Key, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnknownOutcome.
+func (e *UnknownOutcomeError) Is(target error) bool { return target == ErrUnknownOutcome }
+
+// corruptf returns an error wrapping ErrCorrupt with a reason.
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,102 @@
+package lease
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// ManifestSchema is the schema version of the cluster manifest.
+const ManifestSchema = 1
+
+// Manifest is the cluster manifest, <prefix>cluster.json: created once by the
+// first task, read by every task at start. Two Snowflake layouts or epochs in one
+// ID space would collide, so a task whose own differ refuses to run.
+type Manifest struct {
+	// ClusterSize is the number of node IDs, 0..ClusterSize-1.
+	ClusterSize int
+	// TimestampBits, NodeBits and SequenceBits are the Snowflake layout; they sum
+	// to 63.
+	TimestampBits, NodeBits, SequenceBits int
+	// EpochMs is the Snowflake epoch, Unix ms.
+	EpochMs int64
+	// CreatedAt is the creator's wall clock, for humans only.
+	CreatedAt time.Time
+	// WriteID is new at every write, as in Record.
+	WriteID string
+}
+
+type manifestWire struct {
+	Schema        *int      `json:"schema"`
+	ClusterSize   int       `json:"clusterSize"`
+	TimestampBits int       `json:"timestampBits"`
+	NodeBits      int       `json:"nodeBits"`
+	SequenceBits  int       `json:"sequenceBits"`
+	EpochMs       int64     `json:"epochMs"`
+	CreatedAt     time.Time `json:"createdAt,omitzero"`
+	WriteID       string    `json:"writeId"`
+}
+
+// DecodeManifest decodes a cluster manifest strictly; errors wrap ErrCorrupt.
+func DecodeManifest(data []byte) (Manifest, error) {
+	var w manifestWire
+	if err := decodeStrict(data, &w); err != nil {
+		return Manifest{}, err
+	}
+	switch {
+	case w.Schema == nil:
+		return Manifest{}, corruptf("manifest schema missing")
+	case *w.Schema != ManifestSchema:
+		return Manifest{}, corruptf("unknown manifest schema %d (want %d)", *w.Schema, ManifestSchema)
+	}
+	m := Manifest{
+		ClusterSize: w.ClusterSize, TimestampBits: w.TimestampBits, NodeBits: w.NodeBits,
+		SequenceBits: w.SequenceBits, EpochMs: w.EpochMs, CreatedAt: w.CreatedAt, WriteID: w.WriteID,
+	}
+	if err := m.Validate(); err != nil {
+		return Manifest{}, err
+	}
+	return m, nil
+}
+
+// Validate checks the layout and the cluster size; the error wraps ErrCorrupt.
+func (m *Manifest) Validate() error {
+	switch {
+	case m.TimestampBits < 1 || m.NodeBits < 1 || m.SequenceBits < 1 || m.NodeBits > 22:
+		return corruptf("manifest layout %d/%d/%d has a width out of range", m.TimestampBits, m.NodeBits, m.SequenceBits)
+	case m.TimestampBits+m.NodeBits+m.SequenceBits != 63:
+		return corruptf("manifest layout %d+%d+%d bits does not sum to 63", m.TimestampBits, m.NodeBits, m.SequenceBits)
+	case m.ClusterSize < 1 || m.ClusterSize > 1<<m.NodeBits:
+		return corruptf("manifest clusterSize %d out of range 1..%d", m.ClusterSize, 1<<m.NodeBits)
+	case m.EpochMs < 0 || m.EpochMs > maxUnixMillis:
+		return corruptf("manifest epochMs %d out of range", m.EpochMs)
+	case !validWriteID(m.WriteID):
+		return corruptf("manifest writeId %q is not 16 lowercase hex digits", m.WriteID)
+	}
+	return nil
+}
+
+// Encode returns the JSON body of m after validating it.
+func (m *Manifest) Encode() ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("encode manifest: %w", err)
+	}
+	schema := ManifestSchema
+	return json.Marshal(manifestWire{
+		Schema: &schema, ClusterSize: m.ClusterSize, TimestampBits: m.TimestampBits,
+		NodeBits: m.NodeBits, SequenceBits: m.SequenceBits, EpochMs: m.EpochMs,
+		CreatedAt: m.CreatedAt.UTC(), WriteID: m.WriteID,
+	})
+}
+
+// SameLayout reports whether m and o describe one ID space: the same three widths
+// and the same epoch. Cluster size may differ.
+func (m *Manifest) SameLayout(o *Manifest) bool {
+	return m.TimestampBits == o.TimestampBits && m.NodeBits == o.NodeBits &&
+		m.SequenceBits == o.SequenceBits && m.EpochMs == o.EpochMs
+}
+
+// LayoutString formats the layout and epoch for error messages.
+func (m *Manifest) LayoutString() string {
+	return fmt.Sprintf("layout %d/%d/%d epoch %d", m.TimestampBits, m.NodeBits, m.SequenceBits, m.EpochMs)
+}

@@ -1,0 +1,139 @@
+package lease
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// RecordSchema is the schema version of lease records this package reads and writes.
+const RecordSchema = 1
+
+// Sanity bounds of the codec. They reject garbage, not configuration: the provider
+// applies its own, tighter, maximum lease duration.
+const (
+	// MaxLeaseMillis is the longest lease a record may state (24 hours).
+	MaxLeaseMillis = 24 * 60 * 60 * 1000
+	// MaxNodeID is the highest node ID a record or manifest may name (22 node bits).
+	MaxNodeID = 1<<22 - 1
+	// MaxHolderLen is the longest holder identity, in bytes.
+	MaxHolderLen = 1024
+	// maxUnixMillis bounds timestamps: 2^53 ms, beyond any 41-bit layout.
+	maxUnixMillis = 1 << 53
+)
+
+// Record is the content of one lease object, <prefix><nodeId>.json.
+type Record struct {
+	// NodeID is the ID this object leases; it must equal the ID in its key.
+	NodeID int
+	// Holder is the task identity of the holder; empty means free.
+	Holder string
+	// Version is nodeIdVersion: +1 at every acquisition, never decreases. It is
+	// the fencing token of the holder.
+	Version int64
+	// LeaseMillis is the lease duration the holder promises to honour, in ms.
+	LeaseMillis int64
+	// RenewedAt and ExpiresAt are the holder's wall clock, for humans and
+	// dashboards only; nothing uses them for safety. Zero when free.
+	RenewedAt, ExpiresAt time.Time
+	// ReservedUntilMs is the highest Snowflake timestamp (Unix ms) the holder may
+	// issue until its next write; a successor issues only timestamps above it.
+	ReservedUntilMs int64
+	// KnownNodes maps node ID to version as the holder last saw them via gossip.
+	KnownNodes map[int]int64
+	// WriteID is new at every write (16 hex digits): it makes every body unique
+	// and lets a write whose outcome is unknown be recognised on read-back.
+	WriteID string
+}
+
+// Free reports whether no one holds the lease.
+func (r *Record) Free() bool { return r.Holder == "" }
+
+// Lease returns the lease duration the record states.
+func (r *Record) Lease() time.Duration { return time.Duration(r.LeaseMillis) * time.Millisecond }
+
+// recordWire is the JSON form; pointers mark the fields that must be present.
+type recordWire struct {
+	Schema          *int          `json:"schema"`
+	NodeID          *int          `json:"nodeId"`
+	Holder          string        `json:"holder"`
+	Version         *int64        `json:"version"`
+	LeaseMillis     int64         `json:"leaseMillis"`
+	RenewedAt       time.Time     `json:"renewedAt,omitzero"`
+	ExpiresAt       time.Time     `json:"expiresAt,omitzero"`
+	ReservedUntilMs int64         `json:"reservedUntilMs"`
+	KnownNodes      map[int]int64 `json:"knownNodes,omitempty"`
+	WriteID         *string       `json:"writeId"`
+}
+
+// DecodeRecord decodes the body of the lease object for node ID id. Anything but
+// a well-formed schema-1 record for that ID gives an error wrapping ErrCorrupt.
+func DecodeRecord(data []byte, id int) (Record, error) {
+	var w recordWire
+	if err := decodeStrict(data, &w); err != nil {
+		return Record{}, err
+	}
+	switch {
+	case w.Schema == nil:
+		return Record{}, corruptf("schema missing")
+	case *w.Schema != RecordSchema:
+		return Record{}, corruptf("unknown schema %d (want %d)", *w.Schema, RecordSchema)
+	case w.NodeID == nil:
+		return Record{}, corruptf("nodeId missing")
+	case *w.NodeID != id:
+		return Record{}, corruptf("nodeId %d does not match its key's ID %d", *w.NodeID, id)
+	case w.Version == nil:
+		return Record{}, corruptf("version missing")
+	case w.WriteID == nil:
+		return Record{}, corruptf("writeId missing")
+	}
+	r := Record{
+		NodeID: *w.NodeID, Holder: w.Holder, Version: *w.Version, LeaseMillis: w.LeaseMillis,
+		RenewedAt: w.RenewedAt, ExpiresAt: w.ExpiresAt, ReservedUntilMs: w.ReservedUntilMs,
+		KnownNodes: w.KnownNodes, WriteID: *w.WriteID,
+	}
+	if err := r.Validate(); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// Validate checks every field against the codec's bounds; the error wraps ErrCorrupt.
+func (r *Record) Validate() error {
+	switch {
+	case r.NodeID < 0 || r.NodeID > MaxNodeID:
+		return corruptf("nodeId %d out of range 0..%d", r.NodeID, MaxNodeID)
+	case r.Version < 0:
+		return corruptf("negative version %d", r.Version)
+	case len(r.Holder) > MaxHolderLen:
+		return corruptf("holder of %d bytes exceeds %d", len(r.Holder), MaxHolderLen)
+	case r.LeaseMillis < 0 || r.LeaseMillis > MaxLeaseMillis:
+		return corruptf("leaseMillis %d out of range 0..%d", r.LeaseMillis, MaxLeaseMillis)
+	case r.Holder != "" && r.LeaseMillis == 0:
+		return corruptf("held by %q with leaseMillis 0", r.Holder)
+	case r.ReservedUntilMs < 0 || r.ReservedUntilMs > maxUnixMillis:
+		return corruptf("reservedUntilMs %d out of range", r.ReservedUntilMs)
+	case !validWriteID(r.WriteID):
+		return corruptf("writeId %q is not 16 lowercase hex digits", r.WriteID)
+	}
+	for id, v := range r.KnownNodes {
+		if id < 0 || id > MaxNodeID || v < 0 {
+			return corruptf("knownNodes entry %d -> %d out of range", id, v)
+		}
+	}
+	return nil
+}
+
+// Encode returns the JSON body of r after validating it; it refuses (with an error
+// wrapping ErrCorrupt) to encode a record that DecodeRecord would reject.
+func (r *Record) Encode() ([]byte, error) {
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("encode record %d: %w", r.NodeID, err)
+	}
+	schema, id, version, writeID := RecordSchema, r.NodeID, r.Version, r.WriteID
+	return json.Marshal(recordWire{
+		Schema: &schema, NodeID: &id, Holder: r.Holder, Version: &version,
+		LeaseMillis: r.LeaseMillis, RenewedAt: r.RenewedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
+		ReservedUntilMs: r.ReservedUntilMs, KnownNodes: r.KnownNodes, WriteID: &writeID,
+	})
+}

@@ -1,0 +1,371 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// Target is a Store implementation under test by [Run].
+type Target struct {
+	// Open returns a store under prefix, in a namespace private to the test t:
+	// stores that one test opens with different prefixes share a namespace
+	// (a bucket, or a root prefix), different tests never do.
+	Open func(t *testing.T, prefix string) lease.Store
+	// Wait lets at least d pass on the store's clock. Nil means time.Sleep.
+	Wait func(d time.Duration)
+	// ListObjects is how many objects the pagination test creates; 0 means 1005
+	// (S3 pages hold at most 1000 keys).
+	ListObjects int
+}
+
+// Racers is how many goroutines race in the create and update races.
+const Racers = 50
+
+// Run is the conformance suite every lease.Store must pass. Each subtest opens
+// fresh stores through target.Open.
+func Run(t *testing.T, target Target) {
+	if target.Wait == nil {
+		target.Wait = time.Sleep
+	}
+	if target.ListObjects == 0 {
+		target.ListObjects = 1005
+	}
+	tests := []struct {
+		name string
+		fn   func(*testing.T, Target)
+	}{
+		{"GetMissing", testGetMissing},
+		{"CreateThenGet", testCreateThenGet},
+		{"CreateExisting", testCreateExisting},
+		{"CreateRace", testCreateRace},
+		{"UpdateRace", testUpdateRace},
+		{"StaleAndBogusETag", testStaleAndBogusETag},
+		{"UpdateMissing", testUpdateMissing},
+		{"IdenticalBodyNewLastModified", testIdenticalBody},
+		{"ListEmpty", testListEmpty},
+		{"ListPaginates", testListPaginates},
+		{"PrefixIsolation", testPrefixIsolation},
+		{"CanceledContext", testCanceledContext},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, target) })
+	}
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustCreate(t *testing.T, s lease.Store, key string, body []byte) lease.Meta {
+	t.Helper()
+	m, err := s.Create(ctxFor(t), key, body)
+	if err != nil {
+		t.Fatalf("Create(%q): %v", key, err)
+	}
+	if m.ETag == "" {
+		t.Fatalf("Create(%q) returned an empty ETag", key)
+	}
+	return m
+}
+
+func mustGet(t *testing.T, s lease.Store, key string) ([]byte, lease.Meta) {
+	t.Helper()
+	b, m, err := s.Get(ctxFor(t), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	return b, m
+}
+
+func wantBody(t *testing.T, s lease.Store, key string, want []byte) lease.Meta {
+	t.Helper()
+	got, m := mustGet(t, s, key)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Get(%q) body = %q, want %q", key, got, want)
+	}
+	return m
+}
+
+func testGetMissing(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	if _, _, err := s.Get(ctxFor(t), "absent.json"); !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("Get(absent) error = %v, want ErrNotFound", err)
+	}
+}
+
+func testCreateThenGet(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	body := []byte(`{"hello":"world","bytes":"\u00e9\n"}`)
+	cm := mustCreate(t, s, "a.json", body)
+	if cm.Date.IsZero() {
+		t.Errorf("Create Meta.Date is zero: the server Date header was not captured")
+	}
+	gm := wantBody(t, s, "a.json", body)
+	if gm.ETag != cm.ETag {
+		t.Errorf("Get ETag %q != Create ETag %q", gm.ETag, cm.ETag)
+	}
+	if gm.LastModified.IsZero() || gm.Date.IsZero() {
+		t.Fatalf("Get Meta lacks times: %+v", gm)
+	}
+	age := gm.Date.Sub(gm.LastModified)
+	if age < -lease.StoreClockResolution || age > time.Minute {
+		t.Errorf("Date - LastModified = %v right after a write, want within [-1s, 1m]", age)
+	}
+	if d := time.Since(gm.Date); d > 10*time.Minute || d < -10*time.Minute {
+		t.Logf("note: store Date %v is %v away from this machine's clock", gm.Date, d)
+	}
+}
+
+func testCreateExisting(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	mustCreate(t, s, "a.json", []byte("first"))
+	if _, err := s.Create(ctxFor(t), "a.json", []byte("second")); !errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Fatalf("second Create error = %v, want ErrPreconditionFailed", err)
+	}
+	wantBody(t, s, "a.json", []byte("first"))
+}
+
+// race runs n attempts concurrently and returns the indexes that succeeded, failing
+// the test on any error other than ErrPreconditionFailed.
+func race(t *testing.T, n int, attempt func(i int) (lease.Meta, error)) (winners []int, metas []lease.Meta) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		errs  []error
+	)
+	metas = make([]lease.Meta, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			m, err := attempt(i)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				winners = append(winners, i)
+				metas[i] = m
+			case !errors.Is(err, lease.ErrPreconditionFailed):
+				errs = append(errs, fmt.Errorf("racer %d: %w", i, err))
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("racers failed with errors other than ErrPreconditionFailed:\n%v", err)
+	}
+	return winners, metas
+}
+
+func racerBody(i int) []byte { return fmt.Appendf(nil, `{"racer":%d}`, i) }
+
+func testCreateRace(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	ctx := ctxFor(t)
+	winners, metas := race(t, Racers, func(i int) (lease.Meta, error) { return s.Create(ctx, "r.json", racerBody(i)) })
+	if len(winners) != 1 {
+		t.Fatalf("%d of %d create racers won, want exactly 1 (winners %v)", len(winners), Racers, winners)
+	}
+	m := wantBody(t, s, "r.json", racerBody(winners[0]))
+	if m.ETag != metas[winners[0]].ETag {
+		t.Errorf("stored ETag %q != winner's ETag %q", m.ETag, metas[winners[0]].ETag)
+	}
+}
+
+func testUpdateRace(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	ctx := ctxFor(t)
+	base := mustCreate(t, s, "u.json", []byte("base"))
+	winners, metas := race(t, Racers, func(i int) (lease.Meta, error) {
+		return s.Update(ctx, "u.json", racerBody(i), base.ETag)
+	})
+	if len(winners) != 1 {
+		t.Fatalf("%d of %d update racers won on one ETag, want exactly 1 (winners %v)", len(winners), Racers, winners)
+	}
+	m := wantBody(t, s, "u.json", racerBody(winners[0]))
+	if m.ETag != metas[winners[0]].ETag {
+		t.Errorf("stored ETag %q != winner's ETag %q", m.ETag, metas[winners[0]].ETag)
+	}
+}
+
+func testStaleAndBogusETag(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	ctx := ctxFor(t)
+	m1 := mustCreate(t, s, "e.json", []byte("v1"))
+	m2, err := s.Update(ctx, "e.json", []byte("v2"), m1.ETag)
+	if err != nil {
+		t.Fatalf("Update with current ETag: %v", err)
+	}
+	if m2.ETag == m1.ETag {
+		t.Fatalf("a different body kept ETag %q", m1.ETag)
+	}
+	for _, etag := range []string{m1.ETag, `"00000000000000000000000000000000"`, "bogus", `"` + m2.ETag + `x"`} {
+		if _, err := s.Update(ctx, "e.json", []byte("v3"), etag); !errors.Is(err, lease.ErrPreconditionFailed) {
+			t.Errorf("Update with ETag %q error = %v, want ErrPreconditionFailed", etag, err)
+		}
+	}
+	if got := wantBody(t, s, "e.json", []byte("v2")); got.ETag != m2.ETag {
+		t.Errorf("ETag after refused updates = %q, want %q", got.ETag, m2.ETag)
+	}
+}
+
+func testUpdateMissing(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	ctx := ctxFor(t)
+	other := mustCreate(t, s, "other.json", []byte("x"))
+	for _, etag := range []string{other.ETag, `"00000000000000000000000000000000"`} {
+		if _, err := s.Update(ctx, "missing.json", []byte("y"), etag); !errors.Is(err, lease.ErrPreconditionFailed) {
+			t.Errorf("Update of a missing key (ETag %q) error = %v, want ErrPreconditionFailed", etag, err)
+		}
+	}
+	if _, _, err := s.Get(ctx, "missing.json"); !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("after a refused update of a missing key, Get error = %v, want ErrNotFound", err)
+	}
+}
+
+func testIdenticalBody(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	body := []byte(`{"same":true}`)
+	c := mustCreate(t, s, "same.json", body)
+	m1 := wantBody(t, s, "same.json", body)
+	// Times are whole seconds: after more than one second the store's clock has
+	// moved to a later second, so the next write must carry a later Last-Modified.
+	tg.Wait(1100 * time.Millisecond)
+	u, err := s.Update(ctxFor(t), "same.json", body, c.ETag)
+	if err != nil {
+		t.Fatalf("Update with an identical body: %v", err)
+	}
+	m2 := wantBody(t, s, "same.json", body)
+	if !m2.LastModified.After(m1.LastModified) {
+		t.Fatalf("rewriting an identical body after 1.1s kept Last-Modified %v (now %v): leases could not be renewed",
+			m1.LastModified, m2.LastModified)
+	}
+	if m2.ETag != u.ETag {
+		t.Errorf("stored ETag %q != Update's ETag %q", m2.ETag, u.ETag)
+	}
+}
+
+func testListEmpty(t *testing.T, tg Target) {
+	s := tg.Open(t, "empty/")
+	l, err := s.List(ctxFor(t))
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if len(l.Objects) != 0 {
+		t.Fatalf("List of a fresh prefix = %d objects, want 0", len(l.Objects))
+	}
+}
+
+func testListPaginates(t *testing.T, tg Target) {
+	s := tg.Open(t, "many/")
+	ctx := ctxFor(t)
+	n := tg.ListObjects
+	etags := make([]string, n)
+	var (
+		wg   sync.WaitGroup
+		next = make(chan int)
+		mu   sync.Mutex
+		errs []error
+	)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				m, err := s.Create(ctx, lease.RecordKey(i), racerBody(i))
+				mu.Lock()
+				etags[i] = m.ETag
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("creating %d objects: %v", n, err)
+	}
+	l, err := s.List(ctx)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if len(l.Objects) != n {
+		t.Fatalf("List returned %d objects, want %d (pagination?)", len(l.Objects), n)
+	}
+	if l.Date.IsZero() {
+		t.Errorf("Listing.Date is zero")
+	}
+	seen := make(map[int]bool, n)
+	for i, o := range l.Objects {
+		if i > 0 && l.Objects[i-1].Key >= o.Key {
+			t.Fatalf("List not sorted by key: %q before %q", l.Objects[i-1].Key, o.Key)
+		}
+		id, ok := lease.ParseRecordKey(o.Key)
+		if !ok || seen[id] {
+			t.Fatalf("List returned unexpected or repeated key %q", o.Key)
+		}
+		seen[id] = true
+		if o.ETag != etags[id] {
+			t.Fatalf("List ETag of %q = %q, want the Create ETag %q", o.Key, o.ETag, etags[id])
+		}
+		if o.LastModified.IsZero() {
+			t.Fatalf("List LastModified of %q is zero", o.Key)
+		}
+		if age := l.Date.Sub(o.LastModified); age < -2*lease.StoreClockResolution || age > 10*time.Minute {
+			t.Fatalf("List Date - LastModified of %q = %v, want a small age", o.Key, age)
+		}
+	}
+}
+
+func testPrefixIsolation(t *testing.T, tg Target) {
+	a, ab, b := tg.Open(t, "iso/a/"), tg.Open(t, "iso/ab/"), tg.Open(t, "iso/b")
+	mustCreate(t, a, "1.json", []byte("a1"))
+	mustCreate(t, a, "sub/2.json", []byte("a2"))
+	mustCreate(t, ab, "1.json", []byte("ab1"))
+	mustCreate(t, ab, "3.json", []byte("ab3"))
+	mustCreate(t, b, "4.json", []byte("b4"))
+	l, err := a.List(ctxFor(t))
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	var keys []string
+	for _, o := range l.Objects {
+		keys = append(keys, o.Key)
+	}
+	if fmt.Sprint(keys) != "[1.json sub/2.json]" {
+		t.Fatalf("List under iso/a/ = %v, want [1.json sub/2.json] (relative keys, nothing from iso/ab/ or iso/b)", keys)
+	}
+	wantBody(t, a, "1.json", []byte("a1"))
+	if _, _, err := a.Get(ctxFor(t), "3.json"); !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("Get of a sibling prefix's key error = %v, want ErrNotFound", err)
+	}
+}
+
+func testCanceledContext(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Create(ctx, "c.json", []byte("x")); err == nil {
+		t.Fatalf("Create with a canceled context succeeded")
+	}
+	if _, _, err := s.Get(ctx, "c.json"); err == nil || errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("Get with a canceled context error = %v, want the context's error", err)
+	}
+	if _, err := s.List(ctx); err == nil {
+		t.Fatalf("List with a canceled context succeeded")
+	}
+}

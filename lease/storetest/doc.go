@@ -1,0 +1,8 @@
+// Package storetest helps test code that uses a [lease.Store], and tests stores:
+//
+//   - [MemStore], an in-memory store with an injectable clock that mimics S3
+//     (ETags are MD5 of the body, times are whole seconds);
+//   - [FaultStore], a wrapper that injects latency, errors and ambiguous writes
+//     (the write lands but the caller gets an unknown-outcome error);
+//   - [Run], the conformance suite every Store implementation must pass.
+package storetest

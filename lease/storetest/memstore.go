@@ -1,0 +1,148 @@
+package storetest
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// MemStore is an in-memory [lease.Store]. It behaves like S3 where it matters: the
+// ETag is the quoted MD5 of the body (identical bodies share an ETag),
+// Last-Modified and Date are truncated to whole seconds, and conditional writes
+// are atomic. Stores made by [MemStore.WithPrefix] share one bucket. It is safe for
+// concurrent use.
+type MemStore struct {
+	b      *memBucket
+	prefix string
+}
+
+type memBucket struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	objects map[string]memObject // by full key
+	counts  map[Op]int
+}
+
+type memObject struct {
+	body         []byte
+	etag         string
+	lastModified time.Time
+}
+
+// MemOption configures a MemStore.
+type MemOption func(*memBucket)
+
+// WithClock makes the store read time from now (a fake clock, typically).
+func WithClock(now func() time.Time) MemOption { return func(b *memBucket) { b.now = now } }
+
+// NewMemStore returns an empty store with prefix "" on a new bucket.
+func NewMemStore(opts ...MemOption) *MemStore {
+	b := &memBucket{now: time.Now, objects: map[string]memObject{}, counts: map[Op]int{}}
+	for _, o := range opts {
+		o(b)
+	}
+	return &MemStore{b: b}
+}
+
+// WithPrefix returns a store on the same bucket under prefix.
+func (s *MemStore) WithPrefix(prefix string) *MemStore { return &MemStore{b: s.b, prefix: prefix} }
+
+func (b *memBucket) stamp() time.Time { return b.now().UTC().Truncate(time.Second) }
+
+// List implements lease.Store.
+func (s *MemStore) List(ctx context.Context) (lease.Listing, error) {
+	if err := ctx.Err(); err != nil {
+		return lease.Listing{}, err
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.counts[OpList]++
+	l := lease.Listing{Date: b.stamp()}
+	for k, o := range b.objects {
+		if rel, ok := strings.CutPrefix(k, s.prefix); ok {
+			l.Objects = append(l.Objects, lease.ObjectInfo{Key: rel, ETag: o.etag, LastModified: o.lastModified})
+		}
+	}
+	slices.SortFunc(l.Objects, func(x, y lease.ObjectInfo) int { return strings.Compare(x.Key, y.Key) })
+	return l, nil
+}
+
+// Get implements lease.Store.
+func (s *MemStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, lease.Meta{}, err
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.counts[OpGet]++
+	o, ok := b.objects[s.prefix+key]
+	if !ok {
+		return nil, lease.Meta{}, lease.ErrNotFound
+	}
+	return slices.Clone(o.body), lease.Meta{ETag: o.etag, LastModified: o.lastModified, Date: b.stamp()}, nil
+}
+
+// Create implements lease.Store.
+func (s *MemStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
+	return s.write(ctx, OpCreate, key, body, func(_ memObject, exists bool) bool { return !exists })
+}
+
+// Update implements lease.Store.
+func (s *MemStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	return s.write(ctx, OpUpdate, key, body, func(o memObject, exists bool) bool { return exists && o.etag == etag })
+}
+
+func (s *MemStore) write(ctx context.Context, op Op, key string, body []byte, cond func(memObject, bool) bool) (lease.Meta, error) {
+	if err := ctx.Err(); err != nil {
+		return lease.Meta{}, err
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.counts[op]++
+	cur, exists := b.objects[s.prefix+key]
+	if !cond(cur, exists) {
+		return lease.Meta{}, lease.ErrPreconditionFailed
+	}
+	now := b.stamp()
+	o := memObject{body: slices.Clone(body), etag: etagOf(body), lastModified: now}
+	b.objects[s.prefix+key] = o
+	return lease.Meta{ETag: o.etag, Date: now}, nil
+}
+
+// Put writes body at key unconditionally. It exists for tests that plant garbage
+// or foreign objects; nodeid itself never writes unconditionally.
+func (s *MemStore) Put(key string, body []byte) {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.objects[s.prefix+key] = memObject{body: slices.Clone(body), etag: etagOf(body), lastModified: b.stamp()}
+}
+
+// Delete removes key, as an operator (or an accident) might; nodeid never deletes.
+func (s *MemStore) Delete(key string) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	delete(s.b.objects, s.prefix+key)
+}
+
+// Count returns how many operations of kind op the bucket has served (attempts,
+// including failed conditions), over all prefixes.
+func (s *MemStore) Count(op Op) int {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	return s.b.counts[op]
+}
+
+func etagOf(body []byte) string {
+	sum := md5.Sum(body)
+	return `"` + hex.EncodeToString(sum[:]) + `"`
+}
