@@ -72,6 +72,8 @@ func (m *Manifest) Validate() error {
 		return corruptf("manifest epochMs %d out of range", m.EpochMs)
 	case !validWriteID(m.WriteID):
 		return corruptf("manifest writeId %q is not 16 lowercase hex digits", m.WriteID)
+	case !encodableTime(m.CreatedAt):
+		return corruptf("manifest createdAt outside years 1..9999")
 	}
 	return nil
 }

@@ -115,6 +115,8 @@ func (r *Record) Validate() error {
 		return corruptf("reservedUntilMs %d out of range", r.ReservedUntilMs)
 	case !validWriteID(r.WriteID):
 		return corruptf("writeId %q is not 16 lowercase hex digits", r.WriteID)
+	case !encodableTime(r.RenewedAt) || !encodableTime(r.ExpiresAt):
+		return corruptf("renewedAt or expiresAt outside years 1..9999")
 	}
 	for id, v := range r.KnownNodes {
 		if id < 0 || id > MaxNodeID || v < 0 {
@@ -136,4 +138,10 @@ func (r *Record) Encode() ([]byte, error) {
 		LeaseMillis: r.LeaseMillis, RenewedAt: r.RenewedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
 		ReservedUntilMs: r.ReservedUntilMs, KnownNodes: r.KnownNodes, WriteID: &writeID,
 	})
+}
+
+// encodableTime reports whether t is zero or has a UTC year that RFC 3339 can write.
+func encodableTime(t time.Time) bool {
+	y := t.UTC().Year()
+	return t.IsZero() || (y >= 1 && y <= 9999)
 }

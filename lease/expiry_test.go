@@ -1,0 +1,67 @@
+package lease_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+func TestExpired(t *testing.T) {
+	lm := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	const lease15, margin = 15 * time.Second, time.Second
+	tests := []struct {
+		name         string
+		lastModified time.Time
+		date         time.Time
+		want         bool
+	}{
+		{"just written", lm, lm, false},
+		{"within lease", lm, lm.Add(10 * time.Second), false},
+		{"at lease", lm, lm.Add(lease15), false},
+		{"lease+resolution", lm, lm.Add(lease15 + time.Second), false},
+		{"exactly at bound", lm, lm.Add(lease15 + 2*time.Second), false},
+		{"one ms past bound", lm, lm.Add(lease15 + 2*time.Second + time.Millisecond), true},
+		{"one second past bound", lm, lm.Add(lease15 + 3*time.Second), true},
+		{"long ago", lm, lm.Add(time.Hour), true},
+		{"date before write", lm, lm.Add(-time.Hour), false},
+		{"unknown date", lm, time.Time{}, false},
+		{"unknown last-modified", time.Time{}, lm.Add(time.Hour), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := lease.Expired(tc.lastModified, tc.date, lease15, margin); got != tc.want {
+				t.Fatalf("Expired(lm, lm+%v) = %v, want %v", tc.date.Sub(tc.lastModified), got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStateOf(t *testing.T) {
+	lm := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	held := lease.Record{NodeID: 1, Holder: "t", LeaseMillis: 5000, WriteID: "0000000000000000"}
+	free := lease.Record{NodeID: 1, LeaseMillis: 5000, WriteID: "0000000000000000"}
+	tests := []struct {
+		name string
+		r    lease.Record
+		age  time.Duration
+		want lease.State
+	}{
+		{"free fresh", free, 0, lease.StateFree},
+		{"free old", free, time.Hour, lease.StateFree},
+		{"held fresh", held, time.Second, lease.StateHeld},
+		{"held at bound", held, 7 * time.Second, lease.StateHeld},
+		{"held expired", held, 8 * time.Second, lease.StateExpired},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := lease.Meta{LastModified: lm, Date: lm.Add(tc.age)}
+			if got := lease.StateOf(&tc.r, m, time.Second); got != tc.want {
+				t.Fatalf("StateOf = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if lease.StateExpired.String() != "expired" || lease.State(9).String() != "unknown" {
+		t.Fatalf("State.String broken")
+	}
+}

@@ -1,0 +1,76 @@
+package lease_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+func validManifest() lease.Manifest {
+	return lease.Manifest{ClusterSize: 1024, TimestampBits: 41, NodeBits: 10, SequenceBits: 12,
+		EpochMs: 1_288_834_974_657, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), WriteID: "abcdefabcdefabcd"}
+}
+
+func TestManifestRoundTrip(t *testing.T) {
+	m := validManifest()
+	body, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := lease.DecodeManifest(body)
+	if err != nil {
+		t.Fatalf("DecodeManifest(%s): %v", body, err)
+	}
+	if !reflect.DeepEqual(got, m) {
+		t.Fatalf("round trip: got %+v want %+v", got, m)
+	}
+}
+
+func TestManifestInvalid(t *testing.T) {
+	tests := []struct {
+		name   string
+		edit   func(*lease.Manifest)
+		reason string
+	}{
+		{"sum", func(m *lease.Manifest) { m.SequenceBits = 13 }, "sum to 63"},
+		{"zero width", func(m *lease.Manifest) { m.NodeBits, m.SequenceBits = 0, 22 }, "out of range"},
+		{"too big", func(m *lease.Manifest) { m.ClusterSize = 1025 }, "clusterSize 1025"},
+		{"empty", func(m *lease.Manifest) { m.ClusterSize = 0 }, "clusterSize 0"},
+		{"epoch", func(m *lease.Manifest) { m.EpochMs = -1 }, "epochMs"},
+		{"writeId", func(m *lease.Manifest) { m.WriteID = "x" }, "writeId"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := validManifest()
+			tc.edit(&m)
+			_, err := m.Encode()
+			if !errors.Is(err, lease.ErrCorrupt) || !strings.Contains(err.Error(), tc.reason) {
+				t.Fatalf("Encode error = %v, want ErrCorrupt mentioning %q", err, tc.reason)
+			}
+		})
+	}
+	for _, body := range []string{`{}`, `{"schema":2}`, `{"schema":1,"clusterSize":3,"extra":1}`, `[]`} {
+		if _, err := lease.DecodeManifest([]byte(body)); !errors.Is(err, lease.ErrCorrupt) {
+			t.Errorf("DecodeManifest(%s) error = %v, want ErrCorrupt", body, err)
+		}
+	}
+}
+
+func TestManifestSameLayout(t *testing.T) {
+	a, b := validManifest(), validManifest()
+	b.ClusterSize = 10
+	if !a.SameLayout(&b) {
+		t.Fatalf("cluster size must not change the layout")
+	}
+	b.EpochMs++
+	if a.SameLayout(&b) {
+		t.Fatalf("a different epoch is a different layout")
+	}
+	if s := a.LayoutString(); s != "layout 41/10/12 epoch 1288834974657" {
+		t.Fatalf("LayoutString = %q", s)
+	}
+}
