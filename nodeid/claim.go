@@ -1,0 +1,193 @@
+package nodeid
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// Claim is a held node ID. It renews its lease in the background until Close
+// releases it or the lease is lost; then Done is closed and Err says why. Its
+// methods are safe for concurrent use.
+type Claim struct {
+	p       *Provider
+	id      int
+	version int64
+	floor   int64
+	key     string
+
+	// validUntil is the fence: nanoseconds after p.base (monotonic) until which
+	// the claim may issue IDs; math.MinInt64 once fenced.
+	validUntil  atomic.Int64
+	reservation atomic.Int64
+	issued      atomic.Pointer[func() int64]
+
+	mu       sync.Mutex // guards the fields below and serialises writes
+	etag     string
+	rec      lease.Record   // the last record written
+	lastSent time.Time      // when the last successful write was sent (Clock.Now)
+	pending  []pendingWrite // writes whose outcome is unknown, since lastSent
+	err      error
+
+	done      chan struct{}
+	endOnce   sync.Once
+	stopLoop  context.CancelFunc
+	loopDone  chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// pendingWrite is a write whose outcome is unknown; it may still be found landed.
+type pendingWrite struct {
+	rec  lease.Record
+	sent time.Time
+}
+
+// newClaim builds the claim for a successful take and starts its renewal loop.
+func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor int64) *Claim {
+	c := &Claim{
+		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID),
+		done: make(chan struct{}), loopDone: make(chan struct{}),
+	}
+	c.committed(rec, etag, sent)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopLoop = cancel
+	go c.renewLoop(ctx)
+	return c
+}
+
+// NodeID returns the leased node ID.
+func (c *Claim) NodeID() int { return c.id }
+
+// Version returns nodeIdVersion of this claim: the fencing token, higher than
+// that of every earlier holder of the ID.
+func (c *Claim) Version() int64 { return c.version }
+
+// Floor returns the predecessor's reservation (Unix ms): every Snowflake
+// timestamp issued under this claim must be above it.
+func (c *Claim) Floor() int64 { return c.floor }
+
+// Reservation returns the highest Snowflake timestamp (Unix ms) the last
+// successful write allows. It rises with each renewal.
+func (c *Claim) Reservation() int64 { return c.reservation.Load() }
+
+// Valid reports whether IDs may be issued now: the claim is not fenced and its
+// own monotonic clock has not reached t0 + LeaseDuration - SafetyMargin, t0 being
+// when the last successful write was sent. It is cheap enough for every ID.
+func (c *Claim) Valid() bool {
+	return int64(c.p.clock.Now().Sub(c.p.base)) < c.validUntil.Load()
+}
+
+// ValidUntil returns the monotonic instant (on the provider's Clock) at which
+// Valid turns false unless a renewal succeeds first; the zero Time once fenced.
+func (c *Claim) ValidUntil() time.Time {
+	v := c.validUntil.Load()
+	if v == math.MinInt64 {
+		return time.Time{}
+	}
+	return c.p.base.Add(time.Duration(v))
+}
+
+// Done is closed when the claim ends: lost, or closed by its owner.
+func (c *Claim) Done() <-chan struct{} { return c.done }
+
+// Err returns nil while the claim is held, an error wrapping ErrLeaseLost after
+// a loss, and ErrClosed after Close.
+func (c *Claim) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Check returns Err, or an error while the claim is not Valid: the health
+// checker of a broker.
+func (c *Claim) Check() error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	if !c.Valid() {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// SetIssuedFunc registers the function that returns the highest Snowflake
+// timestamp (Unix ms) issued under this claim. Close calls it after fencing and
+// lowers the lease's reservation to it, so that a successor starts right above
+// it; without one, Close keeps the reservation.
+func (c *Claim) SetIssuedFunc(f func() int64) { c.issued.Store(&f) }
+
+// ObserveVersion reports a version of this claim's node ID seen elsewhere (in
+// gossip). A higher version than the claim's means another task holds the ID:
+// the claim fences at once and ends as lost.
+func (c *Claim) ObserveVersion(v int64) {
+	if v > c.version {
+		c.lose(lostf("a peer runs node %d with version %d, above ours %d", c.id, v, c.version))
+	}
+}
+
+// Status is a snapshot of a claim for status pages.
+type Status struct {
+	NodeID             int
+	Version            int64
+	Valid              bool
+	Floor, Reservation int64
+	// SinceWrite is the time since the last successful write was sent, on this
+	// task's monotonic clock.
+	SinceWrite time.Duration
+	Err        error
+}
+
+// Status returns a snapshot of the claim.
+func (c *Claim) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Status{
+		NodeID: c.id, Version: c.version, Valid: c.Valid(), Floor: c.floor,
+		Reservation: c.reservation.Load(), SinceWrite: c.p.clock.Now().Sub(c.lastSent), Err: c.err,
+	}
+}
+
+// committed records a successful write sent at sent. Callers hold c.mu, or own c
+// exclusively.
+func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
+	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
+	c.reservation.Store(rec.ReservedUntilMs)
+	until := sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin
+	for {
+		cur := c.validUntil.Load()
+		if cur == math.MinInt64 || c.validUntil.CompareAndSwap(cur, int64(until)) {
+			return
+		}
+	}
+}
+
+// fence stops the claim from issuing IDs, at once and for good.
+func (c *Claim) fence() { c.validUntil.Store(math.MinInt64) }
+
+// end fences and closes Done with err, once.
+func (c *Claim) end(err error) bool {
+	ended := false
+	c.endOnce.Do(func() {
+		c.fence()
+		c.stopLoop()
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		close(c.done)
+		ended = true
+	})
+	return ended
+}
+
+// lose ends the claim as lost.
+func (c *Claim) lose(err error) {
+	if c.end(err) {
+		c.p.log.Error("lost node ID: stopped issuing IDs", "nodeId", c.id, "version", c.version, "err", err)
+		c.p.cfg.Observer.Lost(c.id, err)
+	}
+}

@@ -1,0 +1,213 @@
+package nodeid
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Order is the order in which Acquire visits node IDs.
+type Order string
+
+const (
+	// OrderSpread starts at an offset derived from the task identity and goes
+	// round: concurrent starters spread over the IDs instead of all racing for
+	// ID 0 (no thundering herd).
+	OrderSpread Order = "spread"
+	// OrderLowestFirst visits 0, 1, 2, ...: dense IDs, as Zeebe's provider does,
+	// at the price of contention when many tasks start at once.
+	OrderLowestFirst Order = "lowest-first"
+)
+
+// Layout is the Snowflake bit layout and epoch this task issues IDs with. It is
+// checked against the cluster manifest: two layouts in one ID space collide.
+type Layout struct {
+	// TimestampBits, NodeBits and SequenceBits sum to 63.
+	TimestampBits, NodeBits, SequenceBits int
+	// EpochMs is the custom epoch, Unix ms.
+	EpochMs int64
+}
+
+// DefaultLayout is 41 timestamp bits (ms, ~69 years), 10 node bits, 12 sequence
+// bits, epoch 2024-01-01T00:00:00Z: the layout of snowflake.DefaultLayout.
+var DefaultLayout = Layout{TimestampBits: 41, NodeBits: 10, SequenceBits: 12, EpochMs: 1704067200000}
+
+// Config configures a Provider. Start from DefaultConfig; New validates it once.
+type Config struct {
+	// TaskID identifies this task in the lease it holds: the ECS task ARN, or
+	// any string unique among live tasks. Default: host name + pid + random.
+	TaskID string
+
+	// ClusterSize is the number of node IDs, 0..ClusterSize-1, 1..2^NodeBits.
+	// It is written into the cluster manifest by the first task; afterwards the
+	// manifest's value wins (a difference is logged). Default 1024.
+	ClusterSize int
+
+	// Layout is the Snowflake layout and epoch; it must equal the manifest's.
+	// Default DefaultLayout.
+	Layout Layout
+
+	// LeaseDuration is how long a lease lasts after each write, as judged on
+	// the store's clock by other tasks. Longer leases mean fewer writes and
+	// slower failover. Default 15 s.
+	LeaseDuration time.Duration
+
+	// RenewInterval is the time from one successful write to the next renewal.
+	// Default LeaseDuration / 3.
+	RenewInterval time.Duration
+
+	// RenewDeadline is how long after its last successful write a holder keeps
+	// retrying a failing renewal before it fences itself and the claim ends.
+	// RenewInterval < RenewDeadline <= LeaseDuration - SafetyMargin. Default
+	// LeaseDuration * 2 / 3.
+	RenewDeadline time.Duration
+
+	// SafetyMargin is subtracted from the lease on this task's own monotonic
+	// clock: the claim is valid only until t0 + LeaseDuration - SafetyMargin,
+	// t0 being when its last successful write was sent. It must cover the
+	// clock's rate error over one lease. Default 1 s.
+	SafetyMargin time.Duration
+
+	// ClockMargin is added to the lease when judging another holder's lease
+	// expired on the store's clock (see lease.Expired). Default 1 s.
+	ClockMargin time.Duration
+
+	// MaxLeaseDuration is the longest lease another holder may state; an object
+	// stating more is an anomaly and never taken automatically. Also the age a
+	// recreated (deleted) object must reach before it is taken. Default 60 s.
+	MaxLeaseDuration time.Duration
+
+	// Order is the acquire visit order. Default OrderSpread.
+	Order Order
+
+	// MaxReadsInFlight bounds the concurrent GETs while looking for a free ID.
+	// Default 8.
+	MaxReadsInFlight int
+
+	// AcquireTimeout is how long Acquire keeps retrying when no ID is free
+	// before it returns ErrClusterFull; 0 tries once. Default 30 s.
+	AcquireTimeout time.Duration
+
+	// AcquireBackoff is the base of the jittered, doubling pause between
+	// acquire rounds, capped at 8 times itself. Default 500 ms.
+	AcquireBackoff time.Duration
+
+	// MaxClockWait is how far this task's wall clock may be behind the floor of
+	// a lease it takes over (the predecessor's reservation): the generator waits
+	// that long at most. Further behind, Acquire releases the ID and fails with
+	// ErrClockBehind. Default 5 s.
+	MaxClockWait time.Duration
+
+	// BootstrapWindow: a lease object found missing while the manifest is
+	// younger than this (store clock) is taken to be part of a bootstrap in
+	// progress and created free; found missing later, it was deleted by
+	// someone, and is recreated so that it becomes acquirable only after
+	// MaxLeaseDuration. Default 10 s.
+	BootstrapWindow time.Duration
+
+	// StoreTimeout bounds each store request made by the renewal loop and by
+	// Close. Default 2 s.
+	StoreTimeout time.Duration
+
+	// Clock is the time source. Default SystemClock(0).
+	Clock Clock
+	// Logger receives state changes (acquired, lost, released); nil discards.
+	Logger *slog.Logger
+	// Observer receives events for metrics; nil ignores them.
+	Observer Observer
+	// Peers, when set, supplies gossip hints (see Peers).
+	Peers Peers
+}
+
+// DefaultConfig returns the defaults documented on each Config field.
+func DefaultConfig() Config {
+	return Config{
+		TaskID:           DefaultTaskID(),
+		ClusterSize:      1024,
+		Layout:           DefaultLayout,
+		LeaseDuration:    15 * time.Second,
+		RenewInterval:    5 * time.Second,
+		RenewDeadline:    10 * time.Second,
+		SafetyMargin:     time.Second,
+		ClockMargin:      time.Second,
+		MaxLeaseDuration: 60 * time.Second,
+		Order:            OrderSpread,
+		MaxReadsInFlight: 8,
+		AcquireTimeout:   30 * time.Second,
+		AcquireBackoff:   500 * time.Millisecond,
+		MaxClockWait:     5 * time.Second,
+		BootstrapWindow:  10 * time.Second,
+		StoreTimeout:     2 * time.Second,
+	}
+}
+
+// DefaultLocalConfig returns DefaultConfig with short timings for tests and local
+// demos: 3 s leases renewed every second.
+func DefaultLocalConfig() Config {
+	c := DefaultConfig()
+	c.LeaseDuration, c.RenewInterval, c.RenewDeadline = 3*time.Second, time.Second, 2*time.Second
+	c.SafetyMargin, c.MaxLeaseDuration, c.AcquireTimeout = 500*time.Millisecond, 10*time.Second, 10*time.Second
+	c.AcquireBackoff, c.StoreTimeout = 100*time.Millisecond, time.Second
+	return c
+}
+
+// DefaultTaskID returns the host name, the process ID and 4 random bytes.
+func DefaultTaskID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// validate checks the configuration and fills in the optional fields.
+func (c *Config) validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	l := c.Layout
+	check(l.TimestampBits > 0 && l.NodeBits > 0 && l.SequenceBits > 0 && l.NodeBits <= 22 &&
+		l.TimestampBits+l.NodeBits+l.SequenceBits == 63,
+		"Layout %d/%d/%d: widths must be positive, node bits at most 22, and sum to 63", l.TimestampBits, l.NodeBits, l.SequenceBits)
+	check(l.EpochMs >= 0, "Layout.EpochMs %d is negative", l.EpochMs)
+	if l.NodeBits > 0 && l.NodeBits <= 22 {
+		check(c.ClusterSize >= 1 && c.ClusterSize <= 1<<l.NodeBits, "ClusterSize %d outside 1..%d (2^NodeBits)", c.ClusterSize, 1<<l.NodeBits)
+	}
+	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID must be 1..1024 bytes")
+	check(c.LeaseDuration >= time.Second, "LeaseDuration %v below 1s", c.LeaseDuration)
+	check(c.LeaseDuration <= c.MaxLeaseDuration, "LeaseDuration %v above MaxLeaseDuration %v", c.LeaseDuration, c.MaxLeaseDuration)
+	check(c.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration %v above 24h", c.MaxLeaseDuration)
+	check(c.SafetyMargin > 0 && c.SafetyMargin < c.LeaseDuration, "SafetyMargin %v must be in (0, LeaseDuration)", c.SafetyMargin)
+	check(c.ClockMargin >= 0, "ClockMargin %v is negative", c.ClockMargin)
+	check(c.RenewInterval > 0 && c.RenewInterval < c.RenewDeadline,
+		"RenewInterval %v must be positive and below RenewDeadline %v", c.RenewInterval, c.RenewDeadline)
+	check(c.RenewDeadline <= c.LeaseDuration-c.SafetyMargin,
+		"RenewDeadline %v above LeaseDuration - SafetyMargin (%v)", c.RenewDeadline, c.LeaseDuration-c.SafetyMargin)
+	check(c.Order == OrderSpread || c.Order == OrderLowestFirst, "Order %q is not %q or %q", c.Order, OrderSpread, OrderLowestFirst)
+	check(c.MaxReadsInFlight >= 1, "MaxReadsInFlight %d below 1", c.MaxReadsInFlight)
+	check(c.AcquireTimeout >= 0 && c.AcquireBackoff > 0, "AcquireTimeout must be >= 0 and AcquireBackoff > 0")
+	check(c.MaxClockWait >= 0 && c.BootstrapWindow >= 0, "MaxClockWait and BootstrapWindow must be >= 0")
+	check(c.StoreTimeout > 0 && c.StoreTimeout < c.RenewDeadline, "StoreTimeout %v must be in (0, RenewDeadline)", c.StoreTimeout)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("nodeid: invalid config: %w", err)
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock(0)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+package nodeid
+
+import "errors"
+
+var (
+	// ErrClusterFull means no node ID was free or expired until the acquire
+	// timeout.
+	ErrClusterFull = errors.New("nodeid: no free node ID (cluster full)")
+	// ErrLeaseLost means the claim ended without a release: another task took the
+	// lease, a renewal failed past its deadline, or a peer runs the ID with a
+	// higher version. The wrapping error says which.
+	ErrLeaseLost = errors.New("nodeid: lease lost")
+	// ErrClosed means the claim was closed (released) by its owner.
+	ErrClosed = errors.New("nodeid: claim closed")
+	// ErrManifestMismatch means the cluster manifest describes another Snowflake
+	// layout or epoch than this task's configuration: both would collide.
+	ErrManifestMismatch = errors.New("nodeid: cluster manifest does not match this task's layout")
+	// ErrClockBehind means this task's wall clock is further behind the lease's
+	// Snowflake floor than MaxClockWait: its clock is broken.
+	ErrClockBehind = errors.New("nodeid: wall clock behind the lease's floor")
+)

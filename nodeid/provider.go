@@ -1,0 +1,111 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// Provider leases node IDs from a lease.Store. It is safe for concurrent use; one
+// Provider usually serves one Claim for the life of the process.
+type Provider struct {
+	store lease.Store
+	cfg   Config
+	log   *slog.Logger
+	clock Clock
+	base  time.Time // monotonic origin of claim deadlines
+
+	randMu sync.Mutex
+	rand   *rand.Rand
+
+	// stateOf judges a record; tests replace it with broken rules to show that
+	// the simulation's checker catches them.
+	stateOf func(r *lease.Record, m lease.Meta) lease.State
+}
+
+// New returns a Provider over store after validating cfg (see Config).
+func New(store lease.Store, cfg Config) (*Provider, error) {
+	if store == nil {
+		return nil, errors.New("nodeid: nil store")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(cfg.TaskID))
+	seed := h.Sum64()
+	p := &Provider{
+		store: store, cfg: cfg, clock: cfg.Clock, base: cfg.Clock.Now(),
+		log:  cfg.Logger.With("task", cfg.TaskID),
+		rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	}
+	p.stateOf = func(r *lease.Record, m lease.Meta) lease.State { return lease.StateOf(r, m, cfg.ClockMargin) }
+	return p, nil
+}
+
+// Config returns the validated configuration.
+func (p *Provider) Config() Config { return p.cfg }
+
+// jitter returns a duration uniformly in [d/2, d).
+func (p *Provider) jitter(d time.Duration) time.Duration {
+	p.randMu.Lock()
+	defer p.randMu.Unlock()
+	return d/2 + time.Duration(p.rand.Int64N(int64(d/2)+1))
+}
+
+// spreadOffset is where OrderSpread starts for this task, in 0..size-1.
+func (p *Provider) spreadOffset(size int) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(p.cfg.TaskID))
+	return int(h.Sum64() % uint64(size))
+}
+
+// Acquire bootstraps the cluster if needed and takes a free or expired node ID.
+// When none is free it retries with jittered backoff until Config.AcquireTimeout,
+// then returns an error wrapping ErrClusterFull. The returned Claim renews itself
+// until it is closed or lost.
+func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
+	start := p.clock.Now()
+	backoff := p.cfg.AcquireBackoff
+	for round := 1; ; round++ {
+		c, err := p.acquireRound(ctx)
+		if c != nil {
+			p.cfg.Observer.Acquired(c.id, c.version, p.clock.Now().Sub(start))
+			return c, nil
+		}
+		if errors.Is(err, ErrManifestMismatch) || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrCorrupt) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("nodeid: acquire: %w", ctx.Err())
+		}
+		wait := p.jitter(backoff)
+		if p.clock.Now().Add(wait).Sub(start) > p.cfg.AcquireTimeout {
+			if errors.Is(err, ErrClusterFull) {
+				return nil, fmt.Errorf("%w after %d rounds in %v", err, round, p.clock.Now().Sub(start))
+			}
+			return nil, fmt.Errorf("nodeid: acquire failed after %d rounds: %w", round, err)
+		}
+		p.log.Debug("no node ID acquired, retrying", "round", round, "wait", wait, "err", err)
+		if err := p.clock.Sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("nodeid: acquire: %w", err)
+		}
+		backoff = min(2*backoff, 8*p.cfg.AcquireBackoff)
+	}
+}
+
+// acquireRound bootstraps and makes one pass over the candidates.
+func (p *Provider) acquireRound(ctx context.Context) (*Claim, error) {
+	view, err := p.bootstrap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.takeFirst(ctx, view)
+}
