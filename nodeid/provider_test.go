@@ -312,7 +312,7 @@ func TestReleaseKeepsVersionAndLowersReservation(t *testing.T) {
 	if r.Holder != "" || r.Version != 1 || r.ReservedUntilMs != issued {
 		t.Fatalf("released record %+v: want free, version 1, reservation %d", r, issued)
 	}
-	e.advance(5*time.Second)
+	e.advance(5 * time.Second)
 	cfg.TaskID = "b"
 	next := e.acquire(e.provider(cfg))
 	if next.Version() != 2 || next.Floor() != issued {
