@@ -36,6 +36,7 @@ func TestCheck(t *testing.T) {
 		{"no bucket", answer(404, "NoSuchBucket"), `bucket "bucket" does not exist`},
 		{"access denied", answer(403, "AccessDenied"), "access denied: the task role needs s3:ListBucket on arn:aws:s3:::bucket"},
 		{"unknown key", answer(403, "InvalidAccessKeyId"), "does not know the access key ID"},
+		{"unknown key (versitygw)", answer(404, "XAdminUserNotFound"), "does not know the access key ID"},
 		{"bad secret", answer(403, "SignatureDoesNotMatch"), "check the secret access key"},
 		{"clock", answer(403, "RequestTimeTooSkewed"), "fix the clock"},
 		{"region redirect", answer(301, "PermanentRedirect", "x-amz-bucket-region", "eu-west-1"), `is in region "eu-west-1", not "us-east-1": set Region to "eu-west-1"`},
@@ -84,4 +85,23 @@ func TestCheckNoAnswer(t *testing.T) {
 	if err := st.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "no answer from") {
 		t.Fatalf("Check error = %v, want a no-answer error", err)
 	}
+}
+
+func TestCheckNoCredentials(t *testing.T) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	f := newFakeS3(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		t.Errorf("a request was sent without credentials")
+	})
+	st := newStore(t, f.URL, func(c *s3store.Config) { c.AccessKeyID, c.SecretAccessKey = "", "" })
+	if err := st.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "no usable AWS credentials") {
+		t.Fatalf("Check error = %v", err)
+	}
+	_, err := st.Create(context.Background(), "7.json", []byte("b"))
+	checkClass(t, err, "plain", "no usable AWS credentials")
 }

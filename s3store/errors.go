@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
@@ -111,7 +112,7 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	switch {
 	case r.code == "NoSuchBucket":
 		return fail("bucket %q does not exist at %s: create it, or fix Bucket, Endpoint or Region", s.bucket, s.endpoint)
-	case r.code == "InvalidAccessKeyId":
+	case r.code == "InvalidAccessKeyId" || r.code == "XAdminUserNotFound": // the second: versitygw, with a 404
 		return fail("%s does not know the access key ID: check the credentials (AWS_ACCESS_KEY_ID, the task role, or AccessKeyID for S3-compatible servers)", s.endpoint)
 	case r.code == "SignatureDoesNotMatch":
 		return fail("the request signature does not match: check the secret access key (and, for S3-compatible servers, the Region they expect)")
@@ -135,6 +136,9 @@ func (s *Store) describe(op, key string, r response, err error) error {
 		return fail("%s answered HTTP %d with a body that is not an S3 response: is it an S3 endpoint?", s.endpoint, r.status)
 	case r.status != 0:
 		return fail("%s refused the request (HTTP %d %s)", s.endpoint, r.status, r.code)
+	case strings.Contains(err.Error(), "get identity: "):
+		// The SDK has no error type for this; the text is its own.
+		return fail("no usable AWS credentials: give the task a role, or set AWS_PROFILE or AWS_ACCESS_KEY_ID (AccessKeyID for S3-compatible servers)")
 	case errors.As(err, &dnsErr):
 		return fail("cannot resolve host %q: check Endpoint (without UsePathStyle the bucket name is put in the host name)", dnsErr.Name)
 	case errors.As(err, &opErr) && opErr.Op == "dial":

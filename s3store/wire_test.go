@@ -148,6 +148,7 @@ func TestWriteAnswers(t *testing.T) {
 		{409, "ConditionalRequestConflict", map[string]string{"create": precondition, "update": precondition}, ""},
 		{404, "NoSuchKey", map[string]string{"update": precondition}, ""},
 		{404, "NoSuchBucket", map[string]string{"create": plain, "update": plain}, `bucket "bucket" does not exist`},
+		{404, "XAdminUserNotFound", map[string]string{"create": plain, "update": plain}, "does not know the access key ID"},
 		{403, "AccessDenied", map[string]string{"create": plain, "update": plain}, "s3:PutObject on arn:aws:s3:::bucket/nodeid/*"},
 		{400, "InvalidArgument", map[string]string{"create": plain, "update": plain}, "HTTP 400"},
 		{500, "InternalError", map[string]string{"create": unknown, "update": unknown}, ""},
