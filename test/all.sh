@@ -9,7 +9,9 @@
 #     them on exit;
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
 #     conformance suite runs on the in-memory store, gofakes3, MinIO and
-#     versitygw (with CI=true a missing server fails instead of skipping);
+#     versitygw (with CI=true a missing server fails instead of skipping). The
+#     race detector needs a C compiler; without one the tests run without it,
+#     with a warning (with CI=true, that is a failure);
 #  4. if bench/ has its own go.mod: go vet and a compile-and-run check of its
 #     tests (no benchmarks).
 #
@@ -64,11 +66,21 @@ bash "$servers" start
 eval "$(bash "$servers" env)"
 
 step "go test -race"
-verbose=()
+flags=(-race -count=1)
 if [[ ${NODEID_TEST_VERBOSE:-} == 1 ]]; then
-	verbose=(-v)
+	flags+=(-v)
 fi
-go test -race -count=1 "${verbose[@]}" ./...
+# The race detector needs cgo, hence a C compiler, which a machine with only Go
+# may lack (Go then turns cgo off).
+if [[ $(go env CGO_ENABLED) != 1 ]]; then
+	if [[ ${CI:-} == true ]]; then
+		echo "go test -race needs cgo and a C compiler (apt-get install -y gcc)" >&2
+		exit 1
+	fi
+	echo "WARNING: no C compiler, so cgo is off: running the tests WITHOUT the race detector (apt-get install -y gcc to enable it)" >&2
+	flags=("${flags[@]:1}")
+fi
+go test "${flags[@]}" ./...
 
 if [[ -f bench/go.mod ]]; then
 	step "bench: tests, benchmarks compiled only"
