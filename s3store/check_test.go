@@ -1,0 +1,107 @@
+package s3store_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/s3store"
+)
+
+// TestCheck runs the start-up probe against servers that are misconfigured in
+// each way a deployment can be, and checks the error says what to fix.
+func TestCheck(t *testing.T) {
+	answer := func(status int, code string, hdr ...string) func(http.ResponseWriter, *http.Request, int) {
+		return func(w http.ResponseWriter, r *http.Request, _ int) {
+			for i := 0; i+1 < len(hdr); i += 2 {
+				w.Header().Set(hdr[i], hdr[i+1])
+			}
+			s3Error(w, status, code)
+		}
+	}
+	tests := []struct {
+		name    string
+		handler func(http.ResponseWriter, *http.Request, int)
+		want    string // "" = no error
+	}{
+		{"ok", func(w http.ResponseWriter, r *http.Request, _ int) {
+			if r.URL.Query().Get("max-keys") != "1" || r.URL.Query().Get("prefix") != "nodeid/" {
+				t.Errorf("check query = %v", r.URL.Query())
+			}
+			_, _ = w.Write([]byte(`<ListBucketResult><Name>bucket</Name><IsTruncated>false</IsTruncated></ListBucketResult>`))
+		}, ""},
+		{"no bucket", answer(404, "NoSuchBucket"), `bucket "bucket" does not exist`},
+		{"access denied", answer(403, "AccessDenied"), "access denied: the task role needs s3:ListBucket on arn:aws:s3:::bucket"},
+		{"unknown key", answer(403, "InvalidAccessKeyId"), "does not know the access key ID"},
+		{"unknown key (versitygw)", answer(404, "XAdminUserNotFound"), "does not know the access key ID"},
+		{"bad secret", answer(403, "SignatureDoesNotMatch"), "check the secret access key"},
+		{"clock", answer(403, "RequestTimeTooSkewed"), "fix the clock"},
+		{"region redirect", answer(301, "PermanentRedirect", "x-amz-bucket-region", "eu-west-1"), `is in region "eu-west-1", not "us-east-1": set Region to "eu-west-1"`},
+		{"region header", answer(400, "AuthorizationHeaderMalformed"), `wrong region "us-east-1"`},
+		{"not S3: 404", func(w http.ResponseWriter, r *http.Request, _ int) { http.NotFound(w, r) }, "is it an S3 endpoint"},
+		{"not S3: HTML", func(w http.ResponseWriter, r *http.Request, _ int) {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte("<html><body>hello</body></html>"))
+		}, "is it an S3 endpoint?"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeS3(t, tc.handler)
+			err := newStore(t, f.URL).Check(context.Background())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Check: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Check error = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	err = newStore(t, "http://"+addr).Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "cannot connect to http://"+addr+": is the server running and Endpoint right?") {
+		t.Fatalf("Check error = %v", err)
+	}
+}
+
+func TestCheckNoAnswer(t *testing.T) {
+	f := newFakeS3(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	})
+	st := newStore(t, f.URL, func(c *s3store.Config) { c.RequestTimeout = 200 * time.Millisecond })
+	if err := st.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "no answer from") {
+		t.Fatalf("Check error = %v, want a no-answer error", err)
+	}
+}
+
+func TestCheckNoCredentials(t *testing.T) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	f := newFakeS3(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		t.Errorf("a request was sent without credentials")
+	})
+	st := newStore(t, f.URL, func(c *s3store.Config) { c.AccessKeyID, c.SecretAccessKey = "", "" })
+	if err := st.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "no usable AWS credentials") {
+		t.Fatalf("Check error = %v", err)
+	}
+	_, err := st.Create(context.Background(), "7.json", []byte("b"))
+	checkClass(t, err, "plain", "no usable AWS credentials")
+}

@@ -1,0 +1,177 @@
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// Operation names, as in error messages and lease.UnknownOutcomeError.Op.
+const (
+	opCreate = "create"
+	opUpdate = "update"
+	opGet    = "get"
+	opList   = "list"
+	opCheck  = "check"
+)
+
+// response is what an SDK error tells about the HTTP exchange.
+type response struct {
+	status int    // 0: no response was received
+	code   string // S3 error code ("NoSuchKey"), or "" when there is none
+	header http.Header
+}
+
+func inspect(err error) response {
+	var r response
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		r.status = re.HTTPStatusCode()
+		r.header = re.Response.Header
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		r.code = ae.ErrorCode()
+	}
+	return r
+}
+
+// notSent reports whether err shows that a request never reached the server:
+// the connection could not be made, or the SDK failed before sending
+// (credentials, signing, endpoint resolution).
+func notSent(err error) bool {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &dnsErr):
+		return true
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return true
+	}
+	var sendErr *smithyhttp.RequestSendError
+	var canceled *smithy.CanceledError
+	return !errors.As(err, &sendErr) && !errors.As(err, &canceled)
+}
+
+// writeError classifies the error of a conditional PutObject:
+//   - 412 PreconditionFailed, 409 ConditionalRequestConflict and, on update, 404
+//     NoSuchKey: lease.ErrPreconditionFailed (not written);
+//   - no response although the request may have left (timeout, reset
+//     connection, context ended in flight), a 5xx, or a 2xx whose body did not
+//     parse: *lease.UnknownOutcomeError;
+//   - any other refusal (403, 400, NoSuchBucket, a redirect) and a request that
+//     never left: a plain error saying what to fix (not written).
+func (s *Store) writeError(op, key string, err error) error {
+	r := inspect(err)
+	switch {
+	case r.status == http.StatusPreconditionFailed || r.code == "PreconditionFailed",
+		r.status == http.StatusConflict || r.code == "ConditionalRequestConflict":
+		return fmt.Errorf("s3store: %s %s: %w (HTTP %d %s)", op, key, lease.ErrPreconditionFailed, r.status, r.code)
+	case op == opUpdate && r.status == http.StatusNotFound && r.code == "NoSuchKey":
+		return fmt.Errorf("s3store: %s %s: the object does not exist: %w", op, key, lease.ErrPreconditionFailed)
+	case r.status >= 500, r.status >= 200 && r.status < 300:
+		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
+	case r.status == 0 && !notSent(err):
+		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
+	}
+	return s.describe(op, key, r, err)
+}
+
+// readError classifies the error of a GetObject or ListObjectsV2: 404
+// NoSuchKey on get is lease.ErrNotFound; everything else is described.
+func (s *Store) readError(op, key string, err error) error {
+	r := inspect(err)
+	if op == opGet && r.status == http.StatusNotFound && (r.code == "NoSuchKey" || r.code == "NotFound") {
+		return fmt.Errorf("s3store: get %s: %w", key, lease.ErrNotFound)
+	}
+	return s.describe(op, key, r, err)
+}
+
+// describe turns an error into one that says what to fix where it can, keeping
+// the SDK error in the chain (errors.As finds smithy.APIError in it).
+func (s *Store) describe(op, key string, r response, err error) error {
+	what := op
+	if key != "" {
+		what += " " + key
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("s3store: %s: %s: %w", what, fmt.Sprintf(format, args...), err)
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case r.code == "NoSuchBucket":
+		return fail("bucket %q does not exist at %s: create it, or fix Bucket, Endpoint or Region", s.bucket, s.endpoint)
+	case r.code == "InvalidAccessKeyId" || r.code == "XAdminUserNotFound": // the second: versitygw, with a 404
+		return fail("%s does not know the access key ID: check the credentials (AWS_ACCESS_KEY_ID, the task role, or AccessKeyID for S3-compatible servers)", s.endpoint)
+	case r.code == "SignatureDoesNotMatch":
+		return fail("the request signature does not match: check the secret access key (and, for S3-compatible servers, the Region they expect)")
+	case r.code == "ExpiredToken" || r.code == "InvalidToken" || r.code == "TokenRefreshRequired":
+		return fail("the session credentials expired or are invalid: refresh them (the default credential chain does this for a task role)")
+	case r.code == "RequestTimeTooSkewed":
+		return fail("this machine's clock is too far from the server's: fix the clock (NTP)")
+	case r.code == "AuthorizationHeaderMalformed" || r.code == "PermanentRedirect" || r.code == "IllegalLocationConstraintException" ||
+		r.status == http.StatusMovedPermanently:
+		if want := r.header.Get("x-amz-bucket-region"); want != "" {
+			return fail("bucket %q is in region %q, not %q: set Region to %q", s.bucket, want, s.region, want)
+		}
+		return fail("wrong region %q for bucket %q: set Region to the bucket's region", s.region, s.bucket)
+	case r.status == http.StatusForbidden || r.code == "AccessDenied" || r.code == "AllAccessDisabled":
+		return fail("access denied: %s", s.permissionHint(op))
+	case r.status == http.StatusNotFound && (op == opList || op == opCheck):
+		return fail("%s answered 404 to a listing of bucket %q without saying NoSuchBucket: is it an S3 endpoint, and does it need UsePathStyle?", s.endpoint, s.bucket)
+	case r.status == http.StatusNotFound && op == opUpdate:
+		return fail("%s answered 404 (%s) to a conditional write: is it an S3 endpoint, and does it need UsePathStyle?", s.endpoint, r.code)
+	case r.status >= 200 && r.status < 300:
+		return fail("%s answered HTTP %d with a body that is not an S3 response: is it an S3 endpoint?", s.endpoint, r.status)
+	case r.status != 0:
+		return fail("%s refused the request (HTTP %d %s)", s.endpoint, r.status, r.code)
+	case strings.Contains(err.Error(), "get identity: "):
+		// The SDK has no error type for this; the text is its own.
+		return fail("no usable AWS credentials: give the task a role, or set AWS_PROFILE or AWS_ACCESS_KEY_ID (AccessKeyID for S3-compatible servers)")
+	case errors.As(err, &dnsErr):
+		return fail("cannot resolve host %q: check Endpoint (without UsePathStyle the bucket name is put in the host name)", dnsErr.Name)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fail("cannot connect to %s: is the server running and Endpoint right?", s.endpoint)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fail("no answer from %s within %v", s.endpoint, s.timeout)
+	}
+	return fmt.Errorf("s3store: %s: %w", what, err)
+}
+
+func (s *Store) permissionHint(op string) string {
+	objects := fmt.Sprintf("arn:aws:s3:::%s/%s*", s.bucket, s.prefix)
+	switch op {
+	case opCreate, opUpdate:
+		return "the task role needs s3:PutObject on " + objects
+	case opGet:
+		return "the task role needs s3:GetObject on " + objects + " (and s3:ListBucket on arn:aws:s3:::" + s.bucket + ", without which S3 answers 403 for a missing key)"
+	default:
+		return fmt.Sprintf("the task role needs s3:ListBucket on arn:aws:s3:::%s (for the prefix %q)", s.bucket, s.prefix)
+	}
+}
+
+var discard = slog.New(slog.DiscardHandler)
+
+// sdkLogger sends the AWS SDK's log lines to l: warnings as warnings, the rest
+// at debug level.
+func sdkLogger(l *slog.Logger) logging.Logger {
+	l = l.With("component", "aws-sdk")
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		level := slog.LevelDebug
+		if c == logging.Warn {
+			level = slog.LevelWarn
+		}
+		l.Log(context.Background(), level, fmt.Sprintf(format, v...))
+	})
+}

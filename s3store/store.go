@@ -1,0 +1,371 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// MaxObjectSize is the largest body Get accepts. Lease objects are a few hundred
+// bytes; anything above this is not one, and reading it whole could exhaust
+// memory, so Get refuses it with an error that wraps [lease.ErrCorrupt].
+const MaxObjectSize = 1 << 20
+
+// Store is a [lease.Store] over one prefix of an S3 bucket. Every write is a
+// conditional PutObject, sent once: creates carry If-None-Match: *, updates
+// If-Match with the caller's ETag, and the SDK's retries are off for both. Reads
+// (GetObject, ListObjectsV2) use the client's retries. A Store is safe for
+// concurrent use.
+type Store struct {
+	client   *s3.Client
+	bucket   string
+	prefix   string
+	timeout  time.Duration
+	log      *slog.Logger
+	endpoint string // for error messages
+	region   string // for error messages
+}
+
+var _ lease.Store = (*Store)(nil)
+
+// Option configures a Store made by [NewFromClient].
+type Option func(*Store)
+
+// WithRequestTimeout sets the bound on each call to S3 (see
+// Config.RequestTimeout). Zero or negative keeps DefaultRequestTimeout.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+}
+
+// WithLogger sets the logger (see Config.Logger). Nil discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) {
+		if l != nil {
+			s.log = l
+		}
+	}
+}
+
+// New validates cfg, loads the AWS configuration (the default credential chain
+// unless cfg has static credentials) and returns a Store. It sends no request:
+// call [Store.Check] at start to find a missing bucket, missing permissions or a
+// wrong endpoint before the first lease operation.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = discard
+	}
+	opts := []func(*config.LoadOptions) error{
+		// Reads retry quickly, so a few attempts fit in one RequestTimeout;
+		// writes never use this retryer (see put).
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = 3
+				o.MaxBackoff = time.Second
+			})
+		}),
+		config.WithLogger(sdkLogger(logger)),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	}
+	if cfg.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: load the AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		if cfg.Endpoint == "" {
+			return nil, errors.New("s3store: no AWS region: set Config.Region (--region) or the AWS_REGION environment variable")
+		}
+		awsCfg.Region = "us-east-1"
+	}
+	// The SDK's checksum defaults stay on: every PUT carries a CRC32 of the
+	// body and every GET is checked against the stored one, which catches a
+	// flipped digit in a version or reservation that JSON decoding would not.
+	// gofakes3, MinIO and versitygw all accept them. A GET from a server that
+	// stores no checksum (gofakes3) is simply not checked; do not log that on
+	// every read.
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.DisableLogOutputChecksumValidationSkipped = true
+		o.UsePathStyle = cfg.UsePathStyle
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+	return NewFromClient(client, cfg.Bucket, cfg.Prefix, WithRequestTimeout(cfg.RequestTimeout), WithLogger(logger))
+}
+
+// NewFromClient returns a Store over bucket and prefix that sends its requests
+// through client, for callers that build their own client. The client's retry
+// settings apply to reads only; writes are always sent once. An S3-compatible
+// server that rejects the SDK's default checksums needs a client with
+// RequestChecksumCalculation and ResponseChecksumValidation set to WhenRequired.
+func NewFromClient(client *s3.Client, bucket, prefix string, opts ...Option) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("s3store: nil S3 client")
+	}
+	if err := (Config{Bucket: bucket, Prefix: prefix}).Validate(); err != nil {
+		return nil, err
+	}
+	o := client.Options()
+	s := &Store{
+		client:   client,
+		bucket:   bucket,
+		prefix:   prefix,
+		timeout:  DefaultRequestTimeout,
+		log:      discard,
+		endpoint: aws.ToString(o.BaseEndpoint),
+		region:   o.Region,
+	}
+	if s.endpoint == "" {
+		s.endpoint = "AWS S3"
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	s.log = s.log.With("component", "s3store", "bucket", bucket, "prefix", prefix)
+	return s, nil
+}
+
+// Bucket returns the bucket name.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Prefix returns the key prefix.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Client returns the S3 client the store uses.
+func (s *Store) Client() *s3.Client { return s.client }
+
+// Check probes the bucket with a one-key listing of the prefix (the
+// s3:ListBucket permission that List needs) and turns a misconfiguration into an
+// error that says what to fix: a bucket that does not exist, access denied,
+// unknown credentials, a wrong region, an endpoint that refuses connections or
+// does not speak S3. Call it once at start. It cannot check write permission
+// without writing; a refused write reports its missing permission the same way.
+func (s *Store) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket:  aws.String(s.bucket),
+		Prefix:  aws.String(s.prefix),
+		MaxKeys: aws.Int32(1),
+	})
+	if err != nil {
+		return s.readError(opCheck, "", err)
+	}
+	// Any HTTP server answers 200 to a GET; an S3 listing names its bucket.
+	if name := aws.ToString(out.Name); name != s.bucket {
+		return fmt.Errorf("s3store: check: %s answered a listing of bucket %q with one of %q: is it an S3 endpoint?", s.endpoint, s.bucket, name)
+	}
+	return nil
+}
+
+// List implements [lease.Store]: ListObjectsV2 over the prefix, page by page to
+// the end, each page bounded by the request timeout. Keys are made relative to
+// the prefix and sorted. Listing.Date is the earliest Date of the pages.
+// LastModified is as the server listed it: milliseconds on some servers, whole
+// seconds on others.
+func (s *Store) List(ctx context.Context) (lease.Listing, error) {
+	var l lease.Listing
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket),
+		Prefix: aws.String(s.prefix),
+	})
+	var prevToken string
+	for p.HasMorePages() {
+		pctx, cancel := context.WithTimeout(ctx, s.timeout)
+		page, err := p.NextPage(pctx)
+		cancel()
+		if err != nil {
+			return lease.Listing{}, s.readError(opList, "", err)
+		}
+		if d := serverDate(page.ResultMetadata); !d.IsZero() && (l.Date.IsZero() || d.Before(l.Date)) {
+			l.Date = d
+		}
+		for _, o := range page.Contents {
+			rel, ok := strings.CutPrefix(aws.ToString(o.Key), s.prefix)
+			if !ok {
+				continue // a server that ignores Prefix; never seen, but never trust it
+			}
+			l.Objects = append(l.Objects, lease.ObjectInfo{
+				Key:          rel,
+				ETag:         normalizeETag(aws.ToString(o.ETag)),
+				LastModified: aws.ToTime(o.LastModified).UTC(),
+			})
+		}
+		if aws.ToBool(page.IsTruncated) {
+			tok := aws.ToString(page.NextContinuationToken)
+			switch {
+			case tok == "":
+				return lease.Listing{}, fmt.Errorf("s3store: list %s: the server said the listing is truncated but gave no continuation token", s.where())
+			case tok == prevToken:
+				return lease.Listing{}, fmt.Errorf("s3store: list %s: the server repeated continuation token %q", s.where(), tok)
+			}
+			prevToken = tok
+		}
+	}
+	slices.SortFunc(l.Objects, func(a, b lease.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	// A server that lists a key twice would make one object look like two.
+	for i := 1; i < len(l.Objects); i++ {
+		if l.Objects[i].Key == l.Objects[i-1].Key {
+			return lease.Listing{}, fmt.Errorf("s3store: list %s: the server listed key %q twice", s.where(), l.Objects[i].Key)
+		}
+	}
+	return l, nil
+}
+
+// Get implements [lease.Store]. A body larger than [MaxObjectSize] gives an
+// error wrapping [lease.ErrCorrupt].
+func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
+	if err := checkKey(opGet, key); err != nil {
+		return nil, lease.Meta{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	if err != nil {
+		return nil, lease.Meta{}, s.readError(opGet, key, err)
+	}
+	defer out.Body.Close()
+	if n := aws.ToInt64(out.ContentLength); n > MaxObjectSize {
+		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w: the object is %d bytes, a lease object is at most %d", key, lease.ErrCorrupt, n, MaxObjectSize)
+	}
+	body, err := io.ReadAll(io.LimitReader(out.Body, MaxObjectSize+1))
+	if err != nil {
+		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: read the body: %w", key, err)
+	}
+	if len(body) > MaxObjectSize {
+		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w: the object is larger than %d bytes", key, lease.ErrCorrupt, MaxObjectSize)
+	}
+	return body, lease.Meta{
+		ETag:         normalizeETag(aws.ToString(out.ETag)),
+		LastModified: aws.ToTime(out.LastModified).UTC(),
+		Date:         serverDate(out.ResultMetadata),
+	}, nil
+}
+
+// Create implements [lease.Store] with PutObject and If-None-Match: *.
+func (s *Store) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
+	return s.put(ctx, opCreate, key, body, "")
+}
+
+// Update implements [lease.Store] with PutObject and If-Match: etag. An empty
+// etag matches nothing: it gives ErrPreconditionFailed without a request (an
+// If-Match header without a value would be dropped, making the PUT
+// unconditional).
+func (s *Store) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	if etag == "" {
+		return lease.Meta{}, fmt.Errorf("s3store: update %s: empty ETag: %w", key, lease.ErrPreconditionFailed)
+	}
+	return s.put(ctx, opUpdate, key, body, etag)
+}
+
+// sendOnce turns the SDK's retries off for one operation: a conditional PUT
+// whose first attempt landed but whose answer was lost would come back 412 on
+// the retry and look like a lost race.
+func sendOnce(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
+
+func (s *Store) put(ctx context.Context, op, key string, body []byte, etag string) (lease.Meta, error) {
+	if err := checkKey(op, key); err != nil {
+		return lease.Meta{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return lease.Meta{}, fmt.Errorf("s3store: %s %s: not sent: %w", op, key, err)
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(s.prefix + key),
+		Body:          bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))),
+	}
+	if op == opCreate {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(etag)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	out, err := s.client.PutObject(ctx, in, sendOnce)
+	if err != nil {
+		err = s.writeError(op, key, err)
+		switch {
+		case errors.Is(err, lease.ErrPreconditionFailed):
+			s.log.Debug("conditional write refused", "op", op, "key", key, "ifMatch", etag)
+		case errors.Is(err, lease.ErrUnknownOutcome):
+			s.log.Warn("write outcome unknown: read the object back", "op", op, "key", key, "err", err)
+		default:
+			s.log.Warn("write failed", "op", op, "key", key, "err", err)
+		}
+		return lease.Meta{}, err
+	}
+	m := lease.Meta{ETag: normalizeETag(aws.ToString(out.ETag)), Date: serverDate(out.ResultMetadata)}
+	if m.ETag == "" {
+		// The write was applied but we cannot name its version: the caller
+		// reads it back, as for any ambiguous write.
+		return lease.Meta{}, &lease.UnknownOutcomeError{Op: op, Key: key, Err: errors.New("the server accepted the write but sent no ETag")}
+	}
+	s.log.Debug("written", "op", op, "key", key, "etag", m.ETag)
+	return m, nil
+}
+
+func checkKey(op, key string) error {
+	if key == "" {
+		return fmt.Errorf("s3store: %s: empty key", op)
+	}
+	return nil
+}
+
+// normalizeETag returns an ETag in its quoted form. S3 quotes ETags in headers
+// and listings; a server that leaves the quotes off somewhere would otherwise
+// give one version two spellings, and ETags are compared as strings.
+func normalizeETag(e string) string {
+	if e == "" || strings.HasPrefix(e, `"`) || strings.HasPrefix(e, `W/"`) {
+		return e
+	}
+	return `"` + e + `"`
+}
+
+// serverDate returns the response's Date header, or zero.
+func serverDate(md middleware.Metadata) time.Time {
+	if t, ok := awsmiddleware.GetServerTime(md); ok {
+		return t.UTC()
+	}
+	return time.Time{}
+}
+
+func (s *Store) where() string {
+	return fmt.Sprintf("s3://%s/%s", s.bucket, s.prefix)
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# all.sh: every check and test of nodeid, on a fresh Debian machine with only Go
+# installed (README: `bash test/all.sh`; CI runs it through .ci/run with CI=true).
+#
+#  1. gofmt -l (fails on any unformatted file), go vet, staticcheck (pinned,
+#     cached next to the servers);
+#  2. builds or reuses MinIO and versitygw (test/minio/servers.sh; a cold MinIO
+#     build takes about 5 minutes on 2 cores), starts them on 127.0.0.1 and stops
+#     them on exit;
+#  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
+#     conformance suite runs on the in-memory store, gofakes3, MinIO and
+#     versitygw (with CI=true a missing server fails instead of skipping). The
+#     race detector needs a C compiler; without one the tests run without it,
+#     with a warning (with CI=true, that is a failure);
+#  4. if bench/ has its own go.mod: go vet and a compile-and-run check of its
+#     tests (no benchmarks).
+#
+# NODEID_TEST_VERBOSE=1 adds -v to go test.
+set -euo pipefail
+
+readonly STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cache=${NODEID_SERVER_CACHE:-$HOME/.cache/nodeid-servers}
+bin=$cache/bin
+servers=test/minio/servers.sh
+began=$SECONDS
+
+step() { printf '\n=== %s (%ds)\n' "$*" "$((SECONDS - began))"; }
+
+step "toolchain"
+go version
+
+step "gofmt"
+unformatted=$(gofmt -l .)
+if [[ -n $unformatted ]]; then
+	printf 'gofmt: these files are not formatted (run gofmt -w):\n%s\n' "$unformatted" >&2
+	exit 1
+fi
+
+step "go vet"
+go vet ./...
+if [[ -f bench/go.mod ]]; then
+	(cd bench && go vet ./...)
+fi
+
+step "staticcheck"
+if [[ ! -x $bin/staticcheck || ! -f $bin/staticcheck.version || "$(<"$bin/staticcheck.version")" != "$STATICCHECK" ]]; then
+	mkdir -p "$bin"
+	GOBIN=$bin go install "$STATICCHECK"
+	printf '%s\n' "$STATICCHECK" >"$bin/staticcheck.version"
+fi
+"$bin/staticcheck" ./...
+
+step "S3 servers"
+# A state folder of our own, so servers someone started by hand are left alone.
+NODEID_SERVER_STATE=$(mktemp -d "${TMPDIR:-/tmp}/nodeid-all.XXXXXX")
+export NODEID_SERVER_STATE
+cleanup() {
+	bash "$servers" stop || true
+	rm -rf "$NODEID_SERVER_STATE"
+}
+trap cleanup EXIT
+bash "$servers" install
+bash "$servers" start
+eval "$(bash "$servers" env)"
+
+step "go test -race"
+flags=(-race -count=1)
+if [[ ${NODEID_TEST_VERBOSE:-} == 1 ]]; then
+	flags+=(-v)
+fi
+# The race detector needs cgo, hence a C compiler, which a machine with only Go
+# may lack (Go then turns cgo off).
+if [[ $(go env CGO_ENABLED) != 1 ]]; then
+	if [[ ${CI:-} == true ]]; then
+		echo "go test -race needs cgo and a C compiler (apt-get install -y gcc)" >&2
+		exit 1
+	fi
+	echo "WARNING: no C compiler, so cgo is off: running the tests WITHOUT the race detector (apt-get install -y gcc to enable it)" >&2
+	flags=("${flags[@]:1}")
+fi
+go test "${flags[@]}" ./...
+
+if [[ -f bench/go.mod ]]; then
+	step "bench: tests, benchmarks compiled only"
+	(cd bench && go test -count=1 -run . -bench='^$' ./...)
+fi
+
+step "all checks passed"

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# servers.sh: build, start and stop the real S3 servers that the conformance
+# tests in this folder run against: MinIO and versitygw (posix backend).
+#
+#   servers.sh install [SERVER...]  build pinned versions into the cache (skipped when cached)
+#   servers.sh start   [SERVER...]  start each on 127.0.0.1, a free port and a throwaway folder
+#   servers.sh env     [SERVER...]  print `export NODEID_TEST_...=` lines for the running servers
+#   servers.sh stop    [SERVER...]  stop them by PID and remove their data folders
+#   servers.sh status  [SERVER...]  say which are running
+#
+# SERVER is minio or versitygw; none means both. Environment:
+#   NODEID_SERVER_CACHE  where binaries are cached (default ~/.cache/nodeid-servers)
+#   NODEID_SERVER_STATE  where PIDs, endpoints and logs are kept (default <repo>/.cache/servers)
+#   NODEID_SERVER_READY_TIMEOUT  seconds to wait for a server to be ready (default 60)
+set -euo pipefail
+
+readonly MINIO_PKG=github.com/minio/minio
+readonly MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c # older MinIO ignored If-Match on a missing key
+readonly VERSITYGW_PKG=github.com/versity/versitygw/cmd/versitygw
+readonly VERSITYGW_MODULE=github.com/versity/versitygw
+readonly VERSITYGW_VERSION=v1.8.0
+
+# Fixed test credentials: these servers only ever listen on 127.0.0.1.
+readonly ACCESS_KEY=nodeid-test
+readonly SECRET_KEY=nodeid-test-secret
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cache=${NODEID_SERVER_CACHE:-$HOME/.cache/nodeid-servers}
+bin=$cache/bin
+state_dir=${NODEID_SERVER_STATE:-$repo/.cache/servers}
+ready_timeout=${NODEID_SERVER_READY_TIMEOUT:-60}
+
+log() { printf 'servers.sh: %s\n' "$*" >&2; }
+die() {
+	log "$*"
+	exit 1
+}
+
+# install_one NAME PACKAGE MODULE VERSION: go install PACKAGE@VERSION into $bin
+# unless $bin/NAME is already that version. The version is recorded in a stamp
+# file next to the binary; a binary without a stamp is trusted when its own
+# build information names the module at that version.
+install_one() {
+	local name=$1 pkg=$2 module=$3 version=$4
+	local want=$pkg@$version exe=$bin/$name stamp=$bin/$name.version
+	if [[ -x $exe && -f $stamp && "$(<"$stamp")" == "$want" ]]; then
+		log "$name: cached ($want)"
+		return
+	fi
+	if [[ -x $exe ]] && go version -m "$exe" 2>/dev/null |
+		awk -v m="$module" -v v="$version" '$1 == "mod" && $2 == m && $3 == v { found = 1 } END { exit !found }'; then
+		printf '%s\n' "$want" >"$stamp"
+		log "$name: cached ($want, stamp written)"
+		return
+	fi
+	log "$name: building $want (a cold MinIO build takes about 5 minutes on 2 cores)"
+	mkdir -p "$bin"
+	rm -f "$stamp"
+	GOBIN=$bin go install "$want"
+	printf '%s\n' "$want" >"$stamp"
+	log "$name: installed $exe"
+}
+
+install() {
+	local s
+	for s in "$@"; do
+		case $s in
+		minio) install_one minio "$MINIO_PKG" "$MINIO_PKG" "$MINIO_VERSION" ;;
+		versitygw) install_one versitygw "$VERSITYGW_PKG" "$VERSITYGW_MODULE" "$VERSITYGW_VERSION" ;;
+		esac
+	done
+}
+
+# port_in_use PORT: something accepts connections on 127.0.0.1:PORT.
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {
+	local p i
+	for i in $(seq 1 100); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		if ! port_in_use "$p"; then
+			printf '%s\n' "$p"
+			return
+		fi
+	done
+	die "no free port found after $i tries"
+}
+
+# http_status PORT PATH: the status code of GET PATH on 127.0.0.1:PORT, with
+# bash alone (a fresh machine may have no curl).
+http_status() {
+	local port=$1 path=$2 code=""
+	exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
+	printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$path" "$port" >&3
+	IFS=' ' read -r -t 5 _ code _ <&3 || true
+	exec 3<&- 3>&-
+	printf '%s\n' "$code"
+}
+
+# alive NAME: the server recorded in the state file is running (and is that
+# binary, not a process that reused its PID).
+alive() {
+	local f=$state_dir/$1.env pid
+	[[ -f $f ]] || return 1
+	pid=$(sed -n 's/^PID=//p' "$f")
+	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$bin/$1"
+}
+
+# launch NAME PORT DATA LOGFILE: start the server in the background and set
+# launched_pid (not a subshell, so the server stays a child of this shell).
+launched_pid=
+launch() {
+	local name=$1 port=$2 data=$3 logf=$4
+	case $name in
+	minio)
+		MINIO_ROOT_USER=$ACCESS_KEY MINIO_ROOT_PASSWORD=$SECRET_KEY MINIO_BROWSER=off MINIO_UPDATE=off \
+			"$bin/minio" server --quiet --address "127.0.0.1:$port" --console-address "127.0.0.1:$(free_port)" \
+			"$data" </dev/null >"$logf" 2>&1 &
+		;;
+	versitygw)
+		ROOT_ACCESS_KEY=$ACCESS_KEY ROOT_SECRET_KEY=$SECRET_KEY \
+			"$bin/versitygw" --port "127.0.0.1:$port" --health /health --quiet \
+			posix "$data" </dev/null >"$logf" 2>&1 &
+		;;
+	esac
+	launched_pid=$!
+}
+
+health_path() {
+	case $1 in
+	minio) printf '/minio/health/ready\n' ;;
+	versitygw) printf '/health\n' ;;
+	esac
+}
+
+start_one() {
+	local name=$1 port data pid logf=$state_dir/$1.log attempt deadline code
+	if alive "$name"; then
+		log "$name: already running ($(grep '^ENDPOINT=' "$state_dir/$name.env"))"
+		return
+	fi
+	[[ -x $bin/$name ]] || die "$name: $bin/$name is missing: run '$0 install' first"
+	data=$(mktemp -d "${TMPDIR:-/tmp}/nodeid-$name.XXXXXX")
+	for attempt in 1 2 3; do
+		port=$(free_port)
+		launch "$name" "$port" "$data" "$logf"
+		pid=$launched_pid
+		deadline=$((SECONDS + ready_timeout))
+		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+			code=$(http_status "$port" "$(health_path "$name")" 2>/dev/null || true)
+			if [[ $code == 200 ]]; then
+				printf 'PID=%s\nPORT=%s\nDATA=%s\nENDPOINT=http://127.0.0.1:%s\n' "$pid" "$port" "$data" "$port" >"$state_dir/$name.env"
+				log "$name: ready at http://127.0.0.1:$port (pid $pid, data $data)"
+				return
+			fi
+			sleep 0.2
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			kill "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+			log "$name: not ready after ${ready_timeout}s; its log:"
+			cat "$logf" >&2
+			rm -rf "$data"
+			die "$name: failed to start"
+		fi
+		wait "$pid" 2>/dev/null || true
+		if grep -qi 'address already in use' "$logf" && ((attempt < 3)); then
+			log "$name: port $port was taken, trying another"
+			continue
+		fi
+		log "$name: exited during start; its log:"
+		cat "$logf" >&2
+		rm -rf "$data"
+		die "$name: failed to start"
+	done
+}
+
+stop_one() {
+	local name=$1 f=$state_dir/$1.env pid data i
+	[[ -f $f ]] || return 0
+	pid=$(sed -n 's/^PID=//p' "$f")
+	data=$(sed -n 's/^DATA=//p' "$f")
+	if alive "$name"; then
+		kill "$pid" 2>/dev/null || true
+		for i in $(seq 1 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			log "$name: pid $pid ignored SIGTERM for 10 s, killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+		log "$name: stopped (pid $pid)"
+	fi
+	# Only ever remove a folder this script made.
+	if [[ $data == */nodeid-"$name".* && -d $data ]]; then
+		rm -rf "$data"
+	fi
+	rm -f "$f"
+}
+
+print_env() {
+	local name=$1 up=${1^^} endpoint
+	alive "$name" || die "$name is not running: run '$0 start' first"
+	endpoint=$(sed -n 's/^ENDPOINT=//p' "$state_dir/$name.env")
+	printf 'export NODEID_TEST_%s_ENDPOINT=%s\n' "$up" "$endpoint"
+	printf 'export NODEID_TEST_%s_ACCESS_KEY=%s\n' "$up" "$ACCESS_KEY"
+	printf 'export NODEID_TEST_%s_SECRET_KEY=%s\n' "$up" "$SECRET_KEY"
+}
+
+main() {
+	local cmd=${1:-} s
+	[[ $# -gt 0 ]] && shift
+	local servers=("$@")
+	if [[ ${#servers[@]} -eq 0 ]]; then
+		servers=(minio versitygw)
+	fi
+	for s in "${servers[@]}"; do
+		case $s in
+		minio | versitygw) ;;
+		*) die "unknown server '$s' (want minio or versitygw)" ;;
+		esac
+	done
+	mkdir -p "$state_dir"
+	case $cmd in
+	install) install "${servers[@]}" ;;
+	start) for s in "${servers[@]}"; do start_one "$s"; done ;;
+	stop) for s in "${servers[@]}"; do stop_one "$s"; done ;;
+	env) for s in "${servers[@]}"; do print_env "$s"; done ;;
+	status)
+		for s in "${servers[@]}"; do
+			if alive "$s"; then
+				printf '%s: running, %s\n' "$s" "$(sed -n 's/^ENDPOINT=//p' "$state_dir/$s.env")"
+			else
+				printf '%s: stopped\n' "$s"
+			fi
+		done
+		;;
+	*)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
