@@ -57,6 +57,13 @@ type readResult struct {
 // readAll GETs the objects of ids concurrently and returns the results in order.
 func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 	out := make([]readResult, len(ids))
+	if p.sim.sequential {
+		for i, id := range ids {
+			body, meta, err := p.store.Get(ctx, lease.RecordKey(id))
+			out[i] = readResult{id: id, body: body, meta: meta, err: err}
+		}
+		return out
+	}
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
@@ -143,7 +150,11 @@ func (p *Provider) tryTake(ctx context.Context, r readResult) (*Claim, error) {
 	case err != nil:
 		return nil, fmt.Errorf("take %s: %w", key, err)
 	}
-	c := p.newClaim(next, meta.ETag, t0, prev.ReservedUntilMs)
+	floor := prev.ReservedUntilMs
+	if p.sim.ignoreFloor {
+		floor = 0
+	}
+	c := p.newClaim(next, meta.ETag, t0, floor)
 	p.log.Info("acquired node ID", "nodeId", r.id, "version", next.Version, "from", state.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
 	if behind := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond; behind > p.cfg.MaxClockWait {

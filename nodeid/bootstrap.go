@@ -121,18 +121,26 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, bootstrapp
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, bootstrapParallelism)
 	)
+
+	create := func(id int) {
+		info, err := p.createRecord(ctx, id, bootstrapping)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		} else if info.ETag != "" {
+			v.objects[id] = info
+		}
+	}
 	for _, id := range missing {
+		if p.sim.sequential {
+			create(id)
+			continue
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			info, err := p.createRecord(ctx, id, bootstrapping)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			} else if info.ETag != "" {
-				v.objects[id] = info
-			}
+			create(id)
 		})
 	}
 	wg.Wait()

@@ -56,6 +56,10 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 	c.committed(rec, etag, sent)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
+	if p.sim.sequential {
+		close(c.loopDone) // the simulation calls renewRound itself
+		return c
+	}
 	go c.renewLoop(ctx)
 	return c
 }
@@ -157,7 +161,7 @@ func (c *Claim) Status() Status {
 func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
 	c.reservation.Store(rec.ReservedUntilMs)
-	until := sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin
+	until := sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin + c.p.sim.fenceExtra
 	for {
 		cur := c.validUntil.Load()
 		if cur == math.MinInt64 || c.validUntil.CompareAndSwap(cur, int64(until)) {

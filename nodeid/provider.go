@@ -28,6 +28,16 @@ type Provider struct {
 	// stateOf judges a record; tests replace it with broken rules to show that
 	// the simulation's checker catches them.
 	stateOf func(r *lease.Record, m lease.Meta) lease.State
+	// sim holds the knobs of the deterministic simulation (zero in production).
+	sim simKnobs
+}
+
+// simKnobs let the deterministic simulation run a Provider on one goroutine and
+// inject deliberate bugs (to show that its checker catches them).
+type simKnobs struct {
+	sequential  bool          // no goroutines: reads and creates one by one, no renewal loop
+	fenceExtra  time.Duration // bug: the fence stays up this much longer
+	ignoreFloor bool          // bug: a successor reports floor 0
 }
 
 // New returns a Provider over store after validating cfg (see Config).
