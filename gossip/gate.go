@@ -10,19 +10,10 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// The readiness gate asks the other members, directly, what they see.
-//
-// memberlist cannot tell whether a peer has received this member's latest
-// metadata, and peers cannot echo every version they have seen in their own
-// (512-byte) metadata. So WaitSeen sends each other live member a query,
-// "which version of node N do you see?", as a user message over UDP
-// (encrypted like all gossip when a key is set). The peer answers from its own
-// KnownNodes, the same map its provider uses. A peer that answers V >= version
-// has received metadata carrying the new version, which only this member
-// advertises (or a later holder, which the conflict check reports): the answer
-// cannot be true early. Lost queries and answers are repeated every
-// QueryInterval; duplicates and late answers are harmless, because an answer
-// only ever records the highest version a peer reported.
+// The readiness gate's protocol, and why it cannot open early, is described
+// in the package doc. A query is msgQuery followed by the JSON of query; an
+// answer is msgAnswer followed by the JSON of answer. Both are single UDP
+// packets.
 
 // Message kinds: the first byte of a user message.
 const (

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -247,5 +248,38 @@ func waitClosed(n *Node, d time.Duration) bool {
 		return true
 	case <-time.After(d):
 		return false
+	}
+}
+
+// crash stops n the way a killed task stops: no leave message.
+func crash(n *Node) {
+	n.once.Do(func() {
+		n.goMu.Lock()
+		n.closed.Store(true)
+		close(n.quit)
+		n.goMu.Unlock()
+		_ = n.ml.Shutdown()
+		n.wg.Wait()
+	})
+}
+
+func TestCrashedNodeDisappears(t *testing.T) {
+	nodes := cluster(t, names(3)...)
+	for i, n := range nodes {
+		if err := n.SetClaim(i, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, c := nodes[0], nodes[2]
+	eventually(t, "a knows three IDs", func() bool { return len(a.KnownNodes()) == 3 })
+	crash(c)
+	eventually(t, "failure detection drops c's ID", func() bool {
+		return mapsEqual(a.KnownNodes(), map[int]int64{0: 2, 1: 2}) && len(a.Members()) == 2
+	})
+	// The readiness gate does not wait for a dead member.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.WaitSeen(ctx, 0, 2, 0); err != nil {
+		t.Errorf("WaitSeen after c died = %v", err)
 	}
 }
