@@ -1,0 +1,206 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// MaxNameLen is the longest member name accepted, in bytes. Names travel in UDP
+// packets of about 1400 bytes; an ECS task ARN is about 100.
+const MaxNameLen = 512
+
+// Config configures a Node. Start from DefaultConfig (LAN timings) or
+// DefaultLocalConfig (loopback), set Name, and pass it to Start, which
+// validates it.
+type Config struct {
+	// Name is this member's name, unique in the cluster: the task identity (ECS
+	// task ARN, or host+pid+random). Required, 1..MaxNameLen bytes. Two live
+	// members with one name confuse memberlist: the second cannot join.
+	Name string
+
+	// BindAddr is the IP address to listen on, for both UDP and TCP. Default
+	// "0.0.0.0".
+	BindAddr string
+
+	// BindPort is the port to listen on, for both UDP and TCP; 0 picks a free
+	// port (tests). Default 7946.
+	BindPort int
+
+	// AdvertiseAddr is the IP address other members use to reach this one.
+	// Empty: the bind address, or a private IP of this host when bound to
+	// 0.0.0.0 (the task's ENI address under awsvpc networking).
+	AdvertiseAddr string
+
+	// AdvertisePort is the port other members use to reach this one. 0: the
+	// bound port.
+	AdvertisePort int
+
+	// Join lists members to join at Start ("host:port", or "host" for the
+	// BindPort); a name that resolves to several addresses joins them all.
+	// Empty: start a cluster of one. Failing to reach any is logged, not an
+	// error: gossip is advisory, and others can join this member later. Call
+	// Join to retry.
+	Join []string
+
+	// SecretKey, when set, encrypts and authenticates all gossip (AES-GCM,
+	// memberlist's keyring): 16, 24 or 32 bytes for AES-128, -192 or -256. Every
+	// member needs the same key; members without it cannot join. Empty: plain
+	// text, for trusted networks only.
+	SecretKey []byte
+
+	// OnConflict, when set, is called when another member advertises this
+	// member's node ID (set by SetClaim) with a higher version: another task
+	// holds the ID. Pass the version to (*nodeid.Claim).ObserveVersion. Calls are
+	// made one at a time from a goroutine of the Node, in order, at most once
+	// per claim and version, never after Close returns. They should return
+	// quickly (later conflicts wait) and must not call Close (which waits for
+	// them).
+	OnConflict func(nodeID int, version int64)
+
+	// GossipInterval is how often metadata changes are gossiped to a few random
+	// members. Shorter spreads a new version faster, at the cost of more
+	// packets. Default 200 ms.
+	GossipInterval time.Duration
+
+	// ProbeInterval is how often a random member is probed for failure
+	// detection. Shorter detects dead members sooner, at the cost of more
+	// packets and more false suspicions under load. Default 1 s.
+	ProbeInterval time.Duration
+
+	// ProbeTimeout is how long to wait for a probe's ack before trying indirect
+	// probes; about the network's 99th percentile round trip. Default 500 ms.
+	ProbeTimeout time.Duration
+
+	// PushPullInterval is how often the full state is synchronised with a
+	// random member over TCP: it repairs what gossip missed. Default 30 s.
+	PushPullInterval time.Duration
+
+	// TCPTimeout bounds TCP exchanges (joins, push/pull). Default 10 s.
+	TCPTimeout time.Duration
+
+	// UpdateTimeout bounds how long SetClaim and ClearClaim wait for the new
+	// metadata to be broadcast. Past it they return anyway: the metadata is
+	// set and spreads with later gossip and push/pull. Default 2 s.
+	UpdateTimeout time.Duration
+
+	// LeaveTimeout bounds how long Close waits for the leave message to be
+	// broadcast before shutting down. Default 2 s.
+	LeaveTimeout time.Duration
+
+	// QueryInterval is how often WaitSeen asks the members that have not yet
+	// confirmed the version. Default 250 ms.
+	QueryInterval time.Duration
+
+	// Logger receives this package's events (joins, leaves, conflicts) and,
+	// at Debug level, memberlist's own log. Nil: logging is discarded.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with memberlist's LAN timings
+// (memberlist.DefaultLANConfig): fit for a VPC. Set Name before Start.
+func DefaultConfig() Config {
+	ml := memberlist.DefaultLANConfig()
+	return Config{
+		BindAddr:         "0.0.0.0",
+		BindPort:         ml.BindPort,
+		GossipInterval:   ml.GossipInterval,
+		ProbeInterval:    ml.ProbeInterval,
+		ProbeTimeout:     ml.ProbeTimeout,
+		PushPullInterval: ml.PushPullInterval,
+		TCPTimeout:       ml.TCPTimeout,
+		UpdateTimeout:    2 * time.Second,
+		LeaveTimeout:     2 * time.Second,
+		QueryInterval:    250 * time.Millisecond,
+	}
+}
+
+// DefaultLocalConfig returns a Config for loopback use and tests: bound to
+// 127.0.0.1 on a free port, with memberlist's local timings
+// (memberlist.DefaultLocalConfig). Set Name before Start.
+func DefaultLocalConfig() Config {
+	ml := memberlist.DefaultLocalConfig()
+	c := DefaultConfig()
+	c.BindAddr = "127.0.0.1"
+	c.BindPort = 0
+	c.GossipInterval = ml.GossipInterval
+	c.ProbeInterval = ml.ProbeInterval
+	c.ProbeTimeout = ml.ProbeTimeout
+	c.PushPullInterval = ml.PushPullInterval
+	c.TCPTimeout = ml.TCPTimeout
+	c.UpdateTimeout = time.Second
+	c.LeaveTimeout = time.Second
+	c.QueryInterval = 50 * time.Millisecond
+	return c
+}
+
+// validate checks c and fills in the optional fields.
+func (c *Config) validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.Name != "", "Name is empty: set it to the task identity")
+	check(len(c.Name) <= MaxNameLen, "Name is %d bytes, above %d", len(c.Name), MaxNameLen)
+	if c.BindAddr == "" {
+		c.BindAddr = "0.0.0.0"
+	}
+	check(net.ParseIP(c.BindAddr) != nil, "BindAddr %q is not an IP address", c.BindAddr)
+	check(c.AdvertiseAddr == "" || net.ParseIP(c.AdvertiseAddr) != nil, "AdvertiseAddr %q is not an IP address", c.AdvertiseAddr)
+	check(c.BindPort >= 0 && c.BindPort <= 65535, "BindPort %d outside 0..65535", c.BindPort)
+	check(c.AdvertisePort >= 0 && c.AdvertisePort <= 65535, "AdvertisePort %d outside 0..65535", c.AdvertisePort)
+	switch len(c.SecretKey) {
+	case 0, 16, 24, 32:
+	default:
+		errs = append(errs, fmt.Errorf("SecretKey is %d bytes: want 16, 24 or 32", len(c.SecretKey)))
+	}
+	check(c.GossipInterval > 0, "GossipInterval %v must be positive", c.GossipInterval)
+	check(c.ProbeInterval > 0, "ProbeInterval %v must be positive", c.ProbeInterval)
+	check(c.ProbeTimeout > 0 && c.ProbeTimeout < c.ProbeInterval,
+		"ProbeTimeout %v must be positive and below ProbeInterval %v", c.ProbeTimeout, c.ProbeInterval)
+	check(c.PushPullInterval > 0, "PushPullInterval %v must be positive", c.PushPullInterval)
+	check(c.TCPTimeout > 0, "TCPTimeout %v must be positive", c.TCPTimeout)
+	check(c.UpdateTimeout > 0, "UpdateTimeout %v must be positive", c.UpdateTimeout)
+	check(c.LeaveTimeout > 0, "LeaveTimeout %v must be positive", c.LeaveTimeout)
+	check(c.QueryInterval > 0, "QueryInterval %v must be positive", c.QueryInterval)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// memberlistConfig returns the memberlist configuration for a validated c,
+// with n's delegates.
+func (c *Config) memberlistConfig(n *Node) *memberlist.Config {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = c.Name
+	mc.BindAddr, mc.BindPort = c.BindAddr, c.BindPort
+	mc.AdvertiseAddr, mc.AdvertisePort = c.AdvertiseAddr, c.AdvertisePort
+	if mc.AdvertisePort == 0 {
+		// With BindPort 0 too, memberlist sets both to the port it bound.
+		mc.AdvertisePort = c.BindPort
+	}
+	mc.GossipInterval = c.GossipInterval
+	mc.ProbeInterval = c.ProbeInterval
+	mc.ProbeTimeout = c.ProbeTimeout
+	mc.PushPullInterval = c.PushPullInterval
+	mc.TCPTimeout = c.TCPTimeout
+	if len(c.SecretKey) > 0 {
+		mc.SecretKey = append([]byte(nil), c.SecretKey...)
+	}
+	mc.Delegate = (*delegate)(n)
+	mc.Events = (*events)(n)
+	mc.Logger = log.New(io.Writer(slogWriter{c.Logger}), "", 0)
+	return mc
+}

@@ -1,0 +1,92 @@
+package gossip
+
+import (
+	"github.com/hashicorp/memberlist"
+)
+
+// delegate is the Node as a memberlist.Delegate. memberlist calls it from its
+// own goroutines, concurrently: every method is quick and never blocks.
+type delegate Node
+
+var _ memberlist.Delegate = (*delegate)(nil)
+
+// NodeMeta returns this member's claim as metadata.
+func (d *delegate) NodeMeta(limit int) []byte {
+	b := encodeMeta(d.claim.Load())
+	if len(b) > limit {
+		return nil // cannot happen: about 40 bytes against memberlist's 512
+	}
+	return b
+}
+
+// NotifyMsg hands a gate message to serve; when its queue is full the message
+// is dropped (WaitSeen asks again).
+func (d *delegate) NotifyMsg(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	select {
+	case d.inbox <- append([]byte(nil), b...):
+	default:
+		d.log.Debug("gossip: message queue full, dropped a message")
+	}
+}
+
+// GetBroadcasts sends no broadcasts of its own: the metadata rides on
+// memberlist's alive messages.
+func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+
+// LocalState adds nothing to push/pull: the metadata is part of it already.
+func (d *delegate) LocalState(join bool) []byte { return nil }
+
+// MergeRemoteState ignores remote state (LocalState sends none).
+func (d *delegate) MergeRemoteState(buf []byte, join bool) {}
+
+// events is the Node as a memberlist.EventDelegate. memberlist calls it one
+// event at a time, in order, holding its member table's lock: every method is
+// quick, never blocks and never calls back into memberlist. It keeps the view.
+type events Node
+
+var _ memberlist.EventDelegate = (*events)(nil)
+
+// NotifyJoin records a joining member and checks it for a conflict.
+func (e *events) NotifyJoin(m *memberlist.Node) {
+	e.view.set(m)
+	if m.Name == e.cfg.Name {
+		return
+	}
+	c, ok := decodeMeta(m.Meta)
+	e.log.Debug("gossip: member joined", "peer", m.Name, "addr", m.Address(), "nodeId", c.nodeID, "version", c.version)
+	if ok {
+		(*Node)(e).observe(m.Name, c)
+	}
+}
+
+// NotifyUpdate records a member's new metadata and checks it for a conflict.
+func (e *events) NotifyUpdate(m *memberlist.Node) {
+	e.view.set(m)
+	if c, ok := decodeMeta(m.Meta); ok && m.Name != e.cfg.Name {
+		(*Node)(e).observe(m.Name, c)
+	}
+}
+
+// NotifyLeave forgets a member that left or was found dead: it drops out of
+// Members and KnownNodes.
+func (e *events) NotifyLeave(m *memberlist.Node) {
+	e.view.remove(m.Name)
+	if m.Name != e.cfg.Name {
+		e.log.Debug("gossip: member left", "peer", m.Name, "addr", m.Address())
+	}
+}
+
+// observe raises a conflict when member name (not this one) advertises c,
+// this member's node ID with a higher version. It does not block.
+func (n *Node) observe(name string, c claim) {
+	own := n.claim.Load()
+	if own == nil || c.nodeID != own.nodeID || c.version <= own.version {
+		return
+	}
+	n.conf.raise(c)
+	n.log.Warn("gossip: a peer advertises our node ID with a higher version", "peer", name,
+		"nodeId", c.nodeID, "version", c.version, "ourVersion", own.version)
+}

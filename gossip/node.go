@@ -1,0 +1,229 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Node is this task's member of the gossip cluster. Its methods are safe for
+// concurrent use.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	ml   *memberlist.Memberlist
+	addr string // advertised "host:port"
+	view view   // live members, kept by the EventDelegate
+
+	claimMu sync.Mutex            // serialises SetClaim and ClearClaim
+	claim   atomic.Pointer[claim] // advertised claim; nil: none
+	closed  atomic.Bool           // set by Close before anything stops
+	inbox   chan []byte           // gate messages, from NotifyMsg to serve
+	conf    conflicts             // pending conflicts, for dispatch
+	gates   waiters               // WaitSeen calls in progress
+	quit    chan struct{}         // closed by Close: stops the goroutines
+	wg      sync.WaitGroup        // serve, dispatch and gate goroutines
+	goMu    sync.Mutex            // orders wg.Add against Close's wg.Wait
+	once    sync.Once             // Close runs once
+	doneErr error                 // Close's result
+}
+
+// Start validates cfg, starts a member listening on cfg.BindAddr:BindPort and
+// joins cfg.Join. The member advertises no node ID until SetClaim.
+func Start(cfg Config) (*Node, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:   cfg,
+		log:   cfg.Logger.With("member", cfg.Name),
+		inbox: make(chan []byte, 64),
+		conf:  conflicts{wake: make(chan struct{}, 1)},
+		gates: waiters{set: map[*waiter]struct{}{}},
+		quit:  make(chan struct{}),
+	}
+	ml, err := memberlist.Create(cfg.memberlistConfig(n))
+	if err != nil {
+		return nil, fmt.Errorf("gossip: start memberlist: %w", err)
+	}
+	n.ml = ml
+	if self, ok := n.view.get(cfg.Name); ok { // set by NotifyJoin in Create
+		n.addr = self.addr
+	}
+	n.wg.Add(2)
+	go n.serve()
+	go n.dispatch()
+	n.log.Info("gossip started", "addr", n.Addr(), "encrypted", len(cfg.SecretKey) > 0)
+	if len(cfg.Join) > 0 {
+		if joined, err := n.Join(cfg.Join); err != nil {
+			n.log.Warn("gossip: joined no member at start; others may join this one later", "join", cfg.Join, "err", err)
+		} else {
+			n.log.Info("gossip joined", "members", joined)
+		}
+	}
+	return n, nil
+}
+
+// Name returns this member's name (Config.Name).
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Addr returns the "host:port" other members reach this one at: the address
+// to pass to their Join.
+func (n *Node) Addr() string { return n.addr }
+
+// Join contacts the members at addrs ("host:port", or "host" for the BindPort)
+// and synchronises state with them. It returns how many it reached, and an
+// error only when it reached none (with a wrong SecretKey, none is reached).
+func (n *Node) Join(addrs []string) (int, error) {
+	if n.closed.Load() {
+		return 0, ErrClosed
+	}
+	joined, err := n.ml.Join(addrs)
+	if err != nil {
+		return joined, fmt.Errorf("gossip: join %s: %w", strings.Join(addrs, ","), err)
+	}
+	return joined, nil
+}
+
+// Member is one live member as this one sees it.
+type Member struct {
+	// Name is the member's name: its task identity.
+	Name string
+	// Addr is its gossip address, "host:port".
+	Addr string
+	// NodeID is the node ID it advertises, or -1 for none.
+	NodeID int
+	// Version is the version of NodeID it advertises (0 when NodeID is -1).
+	Version int64
+}
+
+// Members returns the live members, this one included, sorted by name. A
+// member that left or was found dead is not live; a suspected one still is.
+func (n *Node) Members() []Member {
+	own := n.claim.Load()
+	var out []Member
+	n.view.each(func(name string, p peer) {
+		m := Member{Name: name, Addr: p.addr, NodeID: -1}
+		if name == n.cfg.Name {
+			p.claim, p.held = claim{}, own != nil
+			if own != nil {
+				p.claim = *own
+			}
+		}
+		if p.held {
+			m.NodeID, m.Version = p.claim.nodeID, p.claim.version
+		}
+		out = append(out, m)
+	})
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// KnownNodes returns the highest version advertised per node ID among the
+// live members, this one included. It satisfies nodeid.Peers. After Close it
+// returns an empty map.
+func (n *Node) KnownNodes() map[int]int64 {
+	out := map[int]int64{}
+	if n.closed.Load() {
+		return out
+	}
+	add := func(c claim) {
+		if v, ok := out[c.nodeID]; !ok || c.version > v {
+			out[c.nodeID] = c.version
+		}
+	}
+	n.view.each(func(name string, p peer) {
+		if name != n.cfg.Name && p.held {
+			add(p.claim)
+		}
+	})
+	if c := n.claim.Load(); c != nil {
+		add(*c)
+	}
+	return out
+}
+
+// SetClaim advertises that this member holds nodeID at version, and returns
+// once the update is broadcast or Config.UpdateTimeout has passed (it keeps
+// spreading). From now on, another member advertising nodeID with a higher
+// version calls Config.OnConflict; one doing so already is reported too.
+func (n *Node) SetClaim(nodeID int, version int64) error {
+	if nodeID < 0 || version < 0 {
+		return fmt.Errorf("gossip: SetClaim(%d, %d): node ID and version must not be negative", nodeID, version)
+	}
+	return n.advertise(&claim{nodeID: nodeID, version: version})
+}
+
+// ClearClaim advertises that this member holds no node ID (after a release or
+// a loss), and returns as SetClaim does.
+func (n *Node) ClearClaim() error { return n.advertise(nil) }
+
+// advertise sets the claim (nil: none) and re-advertises this member.
+func (n *Node) advertise(c *claim) error {
+	n.claimMu.Lock()
+	defer n.claimMu.Unlock()
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	n.claim.Store(c)
+	if err := n.ml.UpdateNode(n.cfg.UpdateTimeout); err != nil {
+		n.log.Debug("gossip: update not yet broadcast; it keeps spreading", "err", err)
+	}
+	if c == nil {
+		n.log.Info("gossip: advertising no node ID")
+		return nil
+	}
+	n.log.Info("gossip: advertising node ID", "nodeId", c.nodeID, "version", c.version)
+	n.view.each(func(name string, p peer) {
+		if name != n.cfg.Name && p.held {
+			n.observe(name, p.claim)
+		}
+	})
+	return nil
+}
+
+// Close leaves the cluster (waiting up to Config.LeaveTimeout for the leave
+// to be broadcast), shuts memberlist down and waits for the Node's goroutines
+// to stop. Pending WaitSeen calls return ErrClosed. Close is idempotent: later
+// calls return the first call's result.
+func (n *Node) Close() error {
+	n.once.Do(func() {
+		n.goMu.Lock()
+		n.closed.Store(true)
+		close(n.quit)
+		n.goMu.Unlock()
+		var errs []error
+		if err := n.ml.Leave(n.cfg.LeaveTimeout); err != nil {
+			errs = append(errs, fmt.Errorf("gossip: leave: %w", err))
+		}
+		if err := n.ml.Shutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("gossip: shutdown: %w", err))
+		}
+		n.wg.Wait()
+		n.doneErr = errors.Join(errs...)
+		n.log.Info("gossip stopped")
+	})
+	return n.doneErr
+}
+
+// goOwned runs f on a goroutine that Close waits for, or reports false when
+// the Node is closed.
+func (n *Node) goOwned(f func()) bool {
+	n.goMu.Lock()
+	defer n.goMu.Unlock()
+	if n.closed.Load() {
+		return false
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+	return true
+}

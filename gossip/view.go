@@ -1,0 +1,64 @@
+package gossip
+
+import (
+	"sync"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// view is this Node's copy of the live members, kept by the EventDelegate.
+//
+// memberlist's Members returns pointers into its member table, whose Addr,
+// Port and Meta its packet handler rewrites in place: reading them after
+// Members returns is a data race (hashicorp/memberlist#306). memberlist calls
+// the EventDelegate while it holds that table's lock, the one moment those
+// fields are safe to read, so the events copy what this package needs here,
+// and nothing else reads a *memberlist.Node.
+type view struct {
+	mu      sync.Mutex
+	members map[string]peer // by member name; this one included
+}
+
+// peer is what the view keeps of one live member.
+type peer struct {
+	addr  string // "host:port"
+	claim claim  // valid when held
+	held  bool
+}
+
+// set records m as live, with its address and claim. Only the EventDelegate
+// calls it.
+func (v *view) set(m *memberlist.Node) {
+	c, ok := decodeMeta(m.Meta)
+	p := peer{addr: m.Address(), claim: c, held: ok}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.members == nil {
+		v.members = map[string]peer{}
+	}
+	v.members[m.Name] = p
+}
+
+// remove forgets a member that left or was found dead.
+func (v *view) remove(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.members, name)
+}
+
+// get returns the member called name.
+func (v *view) get(name string) (peer, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.members[name]
+	return p, ok
+}
+
+// each calls f for every live member, holding the view's lock: f must be quick.
+func (v *view) each(f func(name string, p peer)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for name, p := range v.members {
+		f(name, p)
+	}
+}
