@@ -1,7 +1,6 @@
 package ctl
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -80,7 +79,7 @@ func TestRelease(t *testing.T) {
 			r := h.record(3)
 			want := prev
 			want.Holder, want.RenewedAt, want.ExpiresAt, want.WriteID = "", time.Time{}, time.Time{}, r.WriteID
-			if r.WriteID == prev.WriteID || !strings.EqualFold(r.Holder, "") || r.Version != prev.Version ||
+			if r.WriteID == prev.WriteID || r.Holder != "" || r.Version != prev.Version ||
 				r.ReservedUntilMs != prev.ReservedUntilMs || r.LeaseMillis != prev.LeaseMillis || !r.RenewedAt.IsZero() {
 				t.Fatalf("released record = %+v, want %+v", r, want)
 			}
