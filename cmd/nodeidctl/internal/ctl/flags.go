@@ -1,0 +1,186 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/s3store"
+)
+
+// envPrefix starts every environment variable that stands in for a flag.
+const envPrefix = "NODEID_"
+
+// EnvName returns the environment variable that stands in for a flag: NODEID_
+// and the flag's name upper-cased with dashes as underscores ("s3-endpoint" ->
+// "NODEID_S3_ENDPOINT").
+func EnvName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// flagSet is a subcommand's flags. Some flags may also be set from the
+// environment ([EnvName]); a flag on the command line wins over its variable.
+// Flags that decide what to write to whom (--id, --floor, --force, --yes,
+// resize's --cluster-size) are command-line only, so that a variable left in a
+// shell can never aim a write.
+type flagSet struct {
+	*flag.FlagSet
+	a       *app
+	cmd     *command
+	env     []string        // flags an environment variable may set, in order
+	fromEnv map[string]bool // flags an environment variable did set
+	set     map[string]bool // flags set on the command line or from the environment
+}
+
+// newFlagSet returns an empty flag set for cmd.
+func (a *app) newFlagSet(cmd *command) *flagSet {
+	fs := flag.NewFlagSet("nodeidctl "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parse errors are reported by app.exit, help by printHelp
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, a: a, cmd: cmd, fromEnv: map[string]bool{}, set: map[string]bool{}}
+}
+
+// bindEnv lets the environment set the named flags, and says so in their usage.
+func (f *flagSet) bindEnv(names ...string) {
+	for _, n := range names {
+		fl := f.Lookup(n)
+		if fl == nil {
+			panic("nodeidctl: bindEnv of unknown flag " + n)
+		}
+		fl.Usage += " [$" + EnvName(n) + "]"
+		f.env = append(f.env, n)
+	}
+}
+
+// parse parses args, then fills the flags left unset from the environment. It
+// returns flag.ErrHelp (after printing the help on stdout) for -h and --help, and
+// an error wrapping ErrUsage for anything wrong, naming the flag or variable.
+func (f *flagSet) parse(args []string) error {
+	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			f.printHelp()
+			return err
+		}
+		return usagef("%v", err)
+	}
+	if f.NArg() > 0 {
+		return usagef("unexpected argument %q (flags only)", f.Arg(0))
+	}
+	f.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	for _, n := range f.env {
+		if f.set[n] {
+			continue
+		}
+		v, ok := f.a.env.LookupEnv(EnvName(n))
+		if !ok {
+			continue
+		}
+		if err := f.Set(n, v); err != nil {
+			return usagef("environment variable %s=%q: invalid value for --%s: %v", EnvName(n), v, n, err)
+		}
+		f.set[n], f.fromEnv[n] = true, true
+	}
+	return nil
+}
+
+// source names where a flag's value came from, for error messages.
+func (f *flagSet) source(name string) string {
+	if f.fromEnv[name] {
+		return EnvName(name) + " (--" + name + ")"
+	}
+	return "--" + name
+}
+
+// printHelp prints the command's help and flags on stdout.
+func (f *flagSet) printHelp() {
+	w := f.a.stdout
+	fmt.Fprintf(w, "Usage: nodeidctl %s %s\n\n%s\n\nFlags:\n", f.cmd.name, f.cmd.synopsis, strings.TrimSpace(f.cmd.help))
+	f.SetOutput(w)
+	f.PrintDefaults()
+	f.SetOutput(io.Discard)
+}
+
+// commonFlags are the flags every command takes: where the bucket is, and the
+// two expiry settings that must match the provider's configuration.
+type commonFlags struct {
+	bucket, prefix, region, endpoint string
+	pathStyle                        bool
+	clockMargin, maxLease            time.Duration
+}
+
+// register adds the common flags to f, each bound to its environment variable.
+func (c *commonFlags) register(f *flagSet) {
+	def := nodeid.DefaultConfig()
+	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required)")
+	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects, used as given")
+	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION or the shared config; us-east-1 with --s3-endpoint)")
+	f.StringVar(&c.endpoint, "s3-endpoint", "", "base URL of an S3-compatible server (empty: AWS S3)")
+	f.BoolVar(&c.pathStyle, "s3-path-style", false, "address the bucket in the URL path (MinIO, versitygw, gofakes3)")
+	f.DurationVar(&c.clockMargin, "clock-margin", def.ClockMargin,
+		"extra margin of the expiry rule (the provider's ClockMargin): a held lease is expired when Date - Last-Modified > lease + 1s + margin")
+	f.DurationVar(&c.maxLease, "max-lease-duration", def.MaxLeaseDuration,
+		"longest lease a record may state (the provider's MaxLeaseDuration); a record stating more is reported corrupt")
+	f.bindEnv("bucket", "prefix", "region", "s3-endpoint", "s3-path-style", "clock-margin", "max-lease-duration")
+}
+
+// validate checks the common flags after parsing.
+func (c *commonFlags) validate(f *flagSet) error {
+	switch {
+	case c.bucket == "":
+		return usagef("--bucket (or %s) is required", EnvName("bucket"))
+	case c.clockMargin < 0:
+		return usagef("%s %v is negative", f.source("clock-margin"), c.clockMargin)
+	case c.maxLease <= 0 || c.maxLease > lease.MaxLeaseMillis*time.Millisecond:
+		return usagef("%s %v is outside (0, 24h]", f.source("max-lease-duration"), c.maxLease)
+	}
+	if err := c.storeConfig().Validate(); err != nil {
+		return usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
+	}
+	return nil
+}
+
+// storeConfig returns the S3 store configuration the flags describe.
+func (c *commonFlags) storeConfig() s3store.Config {
+	cfg := s3store.DefaultConfig()
+	cfg.Bucket, cfg.Prefix, cfg.Region = c.bucket, c.prefix, c.region
+	cfg.Endpoint, cfg.UsePathStyle = c.endpoint, c.pathStyle
+	return cfg
+}
+
+// rules returns the rules that classify lease objects under these flags.
+func (c *commonFlags) rules() judgeRules {
+	return judgeRules{clockMargin: c.clockMargin, maxLease: c.maxLease}
+}
+
+// setup parses args into f (which has the common flags of c registered),
+// validates the common flags, runs check (the command's own validation, if
+// any) and then opens the store: a usage error never costs a request.
+func (a *app) setup(ctx context.Context, f *flagSet, c *commonFlags, args []string, check func() error) (lease.Store, error) {
+	if err := f.parse(args); err != nil {
+		return nil, err
+	}
+	if err := c.validate(f); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return a.open(ctx, c)
+}
+
+// open opens the store the common flags describe.
+func (a *app) open(ctx context.Context, c *commonFlags) (lease.Store, error) {
+	st, err := a.env.OpenStore(ctx, c.storeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open the store: %w", err)
+	}
+	return st, nil
+}

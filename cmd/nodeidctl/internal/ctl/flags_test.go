@@ -1,0 +1,118 @@
+package ctl
+
+import (
+	"testing"
+)
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string // added to the harness's (bucket set, prefix "")
+		args []string
+		want string // in stderr
+	}{
+		{"no command", nil, nil, "Usage: nodeidctl <command>"},
+		{"unknown command", nil, []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", nil, []string{"status", "--frob"}, "flag provided but not defined: -frob"},
+		{"positional argument", nil, []string{"status", "7"}, `unexpected argument "7"`},
+		{"no bucket", map[string]string{"NODEID_BUCKET": ""}, []string{"status"}, "--bucket (or NODEID_BUCKET) is required"},
+		{"bad bucket", nil, []string{"status", "--bucket", "a/b"}, `Bucket "a/b" is not a bucket name`},
+		{"bad endpoint", nil, []string{"status", "--s3-endpoint", "localhost:9000"}, `Endpoint "localhost:9000"`},
+		{"bad duration flag", nil, []string{"status", "--clock-margin", "soon"}, `invalid value "soon" for flag -clock-margin`},
+		{"negative margin", nil, []string{"status", "--clock-margin=-1s"}, "--clock-margin -1s is negative"},
+		{"bad duration env", map[string]string{"NODEID_CLOCK_MARGIN": "soon"}, []string{"status"},
+			`environment variable NODEID_CLOCK_MARGIN="soon": invalid value for --clock-margin`},
+		{"negative margin env", map[string]string{"NODEID_CLOCK_MARGIN": "-2s"}, []string{"status"},
+			"NODEID_CLOCK_MARGIN (--clock-margin) -2s is negative"},
+		{"zero max lease", nil, []string{"status", "--max-lease-duration", "0s"}, "--max-lease-duration 0s is outside (0, 24h]"},
+		{"bad bool env", map[string]string{"NODEID_S3_PATH_STYLE": "maybe"}, []string{"status"},
+			`NODEID_S3_PATH_STYLE="maybe": invalid value for --s3-path-style`},
+		{"bad region env", map[string]string{"NODEID_REGION": "EU West"}, []string{"status"}, `Region "EU West"`},
+		{"release without id", nil, []string{"release"}, "--id is required"},
+		{"release negative id", nil, []string{"release", "--id", "-3"}, "--id -3 is outside"},
+		{"release bad id", nil, []string{"release", "--id", "x"}, `invalid value "x" for flag -id`},
+		{"repair without floor", nil, []string{"repair", "--id", "3"}, "--floor is required"},
+		{"repair huge floor", nil, []string{"repair", "--id", "3", "--floor", "9007199254740993"}, "--floor 9007199254740993 is outside"},
+		{"repair negative version", nil, []string{"repair", "--id", "3", "--floor", "1", "--version", "-2"}, "--version -2 is negative"},
+		{"resize without size", nil, []string{"resize"}, "--cluster-size is required"},
+		{"resize zero", nil, []string{"resize", "--cluster-size", "0"}, "--cluster-size 0 is below 1"},
+		{"resize ignores env size", map[string]string{"NODEID_CLUSTER_SIZE": "8"}, []string{"resize"}, "--cluster-size is required"},
+		{"init size above node bits", nil, []string{"init", "--cluster-size", "2048"}, "--cluster-size 2048 is outside 1..1024"},
+		{"init size env", map[string]string{"NODEID_CLUSTER_SIZE": "many"}, []string{"init"},
+			`NODEID_CLUSTER_SIZE="many": invalid value for --cluster-size`},
+		{"init bits sum", nil, []string{"init", "--node-bits", "12"}, "must sum to 63"},
+		{"init node bits", nil, []string{"init", "--node-bits", "23", "--timestamp-bits", "28"}, "--node-bits 23 is above 22"},
+		{"init zero bits", nil, []string{"init", "--sequence-bits", "0"}, "--sequence-bits 0 must be at least 1"},
+		{"init negative epoch", nil, []string{"init", "--epoch-ms=-1"}, "--epoch-ms -1 is outside"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			for k, v := range tc.env {
+				h.env[k] = v
+			}
+			code, stdout, stderr := h.run(tc.args...)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, ExitUsage, stdout, stderr)
+			}
+			contains(t, "stderr", stderr, tc.want)
+			if h.mem.Count("get")+h.mem.Count("list")+h.writes() != 0 {
+				t.Errorf("a usage error reached the store")
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	h := newHarness(t)
+	for _, args := range [][]string{{"--help"}, {"help"}} {
+		stdout, _ := h.mustRun(ExitOK, args...)
+		contains(t, "help", stdout, "Commands:", "status", "init", "release", "repair", "resize", "NODEID_<FLAG>")
+	}
+	for _, cmd := range []string{"status", "init", "release", "repair", "resize"} {
+		stdout, _ := h.mustRun(ExitOK, cmd, "--help")
+		contains(t, cmd+" --help", stdout, "Usage: nodeidctl "+cmd, "-bucket", "[$NODEID_BUCKET]", "-clock-margin")
+		again, _ := h.mustRun(ExitOK, "help", cmd)
+		if again != stdout {
+			t.Errorf("help %s differs from %s --help", cmd, cmd)
+		}
+	}
+}
+
+func TestFlagWinsOverEnv(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        map[string]string
+		args       []string
+		wantPrefix string
+		wantPath   bool
+		wantBucket string
+	}{
+		{"env only", map[string]string{"NODEID_PREFIX": "env/", "NODEID_S3_PATH_STYLE": "true"}, nil, "env/", true, "test-bucket"},
+		{"flag wins", map[string]string{"NODEID_PREFIX": "env/", "NODEID_S3_PATH_STYLE": "true"},
+			[]string{"--prefix", "flag/", "--s3-path-style=false", "--bucket", "other"}, "flag/", false, "other"},
+		{"empty env prefix is the root", map[string]string{"NODEID_PREFIX": ""}, nil, "", false, "test-bucket"},
+		{"default prefix", map[string]string{}, nil, "nodeid/", false, "test-bucket"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			delete(h.env, "NODEID_PREFIX")
+			for k, v := range tc.env {
+				h.env[k] = v
+			}
+			h.mustRun(ExitOK, append([]string{"status"}, tc.args...)...)
+			if c := h.opened; c.Prefix != tc.wantPrefix || c.UsePathStyle != tc.wantPath || c.Bucket != tc.wantBucket {
+				t.Fatalf("store config = bucket %q prefix %q path-style %v", c.Bucket, c.Prefix, c.UsePathStyle)
+			}
+		})
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for flag, want := range map[string]string{"bucket": "NODEID_BUCKET", "s3-endpoint": "NODEID_S3_ENDPOINT", "max-lease-duration": "NODEID_MAX_LEASE_DURATION"} {
+		if got := EnvName(flag); got != want {
+			t.Errorf("EnvName(%q) = %q, want %q", flag, got, want)
+		}
+	}
+}

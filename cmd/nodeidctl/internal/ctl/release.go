@@ -1,0 +1,118 @@
+package ctl
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+func releaseCommand() *command {
+	return &command{
+		name:     "release",
+		synopsis: "--id N [--force] [common flags]",
+		summary:  "free a node ID by CAS (refuses a live lease without --force)",
+		help: `
+Frees the lease of node ID N: reads its object and writes it back with If-Match on
+the ETag just read, holder "", the same version and the same reservedUntilMs (the
+holder's reservation is the next holder's floor, so it is never lowered) and a new
+writeId. A lease that is already free is left alone (exit 0).
+
+It refuses (exit 1) a lease that is live on the store's clock (Date -
+Last-Modified of the GET not above leaseMillis + 1s + --clock-margin) unless
+--force is given; an expired lease needs no --force. With --force, the holder may
+go on issuing IDs until its next renewal, which fails (the ETag changed) and
+fences it; since its reservation is kept as the successor's floor, no ID repeats.
+
+It refuses a missing or corrupt object: see nodeidctl init and nodeidctl repair.
+If the object changes between the read and the write, nothing is written (exit 1).`,
+		run: runRelease,
+	}
+}
+
+func runRelease(a *app, ctx context.Context, cmd *command, args []string) error {
+	var c commonFlags
+	f := a.newFlagSet(cmd)
+	c.register(f)
+	id := f.Int("id", -1, "node ID to release (required)")
+	force := f.Bool("force", false, "release a lease that is live on the store's clock")
+	st, err := a.setup(ctx, f, &c, args, func() error { return checkID(f, *id) })
+	if err != nil {
+		return err
+	}
+	a.noteAboveSize(ctx, st, *id)
+	o := readObject(ctx, st, *id, c.rules())
+	key := lease.RecordKey(*id)
+	switch o.state {
+	case StateUnknown:
+		return fmt.Errorf("read %s: %w", key, o.err)
+	case StateMissing:
+		return refusef("there is no lease object %s: nothing to release (nodeidctl init recreates missing objects)", key)
+	case StateCorrupt:
+		return refusef("lease object %s is corrupt (%v): release only frees a record that decodes; rewrite it with nodeidctl repair --id %d --floor MS",
+			key, o.err, *id)
+	case StateFree:
+		a.out("node %d is already free (version %d, reservedUntilMs %d): nothing to do", *id, o.rec.Version, o.rec.ReservedUntilMs)
+		return nil
+	case StateHeld:
+		if !*force {
+			return refusef("node %d is held by %q (version %d) and live on the store's clock: %s; pass --force to release it anyway",
+				*id, o.rec.Holder, o.rec.Version, liveness(&o, c.clockMargin))
+		}
+	}
+	prev := o.rec
+	next := prev
+	next.Holder = ""
+	next.RenewedAt, next.ExpiresAt = time.Time{}, time.Time{}
+	next.WriteID = lease.NewWriteID()
+	body, err := next.Encode()
+	if err != nil {
+		return err
+	}
+	if _, err := write(ctx, st, key, body, o.meta.ETag, next.WriteID); err != nil {
+		return fmt.Errorf("node %d was not released: %w (run nodeidctl status, then try again)", *id, err)
+	}
+	a.out("released node %d (was %s, held by %q): version %d and reservedUntilMs %d kept",
+		*id, o.state, prev.Holder, next.Version, next.ReservedUntilMs)
+	if o.state == StateHeld {
+		a.note("the lease was live: its holder may issue IDs until its next renewal fails and fences it; "+
+			"its reservation %d stays the next holder's floor, so no ID repeats", next.ReservedUntilMs)
+	}
+	return nil
+}
+
+// checkID validates an --id flag: required and within the codec's bounds.
+func checkID(f *flagSet, id int) error {
+	switch {
+	case !f.set["id"]:
+		return usagef("--id is required")
+	case id < 0 || id > lease.MaxNodeID:
+		return usagef("--id %d is outside 0..%d", id, lease.MaxNodeID)
+	}
+	return nil
+}
+
+// liveness describes how long a held lease stays live, on the store's clock.
+func liveness(o *object, clockMargin time.Duration) string {
+	age, ok := lease.StoreAge(o.meta.LastModified, o.meta.Date)
+	if !ok {
+		return "the store did not report its clock, so it cannot be judged expired"
+	}
+	left := o.rec.Lease() + lease.StoreClockResolution + clockMargin - age
+	when := "expires within a second"
+	if left > 0 {
+		when = "expires in about " + fmtAge(left.Milliseconds())
+	}
+	return fmt.Sprintf("last written %s ago with a %s lease (+%s resolution +%s margin), %s",
+		fmtAge(age.Milliseconds()), o.rec.Lease(), lease.StoreClockResolution, clockMargin, when)
+}
+
+// noteAboveSize notes when id is at or above the manifest's cluster size. It is
+// advice only: a failed read of the manifest is ignored here.
+func (a *app) noteAboveSize(ctx context.Context, st lease.Store, id int) {
+	mv, err := readManifest(ctx, st)
+	if err == nil && mv.state == manifestOK && id >= mv.m.ClusterSize {
+		a.note("ID %d is at or above the cluster size %d: no task takes it while the manifest says so", id, mv.m.ClusterSize)
+	}
+}

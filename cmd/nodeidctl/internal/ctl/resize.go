@@ -1,0 +1,80 @@
+package ctl
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+func resizeCommand() *command {
+	return &command{
+		name:     "resize",
+		synopsis: "--cluster-size M [common flags]",
+		summary:  "change the cluster size in the manifest by CAS",
+		help: `
+Sets the manifest's clusterSize to M (1..2^nodeBits) with If-Match on the ETag just
+read and a new writeId; layout, epoch and createdAt are kept.
+
+Growing: then creates the lease objects of the new IDs, free, with
+If-None-Match: * (objects that already exist are left as they are).
+
+Shrinking: only the manifest changes. Tasks holding IDs at or above M keep them
+until they stop; new tasks do not take them. status lists such objects apart.
+
+--cluster-size is command-line only (no environment variable), so that a
+variable left in a shell never resizes a cluster.`,
+		run: runResize,
+	}
+}
+
+func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
+	var c commonFlags
+	f := a.newFlagSet(cmd)
+	c.register(f)
+	size := f.Int("cluster-size", 0, "new number of node IDs, 1..2^nodeBits (required)")
+	st, err := a.setup(ctx, f, &c, args, func() error {
+		switch {
+		case !f.set["cluster-size"]:
+			return usagef("--cluster-size is required")
+		case *size < 1:
+			return usagef("--cluster-size %d is below 1", *size)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	mv, err := readManifest(ctx, st)
+	switch {
+	case err != nil:
+		return err
+	case mv.state == StateMissing:
+		return refusef("there is no cluster manifest %s: create the cluster with nodeidctl init --cluster-size %d", lease.ManifestKey, *size)
+	case mv.state != manifestOK:
+		return refusef("the cluster manifest %s is corrupt (%v): nodeidctl never overwrites a manifest", lease.ManifestKey, mv.err)
+	}
+	old := mv.m
+	if limit := 1 << old.NodeBits; *size > limit {
+		return refusef("--cluster-size %d is above 2^nodeBits = %d of the manifest's %s", *size, limit, old.LayoutString())
+	}
+	if *size == old.ClusterSize {
+		a.out("cluster size is already %d: nothing to do", old.ClusterSize)
+		return nil
+	}
+	next := old
+	next.ClusterSize, next.WriteID = *size, lease.NewWriteID()
+	body, err := next.Encode()
+	if err != nil {
+		return err
+	}
+	if _, err := write(ctx, st, lease.ManifestKey, body, mv.meta.ETag, next.WriteID); err != nil {
+		return fmt.Errorf("the cluster size was not changed: %w (run nodeidctl status, then try again)", err)
+	}
+	a.out("cluster size %d -> %d", old.ClusterSize, next.ClusterSize)
+	if next.ClusterSize < old.ClusterSize {
+		a.note("holders of IDs %d..%d keep them until they stop; new tasks will not take them", next.ClusterSize, old.ClusterSize-1)
+		return nil
+	}
+	return a.createMissing(ctx, st, &c, next.ClusterSize, old.ClusterSize, true)
+}

@@ -1,0 +1,186 @@
+package ctl
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
+)
+
+// plantCluster plants a manifest of size 7 and one object in each state:
+// 0 free, 1 held (written just now), 2 held 30s ago with a 15s lease (expired on
+// the store's clock), 3 garbage, 4 missing, 5 stating a 2-minute lease (above
+// the 60s maximum), 6 a record under another ID's key; plus 9 above the size
+// and a foreign key.
+func plantCluster(h *harness) {
+	h.putManifest(7)
+	h.put(held(2, "task-old", 4))
+	h.clk.Advance(30 * time.Second)
+	h.put(lease.Record{NodeID: 0, Version: 2, LeaseMillis: 15000, ReservedUntilMs: 1_800_000_000_000})
+	h.put(held(1, "task-a", 3))
+	h.mem.Put(lease.RecordKey(3), []byte(`{"schema":1,"nodeId":3,"version":5,"reservedUntilMs":1234,"writeId":"nothex"}`))
+	long := held(5, "task-long", 1)
+	long.LeaseMillis = 120000
+	h.put(long)
+	other := held(8, "task-b", 1)
+	other.WriteID = lease.NewWriteID()
+	body, _ := other.Encode()
+	h.mem.Put(lease.RecordKey(6), body)
+	h.put(lease.Record{NodeID: 9, Version: 1})
+	h.mem.Put("notes.txt", []byte("hello"))
+	h.clk.Advance(1200 * time.Millisecond)
+}
+
+func TestStatusStatesOnStoreClock(t *testing.T) {
+	h := newHarness(t)
+	plantCluster(h)
+	before := h.writes()
+	s := h.status()
+	if h.writes() != before {
+		t.Fatalf("status wrote %d times", h.writes()-before)
+	}
+	want := []struct {
+		id    int
+		state State
+		extra bool
+	}{
+		{0, StateFree, false}, {1, StateHeld, false}, {2, StateExpired, false}, {3, StateCorrupt, false},
+		{4, StateMissing, false}, {5, StateCorrupt, false}, {6, StateCorrupt, false}, {9, StateFree, true},
+	}
+	if len(s.Leases) != len(want) {
+		t.Fatalf("got %d leases, want %d: %+v", len(s.Leases), len(want), s.Leases)
+	}
+	for i, w := range want {
+		l := s.Leases[i]
+		if l.NodeID != w.id || l.State != w.state || l.Extra != w.extra {
+			t.Errorf("lease %d = {id %d, %s, extra %v}, want {id %d, %s, extra %v}", i, l.NodeID, l.State, l.Extra, w.id, w.state, w.extra)
+		}
+	}
+	wantCounts := map[State]int{StateFree: 2, StateHeld: 1, StateExpired: 1, StateCorrupt: 3, StateMissing: 1}
+	for st, n := range wantCounts {
+		if s.Counts[st] != n {
+			t.Errorf("counts[%s] = %d, want %d (%v)", st, s.Counts[st], n, s.Counts)
+		}
+	}
+	if l := s.Leases[1]; *l.AgeMs != 1000 || *l.Holder != "task-a" || *l.Version != 3 || *l.LeaseMillis != 15000 || *l.ReservedUntilMs != 1_900_000_000_000 {
+		t.Errorf("held lease = %+v (age %d)", l, *l.AgeMs)
+	}
+	if age := *s.Leases[2].AgeMs; age != 31000 {
+		t.Errorf("expired lease age = %d ms, want 31000 (store clock, whole seconds)", age)
+	}
+	contains(t, "lease 3 error", s.Leases[3].Error, "writeId")
+	contains(t, "lease 5 error", s.Leases[5].Error, "above the maximum lease")
+	contains(t, "lease 6 error", s.Leases[6].Error, "does not match")
+	if !slices.Equal(s.ForeignKeys, []string{"notes.txt"}) {
+		t.Errorf("foreignKeys = %v", s.ForeignKeys)
+	}
+	if m := s.Manifest; m.State != "ok" || m.ClusterSize != 7 || m.NodeBits != 10 || *m.EpochMs != 1704067200000 || !m.CreatedAt.Equal(storeStart) {
+		t.Errorf("manifest = %+v", m)
+	}
+
+	// A wider margin keeps the 31s-old lease of 15s live: 31 <= 15 + 1 + 20.
+	if l := h.status("--clock-margin", "20s").Leases[2]; l.State != StateHeld {
+		t.Errorf("with --clock-margin 20s lease 2 is %s, want held", l.State)
+	}
+	// A wider maximum lease makes the 2-minute lease valid (and held).
+	if l := h.status("--max-lease-duration", "5m").Leases[5]; l.State != StateHeld {
+		t.Errorf("with --max-lease-duration 5m lease 5 is %s, want held", l.State)
+	}
+}
+
+// TestStatusJSONShape pins the documented JSON field names per state.
+func TestStatusJSONShape(t *testing.T) {
+	h := newHarness(t)
+	plantCluster(h)
+	stdout, _ := h.mustRun(ExitOK, "status", "--json")
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := sortedKeys(doc); !slices.Equal(got, []string{"bucket", "counts", "foreignKeys", "leases", "manifest", "prefix"}) {
+		t.Errorf("top-level keys = %v", got)
+	}
+	var manifest map[string]json.RawMessage
+	_ = json.Unmarshal(doc["manifest"], &manifest)
+	if got := sortedKeys(manifest); !slices.Equal(got, []string{"ageMs", "clusterSize", "createdAt", "epochMs", "nodeBits", "sequenceBits", "state", "timestampBits"}) {
+		t.Errorf("manifest keys = %v", got)
+	}
+	var leases []map[string]json.RawMessage
+	_ = json.Unmarshal(doc["leases"], &leases)
+	decoded := []string{"ageMs", "holder", "leaseMillis", "nodeId", "reservedUntilMs", "state", "version"}
+	for i, want := range [][]string{
+		decoded, decoded, decoded,
+		{"ageMs", "error", "nodeId", "state"}, // corrupt
+		{"nodeId", "state"},                   // missing
+		{"ageMs", "error", "nodeId", "state"},
+		{"ageMs", "error", "nodeId", "state"},
+		append(slices.Clone(decoded), "extra"),
+	} {
+		slices.Sort(want)
+		if got := sortedKeys(leases[i]); !slices.Equal(got, want) {
+			t.Errorf("lease %d keys = %v, want %v", i, got, want)
+		}
+	}
+	if string(leases[0]["holder"]) != `""` || string(leases[0]["state"]) != `"free"` {
+		t.Errorf("free lease = %s", leases[0])
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func TestStatusText(t *testing.T) {
+	h := newHarness(t)
+	plantCluster(h)
+	stdout, stderr := h.mustRun(ExitOK, "status")
+	contains(t, "status", stdout,
+		"cluster size  7", "layout        41/10/12 bits",
+		"ID  STATE    VERSION  AGE", "task-a", "expired", "error: lease: corrupt object",
+		"at or above the cluster size 7", "8 lease objects: 2 free, 1 held, 1 expired, 3 corrupt, 1 missing",
+		"nodeidctl repair")
+	contains(t, "stderr", stderr, "1 other object(s) under the prefix", "notes.txt")
+	if i, j := strings.Index(stdout, "\n9 "), strings.Index(stdout, "at or above"); i < j {
+		t.Errorf("extra ID 9 is not listed apart:\n%s", stdout)
+	}
+}
+
+func TestStatusWithoutManifest(t *testing.T) {
+	h := newHarness(t)
+	h.put(lease.Record{NodeID: 2, Version: 1})
+	s := h.status()
+	if s.Manifest.State != StateMissing || len(s.Leases) != 1 || s.Leases[0].NodeID != 2 || s.Leases[0].Extra {
+		t.Fatalf("status = %+v", s)
+	}
+	stdout, _ := h.mustRun(ExitOK, "status")
+	contains(t, "status", stdout, "missing (create it with nodeidctl init)")
+}
+
+func TestStatusUnreadableObject(t *testing.T) {
+	h := newHarness(t)
+	h.putManifest(2)
+	h.put(lease.Record{NodeID: 0})
+	h.put(lease.Record{NodeID: 1})
+	h.fault.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if op == "get" && key == "1.json" {
+			return storetest.Fault{Err: errors.New("boom")}
+		}
+		return storetest.Fault{}
+	})
+	code, stdout, stderr := h.run("status", "--json")
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1; stderr %s", code, stderr)
+	}
+	contains(t, "status", stdout, `"state": "unknown"`, "boom")
+	contains(t, "stderr", stderr, "could not be read")
+}
