@@ -154,7 +154,7 @@ func (p *Provider) tryTake(ctx context.Context, r readResult) (*Claim, error) {
 	if p.sim.ignoreFloor {
 		floor = 0
 	}
-	c := p.newClaim(next, meta.ETag, t0, floor)
+	c := p.newClaim(next, meta.ETag, t0, floor, state)
 	p.log.Info("acquired node ID", "nodeId", r.id, "version", next.Version, "from", state.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
 	if behind := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond; behind > p.cfg.MaxClockWait {

@@ -19,6 +19,7 @@ type Claim struct {
 	version int64
 	floor   int64
 	key     string
+	from    lease.State // state of the lease when taken: free or expired
 
 	// validUntil is the fence: nanoseconds after p.base (monotonic) until which
 	// the claim may issue IDs; math.MinInt64 once fenced.
@@ -48,9 +49,9 @@ type pendingWrite struct {
 }
 
 // newClaim builds the claim for a successful take and starts its renewal loop.
-func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor int64) *Claim {
+func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor int64, from lease.State) *Claim {
 	c := &Claim{
-		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID),
+		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID), from: from,
 		done: make(chan struct{}), loopDone: make(chan struct{}),
 	}
 	c.committed(rec, etag, sent)
@@ -70,6 +71,12 @@ func (c *Claim) NodeID() int { return c.id }
 // Version returns nodeIdVersion of this claim: the fencing token, higher than
 // that of every earlier holder of the ID.
 func (c *Claim) Version() int64 { return c.version }
+
+// TookOverExpired reports whether the claim took over an expired lease (its
+// holder vanished without releasing) rather than a free one. Peers may still
+// gossip the old version for a while: a broker may hold readiness until they
+// show the new one.
+func (c *Claim) TookOverExpired() bool { return c.from == lease.StateExpired }
 
 // Floor returns the predecessor's reservation (Unix ms): every Snowflake
 // timestamp issued under this claim must be above it.

@@ -166,6 +166,9 @@ func TestCutOffHolderFencesBeforeOthersCanTake(t *testing.T) {
 	if took := e.clk.Now().Sub(start); took <= 5*time.Second {
 		t.Fatalf("taken over %v after the holder's write, want > lease + 2 s", took)
 	}
+	if !taken.TookOverExpired() {
+		t.Fatalf("TookOverExpired = false after taking over an expired lease")
+	}
 	if taken.Version() != holder.Version()+1 || taken.Floor() != start.UnixMilli()+3000 {
 		t.Fatalf("successor version %d floor %d; want %d, %d", taken.Version(), taken.Floor(), holder.Version()+1, start.UnixMilli()+3000)
 	}
@@ -327,8 +330,10 @@ func TestReleaseIsImmediatelyTakeable(t *testing.T) {
 	c := e.acquire(e.provider(cfg))
 	_ = c.Close(context.Background())
 	cfg.TaskID = "b"
-	if n := e.acquire(e.provider(cfg)); n.Version() != 2 || n.Floor() != c.Reservation() {
-		t.Fatalf("successor version %d floor %d, want 2 and the unchanged reservation %d", n.Version(), n.Floor(), c.Reservation())
+	n := e.acquire(e.provider(cfg))
+	if n.Version() != 2 || n.Floor() != c.Reservation() || n.TookOverExpired() {
+		t.Fatalf("successor version %d floor %d expired %v, want 2, the unchanged reservation %d, false",
+			n.Version(), n.Floor(), n.TookOverExpired(), c.Reservation())
 	}
 }
 
