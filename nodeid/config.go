@@ -33,8 +33,8 @@ type Layout struct {
 }
 
 // DefaultLayout is 41 timestamp bits (ms, ~69 years), 10 node bits, 12 sequence
-// bits, epoch 2024-01-01T00:00:00Z: the layout of snowflake.DefaultLayout.
-var DefaultLayout = Layout{TimestampBits: 41, NodeBits: 10, SequenceBits: 12, EpochMs: 1704067200000}
+// bits, epoch 2025-01-01T00:00:00Z: the layout of snowflake.DefaultLayout().
+var DefaultLayout = Layout{TimestampBits: 41, NodeBits: 10, SequenceBits: 12, EpochMs: 1735689600000}
 
 // Config configures a Provider. Start from DefaultConfig; New validates it once.
 type Config struct {

@@ -356,7 +356,7 @@ func TestManifestMismatchNamesBothLayouts(t *testing.T) {
 	cfg := e.config("b")
 	cfg.Layout.EpochMs = 42
 	_, err := e.provider(cfg).Acquire(context.Background())
-	if !errors.Is(err, ErrManifestMismatch) || !strings.Contains(err.Error(), "epoch 1704067200000") || !strings.Contains(err.Error(), "epoch 42") {
+	if !errors.Is(err, ErrManifestMismatch) || !strings.Contains(err.Error(), "epoch 1735689600000") || !strings.Contains(err.Error(), "epoch 42") {
 		t.Fatalf("error = %v, want ErrManifestMismatch naming both epochs", err)
 	}
 }

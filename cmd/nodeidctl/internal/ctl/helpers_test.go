@@ -82,7 +82,7 @@ func (h *harness) writes() int {
 func (h *harness) putManifest(size int) {
 	h.t.Helper()
 	m := lease.Manifest{ClusterSize: size, TimestampBits: 41, NodeBits: 10, SequenceBits: 12,
-		EpochMs: 1704067200000, CreatedAt: storeStart, WriteID: lease.NewWriteID()}
+		EpochMs: 1735689600000, CreatedAt: storeStart, WriteID: lease.NewWriteID()}
 	body, err := m.Encode()
 	if err != nil {
 		h.t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 func TestInitCreatesWhatTheProviderCreates(t *testing.T) {
 	h := newHarness(t)
 	stdout, _ := h.mustRun(ExitOK, "init", "--cluster-size", "8")
-	contains(t, "init", stdout, "created cluster manifest cluster.json: cluster size 8, layout 41/10/12 epoch 1704067200000",
+	contains(t, "init", stdout, "created cluster manifest cluster.json: cluster size 8, layout 41/10/12 epoch 1735689600000",
 		"created 8 lease object(s), free: IDs 0-7")
 	m, err := lease.DecodeManifest([]byte(h.raw(lease.ManifestKey)))
 	if err != nil {
@@ -66,7 +66,7 @@ func TestInitExistingManifest(t *testing.T) {
 		{"other size is a note", []string{"--cluster-size", "16"}, ExitOK, "all lease objects 0-3 exist",
 			"--cluster-size 16 differs from the manifest's 4, which wins; change it with nodeidctl resize"},
 		{"other epoch refused", []string{"--epoch-ms", "5"}, ExitFailed, "",
-			"the cluster manifest has layout 41/10/12 epoch 1704067200000, not what was asked (--epoch-ms 5, manifest 1704067200000)"},
+			"the cluster manifest has layout 41/10/12 epoch 1735689600000, not what was asked (--epoch-ms 5, manifest 1735689600000)"},
 		{"other bits refused", []string{"--node-bits", "12", "--timestamp-bits", "39"}, ExitFailed, "",
 			"--timestamp-bits 39, manifest 41; --node-bits 12, manifest 10"},
 	}

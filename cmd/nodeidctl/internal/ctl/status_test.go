@@ -79,7 +79,7 @@ func TestStatusStatesOnStoreClock(t *testing.T) {
 	if !slices.Equal(s.ForeignKeys, []string{"notes.txt"}) {
 		t.Errorf("foreignKeys = %v", s.ForeignKeys)
 	}
-	if m := s.Manifest; m.State != "ok" || m.ClusterSize != 7 || m.NodeBits != 10 || *m.EpochMs != 1704067200000 || !m.CreatedAt.Equal(storeStart) {
+	if m := s.Manifest; m.State != "ok" || m.ClusterSize != 7 || m.NodeBits != 10 || *m.EpochMs != 1735689600000 || !m.CreatedAt.Equal(storeStart) {
 		t.Errorf("manifest = %+v", m)
 	}
 
