@@ -1,0 +1,224 @@
+// Package bench compares nodeid's snowflake generator with
+// github.com/bwmarrin/snowflake and github.com/sony/sonyflake/v2. It is a
+// separate module so that the main module does not depend on them. See
+// README.md for the command and the results.
+package bench
+
+import (
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+	"github.com/nodeid/nodeid/snowflake"
+	"github.com/sony/sonyflake/v2"
+)
+
+// The two layouts: the default 41/10/12, throttled at 4096 IDs per
+// millisecond, and a wide-sequence 41/1/21 (2,097,152 per millisecond) that no
+// generator here reaches, to measure the cost of one ID.
+var (
+	defaultLayout = snowflake.DefaultLayout()
+	wideLayout    = snowflake.Layout{TimestampBits: 41, NodeBits: 1, SequenceBits: 21, EpochMs: snowflake.DefaultEpochMs}
+)
+
+// sink keeps the compiler from discarding IDs.
+var sink atomic.Int64
+
+// cpuTime returns the process's user+system CPU time (all threads).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure runs loop (serial, or under b.RunParallel) and reports IDs/s and
+// the cores the process used meanwhile.
+func measure(b *testing.B, parallel bool, next func() int64) {
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	b.ResetTimer()
+	if parallel {
+		b.RunParallel(func(pb *testing.PB) {
+			var x int64
+			for pb.Next() {
+				x ^= next()
+			}
+			sink.Add(x)
+		})
+	} else {
+		var x int64
+		for i := 0; i < b.N; i++ {
+			x ^= next()
+		}
+		sink.Add(x)
+	}
+	b.StopTimer()
+	cpu := cpuTime(b) - cpu0
+	el := b.Elapsed()
+	b.ReportMetric(float64(b.N)/el.Seconds(), "ids/s")
+	b.ReportMetric(float64(cpu)/float64(el), "cores")
+}
+
+// bwNode returns a bwmarrin node for l. bwmarrin takes its layout from the
+// package variables NodeBits and StepBits when a node is created (the node
+// keeps a copy); they are restored at once, so no other node sees them.
+func bwNode(b *testing.B, l snowflake.Layout) *bw.Node {
+	defer func(nb, sb uint8, ep int64) { bw.NodeBits, bw.StepBits, bw.Epoch = nb, sb, ep }(bw.NodeBits, bw.StepBits, bw.Epoch)
+	bw.NodeBits, bw.StepBits, bw.Epoch = uint8(l.NodeBits), uint8(l.SequenceBits), l.EpochMs
+	n, err := bw.NewNode(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// sonyGen returns a sonyflake with l's split and millisecond time units.
+func sonyGen(b *testing.B, l snowflake.Layout) *sonyflake.Sonyflake {
+	sf, err := sonyflake.New(sonyflake.Settings{
+		BitsSequence:  l.SequenceBits,
+		BitsMachineID: l.NodeBits,
+		TimeUnit:      time.Millisecond,
+		StartTime:     time.UnixMilli(l.EpochMs),
+		MachineID:     func() (int, error) { return 1, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sf
+}
+
+// leaseFence is a fence as nodeid's Claim implements it: an atomic flag and
+// a monotonic deadline.
+type leaseFence struct {
+	lost     atomic.Bool
+	start    time.Time
+	deadline atomic.Int64 // nanoseconds since start
+}
+
+func (f *leaseFence) Valid() bool {
+	return !f.lost.Load() && int64(time.Since(f.start)) < f.deadline.Load()
+}
+
+// nodeidGen returns a generator for l; with lease set, it has a fence and a
+// reservation as it would under a lease (both far in the future).
+func nodeidGen(b *testing.B, l snowflake.Layout, lease bool) *snowflake.Generator {
+	cfg := snowflake.DefaultConfig()
+	cfg.Layout = l
+	cfg.NodeID = 1
+	if lease {
+		f := &leaseFence{start: time.Now()}
+		f.deadline.Store(int64(time.Hour))
+		cfg.Fence = f
+		var res atomic.Int64
+		res.Store(time.Now().Add(time.Hour).UnixMilli())
+		cfg.Reservation = res.Load
+	}
+	g, err := snowflake.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+func nodeidNext(b *testing.B, g *snowflake.Generator) func() int64 {
+	return func() int64 {
+		id, err := g.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return int64(id)
+	}
+}
+
+func sonyNext(b *testing.B, sf *sonyflake.Sonyflake) func() int64 {
+	return func() int64 {
+		id, err := sf.NextID()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return id
+	}
+}
+
+// impls lists the generators in the order of the benchstat columns:
+// bwmarrin first, the base of every ratio.
+func impls(b *testing.B, l snowflake.Layout) []struct {
+	name string
+	next func() int64
+} {
+	n := bwNode(b, l)
+	return []struct {
+		name string
+		next func() int64
+	}{
+		{"bwmarrin", func() int64 { return int64(n.Generate()) }},
+		{"sonyflake", sonyNext(b, sonyGen(b, l))},
+		{"nodeid", nodeidNext(b, nodeidGen(b, l, false))},
+		{"nodeid-lease", nodeidNext(b, nodeidGen(b, l, true))},
+	}
+}
+
+// BenchmarkSaturated calls Next as fast as possible on the default layout:
+// every generator is throttled at 4096 IDs per millisecond, so this measures
+// how close each gets to 4,096,000 IDs/s and how much CPU it burns waiting.
+func BenchmarkSaturated(b *testing.B) {
+	for _, mode := range []string{"serial", "parallel"} {
+		for _, im := range impls(b, defaultLayout) {
+			b.Run("mode="+mode+"/impl="+im.name, func(b *testing.B) {
+				measure(b, mode == "parallel", im.next)
+			})
+		}
+	}
+}
+
+// BenchmarkUnthrottled calls Next on the wide layout, which none reaches the
+// limit of: ns/op is the cost of one ID.
+func BenchmarkUnthrottled(b *testing.B) {
+	for _, mode := range []string{"serial", "parallel"} {
+		for _, im := range impls(b, wideLayout) {
+			b.Run("mode="+mode+"/impl="+im.name, func(b *testing.B) {
+				measure(b, mode == "parallel", im.next)
+			})
+		}
+	}
+}
+
+// BenchmarkBatch takes 4096 IDs per op on the wide layout: with NextN (and
+// copies them out, as a server answering a batch request would), and with
+// 4096 calls of bwmarrin's Generate for comparison. ns/id is per ID.
+func BenchmarkBatch(b *testing.B) {
+	const n = 4096
+	buf := make([]snowflake.ID, 0, n)
+	b.Run("n=4096/impl=bwmarrin", func(b *testing.B) {
+		node := bwNode(b, wideLayout)
+		ids := 0
+		for i := 0; i < b.N; i++ {
+			buf = buf[:0]
+			for range n {
+				buf = append(buf, snowflake.ID(node.Generate()))
+			}
+			ids += len(buf)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ids), "ns/id")
+	})
+	b.Run("n=4096/impl=nodeid", func(b *testing.B) {
+		g := nodeidGen(b, wideLayout, true)
+		ids := 0
+		for i := 0; i < b.N; i++ {
+			buf = buf[:0]
+			for len(buf) < n {
+				r, err := g.NextN(n - len(buf))
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf = r.AppendTo(buf)
+			}
+			ids += len(buf)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ids), "ns/id")
+	})
+}

@@ -1,0 +1,11 @@
+module github.com/nodeid/nodeid/bench
+
+go 1.26
+
+require (
+	github.com/bwmarrin/snowflake v0.3.0
+	github.com/nodeid/nodeid v0.0.0-00010101000000-000000000000
+	github.com/sony/sonyflake/v2 v2.2.0
+)
+
+replace github.com/nodeid/nodeid => ../
