@@ -438,12 +438,11 @@ type simChecker struct {
 	violations []string
 	steps      int
 	issuedIDs  int
-	ids        map[[2]int64]string       // (nodeId, timestamp) -> holder
-	maxIssued  map[[2]int64]int64        // (nodeId, version) -> highest timestamp
-	floors     map[[2]int64]int64        // (nodeId, version) -> floor
-	versions   map[[2]int64]string       // (nodeId, version) -> task that acquired it
-	last       map[string]lease.Record   // key -> last record written
-	holdersAt  map[int]map[*simTask]bool // scratch
+	ids        map[[2]int64]string     // (nodeId, timestamp) -> holder
+	maxIssued  map[[2]int64]int64      // (nodeId, version) -> highest timestamp
+	floors     map[[2]int64]int64      // (nodeId, version) -> floor
+	versions   map[[2]int64]string     // (nodeId, version) -> task that acquired it
+	last       map[string]lease.Record // key -> last record written
 }
 
 func newSimChecker(s *sim) *simChecker {
