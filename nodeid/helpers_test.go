@@ -136,3 +136,5 @@ func isDone(c *Claim) bool {
 }
 
 func taskName(i int) string { return fmt.Sprintf("task-%02d", i) }
+
+func faultErr(err error) storetest.Fault { return storetest.Fault{Err: err} }

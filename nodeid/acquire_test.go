@@ -1,0 +1,182 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// acquireAsync runs Acquire in the background and returns its result channel.
+func acquireAsync(p *Provider) <-chan acquireResult {
+	ch := make(chan acquireResult, 1)
+	go func() {
+		c, err := p.Acquire(context.Background())
+		ch <- acquireResult{c, err}
+	}()
+	return ch
+}
+
+type acquireResult struct {
+	c   *Claim
+	err error
+}
+
+func TestAcquireRetriesUntilTimeoutThenClusterFull(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("a")
+	cfg.ClusterSize = 1
+	holder := e.acquire(e.provider(cfg))
+	cfg.TaskID, cfg.AcquireTimeout = "b", 4*time.Second
+	ch := acquireAsync(e.provider(cfg))
+	rounds := 0
+	for {
+		select {
+		case r := <-ch:
+			if !errors.Is(r.err, ErrClusterFull) {
+				t.Fatalf("Acquire = %v, want ErrClusterFull", r.err)
+			}
+			if waited := e.clk.Now().Sub(start); waited > 4*time.Second || rounds < 2 {
+				t.Fatalf("gave up after %v and %d backoffs, want several rounds within the 4 s timeout", waited, rounds)
+			}
+			return
+		default:
+		}
+		// Two sleepers: the holder's renewal loop and the acquirer's backoff.
+		if e.clk.Sleepers() < 2 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		rounds++
+		e.advance(200*time.Millisecond, holder)
+	}
+}
+
+func TestAcquireWaitsForAReleasedID(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("a")
+	cfg.ClusterSize = 1
+	holder := e.acquire(e.provider(cfg))
+	cfg.TaskID, cfg.AcquireTimeout = "b", time.Minute
+	ch := acquireAsync(e.provider(cfg))
+	e.settle(holder)
+	for e.clk.Sleepers() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := holder.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case r := <-ch:
+			if r.err != nil || r.c.Version() != 2 {
+				t.Fatalf("Acquire after release: %v (version %v)", r.err, r.c)
+			}
+			if d := e.clk.Now().Sub(start); d > 5*time.Second {
+				t.Fatalf("took %v to notice the release, want within the capped backoff", d)
+			}
+			_ = r.c.Close(context.Background())
+			return
+		default:
+			if e.clk.Sleepers() >= 1 {
+				e.clk.Advance(100 * time.Millisecond)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+type staticPeersFunc func() map[int]int64
+
+func (f staticPeersFunc) KnownNodes() map[int]int64 { return f() }
+
+func TestKnownLiveIDsAreTriedLast(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("peer-task")
+	cfg.ClusterSize = 8
+	p := e.provider(cfg)
+	first := p.spreadOffset(8)
+	live := map[int]int64{first: 3, (first + 1) % 8: 1}
+	cfg.Peers = staticPeersFunc(func() map[int]int64 { return live })
+	c := e.acquire(e.provider(cfg))
+	if _, isLive := live[c.NodeID()]; isLive || c.NodeID() != (first+2)%8 {
+		t.Fatalf("took %d; want %d, the first ID gossip does not know as live", c.NodeID(), (first+2)%8)
+	}
+	r, _ := e.record(c.NodeID())
+	if len(r.KnownNodes) != 2 || r.KnownNodes[first] != 3 {
+		t.Fatalf("knownNodes at acquisition = %v, want the gossip view %v", r.KnownNodes, live)
+	}
+}
+
+func TestRenewalWritesTheGossipView(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	view := map[int]int64{}
+	cfg := e.config("a")
+	cfg.Peers = staticPeersFunc(func() map[int]int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return map[int]int64{0: view[0], 1: view[1]}
+	})
+	c := e.acquire(e.provider(cfg))
+	mu.Lock()
+	view[0], view[1] = 5, 9
+	mu.Unlock()
+	e.advance(time.Second, c)
+	r, _ := e.record(c.NodeID())
+	if r.KnownNodes[0] != 5 || r.KnownNodes[1] != 9 {
+		t.Fatalf("knownNodes after a renewal = %v, want {0:5 1:9}", r.KnownNodes)
+	}
+}
+
+// recorder is an Observer that records events.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(s string) { r.mu.Lock(); r.events = append(r.events, s); r.mu.Unlock() }
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+func (r *recorder) Acquired(int, int64, time.Duration) { r.add("acquired") }
+func (r *recorder) Renewed(int, time.Duration)         { r.add("renewed") }
+func (r *recorder) RenewFailed(int, error)             { r.add("renew failed") }
+func (r *recorder) Lost(int, error)                    { r.add("lost") }
+func (r *recorder) Released(int)                       { r.add("released") }
+func (r *recorder) Anomaly(string, error)              { r.add("anomaly") }
+
+func TestObserverSeesEveryEvent(t *testing.T) {
+	e := newEnv(t)
+	rec := &recorder{}
+	cfg := e.config("a")
+	cfg.ClusterSize, cfg.Observer = 2, rec
+	c := e.acquire(e.provider(cfg))
+	e.advance(time.Second, c)
+	e.store.Queue("update", faultErr(errors.New("boom")))
+	e.advance(time.Second, c)
+	e.advance(time.Second, c)
+	_ = c.Close(context.Background())
+	e.mem.Put(lease.RecordKey(0), []byte("garbage"))
+	e.mem.Put(lease.RecordKey(1), []byte("garbage"))
+	cfg.TaskID = "b"
+	if _, err := e.provider(cfg).Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
+		t.Fatalf("Acquire with every object corrupt: %v, want ErrClusterFull", err)
+	}
+	// The retry after the failure succeeds ~150 ms later, so the next renewal is due after t=3 s.
+	want := []string{"acquired", "renewed", "renew failed", "renewed", "released", "anomaly", "anomaly"}
+	got := rec.list()
+	if len(got) != len(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	for i, w := range want {
+		if got[i] != w {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+	}
+}
