@@ -22,6 +22,13 @@ type Manifest struct {
 	EpochMs int64
 	// CreatedAt is the creator's wall clock, for humans only.
 	CreatedAt time.Time
+	// Filled is set once every lease object below ClusterSize has been created.
+	// Before, a missing object was never created and is free: a task may take it
+	// by creating it held (If-None-Match: *), which is what lets a whole fleet
+	// start at once without creating every object N times. After, a missing
+	// object was deleted by someone and is recreated so that it becomes
+	// acquirable only once any holder of the deleted one has stopped.
+	Filled bool
 	// WriteID is new at every write, as in Record.
 	WriteID string
 }
@@ -34,6 +41,7 @@ type manifestWire struct {
 	SequenceBits  int       `json:"sequenceBits"`
 	EpochMs       int64     `json:"epochMs"`
 	CreatedAt     time.Time `json:"createdAt,omitzero"`
+	Filled        bool      `json:"filled,omitempty"`
 	WriteID       string    `json:"writeId"`
 }
 
@@ -51,7 +59,7 @@ func DecodeManifest(data []byte) (Manifest, error) {
 	}
 	m := Manifest{
 		ClusterSize: w.ClusterSize, TimestampBits: w.TimestampBits, NodeBits: w.NodeBits,
-		SequenceBits: w.SequenceBits, EpochMs: w.EpochMs, CreatedAt: w.CreatedAt, WriteID: w.WriteID,
+		SequenceBits: w.SequenceBits, EpochMs: w.EpochMs, CreatedAt: w.CreatedAt, Filled: w.Filled, WriteID: w.WriteID,
 	}
 	if err := m.Validate(); err != nil {
 		return Manifest{}, err
@@ -87,7 +95,7 @@ func (m *Manifest) Encode() ([]byte, error) {
 	return json.Marshal(manifestWire{
 		Schema: &schema, ClusterSize: m.ClusterSize, TimestampBits: m.TimestampBits,
 		NodeBits: m.NodeBits, SequenceBits: m.SequenceBits, EpochMs: m.EpochMs,
-		CreatedAt: m.CreatedAt.UTC(), WriteID: m.WriteID,
+		CreatedAt: m.CreatedAt.UTC(), Filled: m.Filled, WriteID: m.WriteID,
 	})
 }
 

@@ -12,7 +12,8 @@ import (
 
 func validManifest() lease.Manifest {
 	return lease.Manifest{ClusterSize: 1024, TimestampBits: 41, NodeBits: 10, SequenceBits: 12,
-		EpochMs: 1_288_834_974_657, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), WriteID: "abcdefabcdefabcd"}
+		EpochMs: 1_288_834_974_657, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Filled: true,
+		WriteID: "abcdefabcdefabcd"}
 }
 
 func TestManifestRoundTrip(t *testing.T) {

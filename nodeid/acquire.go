@@ -12,19 +12,33 @@ import (
 	"github.com/nodeid/nodeid/lease"
 )
 
-// candidates returns the IDs below the cluster size in the order to visit them.
-// OrderSpread starts at the task's offset and goes round, trying first the
-// objects the listing shows untouched for longer than any lease (near-certain
-// takes, confirmed by a GET), and last the IDs gossip knows to be live.
-// OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider does.
-func (p *Provider) candidates(v *clusterView) []int {
-	order := make([]int, v.size)
-	start := 0
-	if p.cfg.Order == OrderSpread {
-		start = p.spreadOffset(v.size)
-	}
-	for i := range order {
-		order[i] = (start + i) % v.size
+// maxRelists bounds the LISTs of one acquire round after losing a create race:
+// each gives a fresh view of which never-created IDs are left.
+const maxRelists = 3
+
+// errTaken means another task created or took the candidate first.
+var errTaken = errors.New("nodeid: taken by another task")
+
+// Candidate classes, tried in this order by OrderSpread.
+const (
+	classNeverCreated = iota // missing from a cluster that is not filled: take by create, 1 request
+	classStale               // untouched for longer than any lease: near-certainly free or expired
+	classOther               // held, or free since recently: a GET tells
+	classKnownLive           // gossip knows the ID to be live
+)
+
+// candidates returns the IDs below the cluster size that are not tried yet, in
+// the order to visit them: OrderSpread visits never-created IDs first, then
+// objects the listing shows untouched for longer than any lease (confirmed by a
+// GET), then the rest, and last the IDs gossip knows to be live, each class in
+// the task's spread permutation. OrderLowestFirst visits 0, 1, 2, ... as a
+// Zeebe-style provider does.
+func (p *Provider) candidates(v *clusterView, tried map[int]bool) []int {
+	var order []int
+	for _, id := range p.visitOrder(v.size) {
+		if !tried[id] {
+			order = append(order, id)
+		}
 	}
 	if p.cfg.Order != OrderSpread {
 		return order
@@ -33,16 +47,20 @@ func (p *Provider) candidates(v *clusterView) []int {
 	if p.cfg.Peers != nil {
 		known = p.cfg.Peers.KnownNodes()
 	}
-	rank := func(id int) int {
-		if _, live := known[id]; live {
-			return 2
+	class := func(id int) int {
+		o, exists := v.objects[id]
+		switch _, live := known[id]; {
+		case live:
+			return classKnownLive
+		case !exists:
+			return classNeverCreated
+		case lease.Expired(o.LastModified, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
+			return classStale
+		default:
+			return classOther
 		}
-		if o, ok := v.objects[id]; ok && lease.Expired(o.LastModified, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin) {
-			return 0
-		}
-		return 1
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rank(a), rank(b)) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(class(a), class(b)) })
 	return order
 }
 
@@ -57,57 +75,133 @@ type readResult struct {
 // readAll GETs the objects of ids concurrently and returns the results in order.
 func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 	out := make([]readResult, len(ids))
+	read := func(i, id int) {
+		body, meta, err := p.store.Get(ctx, lease.RecordKey(id))
+		out[i] = readResult{id: id, body: body, meta: meta, err: err}
+	}
 	if p.sim.sequential {
 		for i, id := range ids {
-			body, meta, err := p.store.Get(ctx, lease.RecordKey(id))
-			out[i] = readResult{id: id, body: body, meta: meta, err: err}
+			read(i, id)
 		}
 		return out
 	}
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Go(func() {
-			body, meta, err := p.store.Get(ctx, lease.RecordKey(id))
-			out[i] = readResult{id: id, body: body, meta: meta, err: err}
-		})
+		wg.Go(func() { read(i, id) })
 	}
 	wg.Wait()
 	return out
 }
 
-// takeFirst reads candidates in batches (1, 2, 4, ... up to MaxReadsInFlight, so
-// that a likely first pick costs one GET) and takes the first free or expired one.
+// takeFirst visits the candidates and takes the first free or expired ID. A
+// never-created ID is taken by creating it held; existing objects are read in
+// batches (1, 2, 4, ... up to MaxReadsInFlight, so that a likely first pick
+// costs one GET) and taken by CAS. After losing a create race it lists again,
+// at most maxRelists times, to see which never-created IDs are left.
 func (p *Provider) takeFirst(ctx context.Context, v *clusterView) (*Claim, error) {
-	order := p.candidates(v)
+	tried := map[int]bool{}
 	var errs []error
-	batch := 1
-	for i := 0; i < len(order); {
-		n := min(batch, len(order)-i)
-		for _, r := range p.readAll(ctx, order[i:i+n]) {
-			if r.err != nil {
-				if !errors.Is(r.err, lease.ErrNotFound) {
-					errs = append(errs, fmt.Errorf("read %s: %w", lease.RecordKey(r.id), r.err))
-				}
-				continue
-			}
-			c, err := p.tryTake(ctx, r)
-			if c != nil || errors.Is(err, ErrClockBehind) {
-				return c, err
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
+	for relists := 0; ; relists++ {
+		c, lostRace, err := p.visit(ctx, v, tried, &errs)
+		if c != nil || err != nil {
+			return c, err
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if !lostRace || relists == maxRelists {
+			break
 		}
-		i += n
-		batch = min(2*batch, p.cfg.MaxReadsInFlight)
+		l, err := p.store.List(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list: %w", err))
+			break
+		}
+		v.index(l)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w (and %d store errors, first: %w)", ErrClusterFull, len(errs), errs[0])
 	}
 	return nil, ErrClusterFull
+}
+
+// visit makes one pass over the untried candidates. lostRace reports a create
+// lost to another task: the pass stops there, as the listing is stale.
+func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool, errs *[]error) (c *Claim, lostRace bool, err error) {
+	order := p.candidates(v, tried)
+	batch := 1
+	for i := 0; i < len(order); {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		if _, exists := v.objects[order[i]]; !exists {
+			id := order[i]
+			tried[id] = true
+			i++
+			if v.manifest.Filled {
+				continue // deleted, and not recreated yet: never taken as free
+			}
+			c, err := p.tryCreate(ctx, id)
+			switch {
+			case c != nil:
+				return c, false, nil
+			case errors.Is(err, errTaken):
+				return nil, true, nil
+			case err != nil:
+				*errs = append(*errs, err)
+			}
+			continue
+		}
+		j := i
+		for j < len(order) && j-i < batch {
+			if _, exists := v.objects[order[j]]; !exists {
+				break
+			}
+			j++
+		}
+		for _, r := range p.readAll(ctx, order[i:j]) {
+			tried[r.id] = true
+			if r.err != nil {
+				if !errors.Is(r.err, lease.ErrNotFound) {
+					*errs = append(*errs, fmt.Errorf("read %s: %w", lease.RecordKey(r.id), r.err))
+				}
+				continue
+			}
+			c, err := p.tryTake(ctx, r)
+			if c != nil || errors.Is(err, ErrClockBehind) {
+				return c, false, err
+			}
+			if err != nil {
+				*errs = append(*errs, err)
+			}
+		}
+		i = j
+		batch = min(2*batch, p.cfg.MaxReadsInFlight)
+	}
+	return nil, false, nil
+}
+
+// tryCreate takes a never-created ID by creating its lease object held, with
+// version 1 and no floor (no one ever issued IDs with it).
+func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
+	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Version: 1,
+		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), KnownNodes: p.knownNodes()}
+	p.stamp(&next, p.clock.Wall())
+	body, err := next.Encode()
+	if err != nil {
+		return nil, err
+	}
+	key := lease.RecordKey(id)
+	t0 := p.clock.Now()
+	meta, err := p.store.Create(ctx, key, body)
+	switch {
+	case errors.Is(err, lease.ErrPreconditionFailed):
+		return nil, errTaken
+	case errors.Is(err, lease.ErrUnknownOutcome):
+		if meta, err = p.readBackTake(ctx, key, next.WriteID); err != nil {
+			return nil, errTaken // not ours, or unknown: if it landed after all, it expires
+		}
+	case err != nil:
+		return nil, fmt.Errorf("create %s: %w", key, err)
+	}
+	return p.claimTaken(ctx, next, meta.ETag, t0, lease.Record{NodeID: id}, lease.StateFree)
 }
 
 // tryTake takes the object read in r if it is free or expired. It returns nil,
@@ -127,13 +221,12 @@ func (p *Provider) tryTake(ctx context.Context, r readResult) (*Claim, error) {
 	if state == lease.StateHeld {
 		return nil, nil
 	}
-	wall := p.clock.Wall()
 	next := lease.Record{
 		NodeID: r.id, Holder: p.cfg.TaskID, Version: prev.Version + 1,
 		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), ReservedUntilMs: prev.ReservedUntilMs,
 		KnownNodes: p.knownNodes(),
 	}
-	p.stamp(&next, wall)
+	p.stamp(&next, p.clock.Wall())
 	body, err := next.Encode()
 	if err != nil {
 		return nil, err
@@ -150,22 +243,29 @@ func (p *Provider) tryTake(ctx context.Context, r readResult) (*Claim, error) {
 	case err != nil:
 		return nil, fmt.Errorf("take %s: %w", key, err)
 	}
+	return p.claimTaken(ctx, next, meta.ETag, t0, prev, state)
+}
+
+// claimTaken builds the claim of a successful take of prev (in state from) and
+// checks that this task's wall clock is not too far behind the floor.
+func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, from lease.State) (*Claim, error) {
 	floor := prev.ReservedUntilMs
 	if p.sim.ignoreFloor {
 		floor = 0
 	}
-	c := p.newClaim(next, meta.ETag, t0, floor, state)
-	p.log.Info("acquired node ID", "nodeId", r.id, "version", next.Version, "from", state.String(),
+	c := p.newClaim(next, etag, t0, floor, from)
+	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
-	if behind := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond; behind > p.cfg.MaxClockWait {
-		err := fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, more than MaxClockWait %v",
-			ErrClockBehind, r.id, prev.ReservedUntilMs, behind, p.cfg.MaxClockWait)
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.RenewDeadline)
-		defer cancel()
-		_ = c.Close(closeCtx)
-		return nil, err
+	behind := time.Duration(prev.ReservedUntilMs-p.clock.Wall().UnixMilli()) * time.Millisecond
+	if behind <= p.cfg.MaxClockWait {
+		return c, nil
 	}
-	return c, nil
+	err := fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, more than MaxClockWait %v",
+		ErrClockBehind, next.NodeID, prev.ReservedUntilMs, behind, p.cfg.MaxClockWait)
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.RenewDeadline)
+	defer cancel()
+	_ = c.Close(closeCtx)
+	return nil, err
 }
 
 // readBackTake resolves a take whose outcome is unknown: it succeeded if the

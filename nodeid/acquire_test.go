@@ -98,12 +98,13 @@ func TestKnownLiveIDsAreTriedLast(t *testing.T) {
 	cfg := e.config("peer-task")
 	cfg.ClusterSize = 8
 	p := e.provider(cfg)
-	first := p.spreadOffset(8)
-	live := map[int]int64{first: 3, (first + 1) % 8: 1}
+	order := p.visitOrder(8)
+	first := order[0]
+	live := map[int]int64{first: 3, order[1]: 1}
 	cfg.Peers = staticPeersFunc(func() map[int]int64 { return live })
 	c := e.acquire(e.provider(cfg))
-	if _, isLive := live[c.NodeID()]; isLive || c.NodeID() != (first+2)%8 {
-		t.Fatalf("took %d; want %d, the first ID gossip does not know as live", c.NodeID(), (first+2)%8)
+	if _, isLive := live[c.NodeID()]; isLive || c.NodeID() != order[2] {
+		t.Fatalf("took %d; want %d, the first ID gossip does not know as live", c.NodeID(), order[2])
 	}
 	r, _ := e.record(c.NodeID())
 	if len(r.KnownNodes) != 2 || r.KnownNodes[first] != 3 {

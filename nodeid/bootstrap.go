@@ -21,34 +21,55 @@ const RecreatedHolder = "nodeid:recreated"
 
 // clusterView is what one bootstrap learned: the manifest and the listing.
 type clusterView struct {
-	manifest lease.Manifest
-	size     int
-	listing  lease.Listing
-	objects  map[int]lease.ObjectInfo // lease objects by ID, < size
+	manifest     lease.Manifest
+	manifestMeta lease.Meta // of the read (or the create): its ETag guards the fill
+	manifestAge  time.Duration
+	created      bool // this task created the manifest
+	size         int
+	listing      lease.Listing
+	objects      map[int]lease.ObjectInfo // lease objects by ID, < size
 }
 
-// bootstrap reads (or creates) the manifest, checks it, lists the prefix and
-// creates the lease objects that are missing. It is idempotent and safe to run
-// concurrently from many tasks: every create is conditional.
-func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
-	m, age, err := p.readOrCreateManifest(ctx)
-	if err != nil {
-		return nil, err
-	}
-	l, err := p.store.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("nodeid: list lease objects: %w", err)
-	}
-	v := &clusterView{manifest: m, size: m.ClusterSize, listing: l, objects: map[int]lease.ObjectInfo{}}
+// index records the lease objects of a listing.
+func (v *clusterView) index(l lease.Listing) {
+	v.listing, v.objects = l, map[int]lease.ObjectInfo{}
 	for _, o := range l.Objects {
 		if id, ok := lease.ParseRecordKey(o.Key); ok && id < v.size {
 			v.objects[id] = o
 		}
 	}
-	if err := p.createMissing(ctx, v, age < p.cfg.BootstrapWindow); err != nil {
+}
+
+// bootstrap lists the prefix, reads (or creates) the manifest and checks it.
+// It is idempotent and safe to run from many tasks at once; every create is
+// conditional. A restart against a full bucket costs one LIST and one GET.
+//
+// Lease objects are not all created up front: while the manifest is not
+// Filled, a missing object was never created and is free, and Acquire takes it
+// by creating it held. The first bootstrap after BootstrapWindow creates the
+// rest and marks the manifest Filled; from then on a missing object was deleted
+// by someone, and is recreated held by RecreatedHolder (see lease.Manifest).
+func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
+	l, err := p.store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("nodeid: list lease objects: %w", err)
+	}
+	listed := false
+	for _, o := range l.Objects {
+		listed = listed || o.Key == lease.ManifestKey
+	}
+	v, err := p.readOrCreateManifest(ctx, listed)
+	if err != nil {
 		return nil, err
 	}
-	return v, nil
+	v.index(l)
+	switch {
+	case v.manifest.Filled:
+		err = p.createMissing(ctx, v, false)
+	case !v.created && v.manifestAge >= p.cfg.BootstrapWindow:
+		p.fill(ctx, v)
+	}
+	return v, err
 }
 
 // manifestFor returns the manifest this task would create.
@@ -60,36 +81,42 @@ func (p *Provider) manifestFor() lease.Manifest {
 	}
 }
 
-// readOrCreateManifest returns the cluster manifest, creating it if absent, and
-// its age on the store's clock (0 when this task just created it).
-func (p *Provider) readOrCreateManifest(ctx context.Context) (lease.Manifest, time.Duration, error) {
-	body, meta, err := p.store.Get(ctx, lease.ManifestKey)
-	if errors.Is(err, lease.ErrNotFound) {
+// readOrCreateManifest reads the manifest, or creates it when the listing
+// lacked it, and checks its layout against this task's.
+func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clusterView, error) {
+	var (
+		body []byte
+		meta lease.Meta
+		err  error
+	)
+	if listed {
+		body, meta, err = p.store.Get(ctx, lease.ManifestKey)
+	}
+	if !listed || errors.Is(err, lease.ErrNotFound) {
 		mine := p.manifestFor()
-		body, err = mine.Encode()
-		if err != nil {
-			return lease.Manifest{}, 0, err
+		if body, err = mine.Encode(); err != nil {
+			return nil, err
 		}
-		_, err = p.store.Create(ctx, lease.ManifestKey, body)
+		meta, err = p.store.Create(ctx, lease.ManifestKey, body)
 		switch {
 		case err == nil:
 			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "layout", mine.LayoutString())
-			return mine, 0, nil
+			return &clusterView{manifest: mine, manifestMeta: meta, created: true, size: mine.ClusterSize}, nil
 		case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrUnknownOutcome):
 			// Someone else created it, or maybe we did: read it back either way.
 			body, meta, err = p.store.Get(ctx, lease.ManifestKey)
 		}
 	}
 	if err != nil {
-		return lease.Manifest{}, 0, fmt.Errorf("nodeid: read cluster manifest: %w", err)
+		return nil, fmt.Errorf("nodeid: read cluster manifest: %w", err)
 	}
 	m, err := lease.DecodeManifest(body)
 	if err != nil {
-		return lease.Manifest{}, 0, fmt.Errorf("nodeid: cluster manifest %s: %w (inspect it with nodeidctl status)", lease.ManifestKey, err)
+		return nil, fmt.Errorf("nodeid: cluster manifest %s: %w (inspect it with nodeidctl status)", lease.ManifestKey, err)
 	}
 	mine := p.manifestFor()
 	if !m.SameLayout(&mine) {
-		return lease.Manifest{}, 0, fmt.Errorf("%w: the manifest has %s, this task is configured with %s",
+		return nil, fmt.Errorf("%w: the manifest has %s, this task is configured with %s",
 			ErrManifestMismatch, m.LayoutString(), mine.LayoutString())
 	}
 	if m.ClusterSize != p.cfg.ClusterSize {
@@ -98,14 +125,49 @@ func (p *Provider) readOrCreateManifest(ctx context.Context) (lease.Manifest, ti
 	}
 	age, ok := lease.StoreAge(meta.LastModified, meta.Date)
 	if !ok {
-		age = p.cfg.BootstrapWindow // unknown: assume not fresh, the safe side
+		age = 0 // unknown: do not fill now; a later bootstrap will
 	}
-	return m, age, nil
+	return &clusterView{manifest: m, manifestMeta: meta, manifestAge: age, size: m.ClusterSize}, nil
+}
+
+// fill creates the lease objects that were never created, free, and then marks
+// the manifest Filled by CAS. Failures are logged: a later bootstrap retries.
+func (p *Provider) fill(ctx context.Context, v *clusterView) {
+	if err := p.createMissing(ctx, v, true); err != nil {
+		p.log.Warn("could not create every lease object yet", "err", err)
+		return
+	}
+	// A create whose outcome was unknown may not have landed: check by listing.
+	l, err := p.store.List(ctx)
+	if err != nil {
+		return
+	}
+	check := &clusterView{size: v.size}
+	check.index(l)
+	if len(check.objects) < v.size {
+		return
+	}
+	v.index(l)
+	m := v.manifest
+	m.Filled, m.WriteID = true, lease.NewWriteID()
+	body, err := m.Encode()
+	if err == nil {
+		_, err = p.store.Update(ctx, lease.ManifestKey, body, v.manifestMeta.ETag)
+	}
+	switch {
+	case err == nil:
+		v.manifest = m
+		p.log.Info("created every lease object; the cluster manifest is now filled", "clusterSize", m.ClusterSize)
+	case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrUnknownOutcome):
+		// Changed meanwhile (another filler, a resize): the next bootstrap sees.
+	default:
+		p.log.Warn("could not mark the cluster manifest filled", "err", err)
+	}
 }
 
 // createMissing creates the lease objects of IDs below the cluster size that the
-// listing lacks: free ones during a bootstrap, "recreated" ones afterwards.
-func (p *Provider) createMissing(ctx context.Context, v *clusterView, bootstrapping bool) error {
+// listing lacks: free ones while filling, "recreated" ones once filled.
+func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling bool) error {
 	var missing []int
 	for id := range v.size {
 		if _, ok := v.objects[id]; !ok {
@@ -121,9 +183,8 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, bootstrapp
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, bootstrapParallelism)
 	)
-
 	create := func(id int) {
-		info, err := p.createRecord(ctx, id, bootstrapping)
+		info, err := p.createRecord(ctx, id, filling)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -149,14 +210,14 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, bootstrapp
 
 // createRecord creates one missing lease object. A lost race or an unknown
 // outcome is not an error: the object exists, or the next round creates it.
-func (p *Provider) createRecord(ctx context.Context, id int, bootstrapping bool) (lease.ObjectInfo, error) {
+func (p *Provider) createRecord(ctx context.Context, id int, filling bool) (lease.ObjectInfo, error) {
 	r := lease.Record{NodeID: id, WriteID: lease.NewWriteID()}
-	if !bootstrapping {
+	if !filling {
 		r.Holder = RecreatedHolder
 		r.Version = p.knownNodes()[id] // the version gossip last saw, if any: versions never go back
 		r.LeaseMillis = p.cfg.MaxLeaseDuration.Milliseconds()
 		r.ReservedUntilMs = p.clock.Wall().UnixMilli() + r.LeaseMillis
-		err := fmt.Errorf("lease object %s missing from an existing cluster: deleted by someone", lease.RecordKey(id))
+		err := fmt.Errorf("lease object %s missing from a filled cluster: deleted by someone", lease.RecordKey(id))
 		p.log.Error("recreating a deleted lease object; it becomes acquirable after the maximum lease",
 			"nodeId", id, "maxLease", p.cfg.MaxLeaseDuration)
 		p.cfg.Observer.Anomaly(lease.RecordKey(id), err)

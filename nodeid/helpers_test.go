@@ -138,3 +138,14 @@ func isDone(c *Claim) bool {
 func taskName(i int) string { return fmt.Sprintf("task-%02d", i) }
 
 func faultErr(err error) storetest.Fault { return storetest.Fault{Err: err} }
+
+// fill runs a bootstrap past the bootstrap window, which creates every lease
+// object and marks the manifest filled.
+func (e *env) fill(cfg Config) {
+	e.t.Helper()
+	cfg.TaskID = "filler"
+	v, err := e.provider(cfg).bootstrap(context.Background())
+	if err != nil || !v.manifest.Filled {
+		e.t.Fatalf("fill: %v, filled %v", err, v != nil && v.manifest.Filled)
+	}
+}

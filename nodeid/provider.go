@@ -70,13 +70,6 @@ func (p *Provider) jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(p.rand.Int64N(int64(d/2)+1))
 }
 
-// spreadOffset is where OrderSpread starts for this task, in 0..size-1.
-func (p *Provider) spreadOffset(size int) int {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(p.cfg.TaskID))
-	return int(h.Sum64() % uint64(size))
-}
-
 // Acquire bootstraps the cluster if needed and takes a free or expired node ID.
 // When none is free it retries with jittered backoff until Config.AcquireTimeout,
 // then returns an error wrapping ErrClusterFull. The returned Claim renews itself
