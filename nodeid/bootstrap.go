@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,7 +25,8 @@ type clusterView struct {
 	manifest     lease.Manifest
 	manifestMeta lease.Meta // of the read (or the create): its ETag guards the fill
 	manifestAge  time.Duration
-	created      bool // this task created the manifest
+	created      bool  // this task created the manifest
+	createdIDs   []int // lease objects this task created (free or recreated)
 	size         int
 	listing      lease.Listing
 	objects      map[int]lease.ObjectInfo // lease objects by ID, < size
@@ -50,6 +52,12 @@ func (v *clusterView) index(l lease.Listing) {
 // rest and marks the manifest Filled; from then on a missing object was deleted
 // by someone, and is recreated held by RecreatedHolder (see lease.Manifest).
 func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
+	return p.bootstrapFill(ctx, false)
+}
+
+// bootstrapFill is bootstrap; with fillNow, it fills an unfilled cluster at once
+// instead of after BootstrapWindow (an operator's init).
+func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterView, error) {
 	l, err := p.store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("nodeid: list lease objects: %w", err)
@@ -66,7 +74,7 @@ func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
 	switch {
 	case v.manifest.Filled:
 		err = p.createMissing(ctx, v, false)
-	case !v.created && v.manifestAge >= p.cfg.BootstrapWindow:
+	case fillNow || (!v.created && v.manifestAge >= p.cfg.BootstrapWindow):
 		p.fill(ctx, v)
 	}
 	return v, err
@@ -191,6 +199,7 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling bo
 			errs = append(errs, err)
 		} else if info.ETag != "" {
 			v.objects[id] = info
+			v.createdIDs = append(v.createdIDs, id)
 		}
 	}
 	for _, id := range missing {
@@ -235,4 +244,37 @@ func (p *Provider) createRecord(ctx context.Context, id int, filling bool) (leas
 	default:
 		return lease.ObjectInfo{}, fmt.Errorf("nodeid: create %s: %w", lease.RecordKey(id), err)
 	}
+}
+
+// InitReport says what Init found and did.
+type InitReport struct {
+	// Manifest is the cluster manifest after Init.
+	Manifest lease.Manifest
+	// ManifestCreated is true when Init created the manifest.
+	ManifestCreated bool
+	// Created lists the lease objects Init created, in ID order: free in a
+	// cluster that was not filled, held by RecreatedHolder in one that was.
+	Created []int
+}
+
+// Init bootstraps the cluster at once, as an operator would (nodeidctl init):
+// it creates the manifest from cfg if it is absent (and checks it if not), then
+// every missing lease object below its cluster size, and marks the manifest
+// filled. It is idempotent and safe while tasks start: every write is
+// conditional. cfg.TaskID names the operator in logs only.
+func Init(ctx context.Context, store lease.Store, cfg Config) (InitReport, error) {
+	p, err := New(store, cfg)
+	if err != nil {
+		return InitReport{}, err
+	}
+	v, err := p.bootstrapFill(ctx, true)
+	if err != nil {
+		return InitReport{}, err
+	}
+	slices.Sort(v.createdIDs)
+	if !v.manifest.Filled {
+		return InitReport{Manifest: v.manifest, ManifestCreated: v.created, Created: v.createdIDs},
+			errors.New("nodeid: init: not every lease object could be created yet; run it again")
+	}
+	return InitReport{Manifest: v.manifest, ManifestCreated: v.created, Created: v.createdIDs}, nil
 }

@@ -118,3 +118,25 @@ func TestSpreadOrderIsAPermutation(t *testing.T) {
 		}
 	}
 }
+
+func TestInitFillsAtOnceAndIsIdempotent(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("operator")
+	cfg.ClusterSize = 5
+	r, err := Init(context.Background(), e.store, cfg)
+	if err != nil || !r.ManifestCreated || !r.Manifest.Filled || fmt.Sprint(r.Created) != "[0 1 2 3 4]" {
+		t.Fatalf("Init = %+v, %v; want the manifest created, filled, objects 0..4 created", r, err)
+	}
+	r, err = Init(context.Background(), e.store, cfg)
+	if err != nil || r.ManifestCreated || len(r.Created) != 0 || !r.Manifest.Filled {
+		t.Fatalf("second Init = %+v, %v; want nothing created", r, err)
+	}
+	e.mem.Delete(lease.RecordKey(3))
+	r, err = Init(context.Background(), e.store, cfg)
+	if err != nil || fmt.Sprint(r.Created) != "[3]" {
+		t.Fatalf("Init after a deletion = %+v, %v", r, err)
+	}
+	if rec, _ := e.record(3); rec.Holder != RecreatedHolder {
+		t.Fatalf("deleted object recreated as %+v, want held by %q", rec, RecreatedHolder)
+	}
+}
