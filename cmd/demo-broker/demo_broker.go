@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/s3store"
+	"github.com/nodeid/nodeid/s3store/s3fake"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// The states of a demo broker, as the table shows them.
+const (
+	stateAcquiring = "acquiring" // looking for a free or expired node ID
+	stateHeld      = "held"      // holds a node ID and issues IDs
+	stateKilled    = "killed"    // died abruptly (kill -9): no release
+	stateStopping  = "stopping"  // graceful stop: releasing its lease
+	stateReleased  = "released"  // stopped gracefully, lease released
+	stateLost      = "lost"      // its lease ended unexpectedly: it fenced itself
+	stateFailed    = "failed"    // it never got a node ID
+)
+
+// demoBroker is one broker of the demo, in process: its own S3 client, task
+// identity, Provider, Claim and Snowflake generator, and a goroutine that
+// issues batches of IDs until it is stopped or killed.
+type demoBroker struct {
+	name  string
+	skew  time.Duration // its wall clock is this far behind
+	store *killableStore
+	prov  *nodeid.Provider
+	tl    timeline
+
+	cancel   context.CancelFunc // stops the issuing goroutine
+	acquired chan struct{}      // closed once it holds a node ID
+	firstID  chan struct{}      // closed once it issued its first batch
+	done     chan struct{}      // closed when its goroutine has ended
+	issued   atomic.Int64       // IDs issued so far
+	first    snowflake.ID       // its first ID: set before firstID is closed
+
+	mu       sync.Mutex // guards the fields below
+	state    string
+	claim    *nodeid.Claim
+	gen      *snowflake.Generator
+	err      error
+	heldAt   time.Time // when it got its node ID
+	issueErr int       // NextN errors other than fenced
+
+	// stream is written only by the broker's goroutine; read it after done.
+	stream idStream
+}
+
+// newDemoBroker builds a broker with its own S3 client on srv.
+func newDemoBroker(name string, srv *s3fake.Server, prefix string, clusterSize int, skew time.Duration, tl timeline) (*demoBroker, error) {
+	st, err := newDemoStore(srv, prefix, tl.storeTimeout)
+	if err != nil {
+		return nil, err
+	}
+	ks := &killableStore{inner: st}
+	cfg := nodeid.DefaultLocalConfig()
+	cfg.TaskID = name
+	cfg.ClusterSize = clusterSize
+	cfg.LeaseDuration, cfg.RenewInterval, cfg.RenewDeadline = tl.lease, tl.renew, tl.renewDeadline
+	cfg.SafetyMargin, cfg.StoreTimeout = tl.safety, tl.storeTimeout
+	cfg.AcquireBackoff, cfg.AcquireTimeout = tl.acquireBackoff, tl.acquireTimeout
+	cfg.Clock = nodeid.SystemClock(-skew)
+	p, err := nodeid.New(ks, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &demoBroker{
+		name: name, skew: skew, store: ks, prov: p, tl: tl, state: stateAcquiring,
+		acquired: make(chan struct{}), firstID: make(chan struct{}), done: make(chan struct{}),
+		stream: idStream{broker: name, node: -1},
+	}, nil
+}
+
+// newDemoStore returns an s3store.Store with a client of its own on srv. The
+// client is built by hand, not from the AWS configuration chain: the demo must
+// run whatever AWS_PROFILE or ~/.aws says on this machine.
+func newDemoStore(srv *s3fake.Server, prefix string, timeout time.Duration) (*s3store.Store, error) {
+	client := s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(srv.URL()),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s3fake.AccessKeyID, s3fake.SecretAccessKey, ""),
+		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts, o.MaxBackoff = 3, 100*time.Millisecond
+		}),
+		DisableLogOutputChecksumValidationSkipped: true,
+	})
+	return s3store.NewFromClient(client, srv.Bucket(), prefix, s3store.WithRequestTimeout(2*timeout))
+}
+
+// start runs the broker in a goroutine: acquire a node ID, then issue IDs.
+func (b *demoBroker) start(ctx context.Context) {
+	ctx, b.cancel = context.WithCancel(ctx)
+	go b.run(ctx)
+}
+
+func (b *demoBroker) run(ctx context.Context) {
+	defer close(b.done)
+	claim, err := b.prov.Acquire(ctx)
+	if err != nil {
+		b.setState(stateFailed, err)
+		return
+	}
+	sc := snowflake.DefaultConfig()
+	sc.NodeID = int64(claim.NodeID())
+	sc.Fence = claim
+	sc.FloorMs = claim.Floor()
+	sc.Reservation = claim.Reservation
+	if b.skew != 0 {
+		sc.Clock = skewedClock{behind: b.skew}
+	}
+	gen, err := snowflake.New(sc)
+	if err != nil {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.tl.lease)
+		_ = claim.Close(closeCtx)
+		cancel()
+		b.setState(stateFailed, err)
+		return
+	}
+	claim.SetIssuedFunc(gen.Stop) // a release lowers the reservation to the last ID issued
+	b.stream.node, b.stream.version = int64(claim.NodeID()), claim.Version()
+	b.mu.Lock()
+	b.claim, b.gen, b.state, b.heldAt = claim, gen, stateHeld, time.Now()
+	b.mu.Unlock()
+	close(b.acquired)
+	b.issue(ctx, gen)
+}
+
+// issue calls NextN every pace until ctx ends or the generator is fenced
+// (stopped by kill, or the claim ended). The pace keeps the demo frugal: a
+// few hundred thousand IDs per second per broker, not millions.
+func (b *demoBroker) issue(ctx context.Context, gen *snowflake.Generator) {
+	tick := time.NewTicker(b.tl.pace)
+	defer tick.Stop()
+	for {
+		r, err := gen.NextN(b.tl.batch)
+		switch {
+		case err == nil:
+			b.stream.add(r)
+			if b.issued.Add(int64(r.N)) == int64(r.N) {
+				b.first = r.First
+				close(b.firstID)
+			}
+		case errors.Is(err, snowflake.ErrFenced):
+			b.mu.Lock()
+			if b.state == stateHeld { // neither killed nor stopping: the claim ended
+				b.state, b.err = stateLost, b.claim.Err()
+			}
+			b.mu.Unlock()
+			return
+		default:
+			b.mu.Lock()
+			b.issueErr++
+			b.err = err
+			b.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// kill makes the broker die as with kill -9: from now on none of its requests
+// reach S3 (its renewals fail, nothing is released), and its generator stops
+// at once. Its lease stays in the bucket until it expires on the store's clock.
+func (b *demoBroker) kill() {
+	b.store.kill()
+	b.mu.Lock()
+	b.state = stateKilled
+	gen := b.gen
+	b.mu.Unlock()
+	if gen != nil {
+		gen.Stop()
+	}
+	b.cancel()
+	<-b.done
+}
+
+// stop stops the broker gracefully: it stops issuing, then releases its lease
+// (Claim.Close), so that the ID is free at once.
+func (b *demoBroker) stop(ctx context.Context) error {
+	b.setState(stateStopping, nil)
+	b.cancel()
+	b.mu.Lock()
+	gen := b.gen
+	b.mu.Unlock()
+	if gen != nil {
+		gen.Stop() // a NextN waiting on the clock returns at once; Close gets the same value again
+	}
+	<-b.done
+	claim := b.getClaim()
+	if claim == nil {
+		return nil
+	}
+	err := claim.Close(ctx)
+	b.setState(stateReleased, err)
+	return err
+}
+
+// shutdown ends the broker at the end of the demo: a live one is stopped
+// gracefully; a killed one's claim is closed without effect (its store fails
+// every request), only to end its renewal goroutine.
+func (b *demoBroker) shutdown(ctx context.Context) error {
+	switch b.getState() {
+	case stateKilled:
+		claim := b.getClaim()
+		if claim != nil {
+			kctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			_ = claim.Close(kctx)
+			cancel()
+		}
+		return nil
+	case stateReleased:
+		return nil
+	case stateHeld:
+		return b.stop(ctx)
+	default: // acquiring, failed or lost: nothing to release
+		b.cancel()
+		<-b.done
+		if claim := b.getClaim(); claim != nil {
+			return claim.Close(ctx)
+		}
+		return nil
+	}
+}
+
+func (b *demoBroker) setState(s string, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.state, b.err = s, err
+}
+
+func (b *demoBroker) getState() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state
+}
+
+func (b *demoBroker) getClaim() *nodeid.Claim {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.claim
+}
+
+// brokerView is a snapshot of a broker for the table.
+type brokerView struct {
+	name, state string
+	node        int
+	version     int64
+	issued      int64
+	skew        time.Duration
+	err         error
+	lastWrite   time.Duration // since its last successful lease write (its own clock)
+}
+
+func (b *demoBroker) view() brokerView {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v := brokerView{name: b.name, state: b.state, node: -1, issued: b.issued.Load(), skew: b.skew, err: b.err}
+	if b.claim != nil {
+		st := b.claim.Status()
+		v.node, v.version, v.lastWrite = st.NodeID, st.Version, st.SinceWrite
+	}
+	return v
+}
+
+// errKilled is what a killed broker's store answers: its requests never leave
+// the (dead) process.
+var errKilled = errors.New("demo: the broker was killed: its requests never reach S3")
+
+// killableStore passes every call to inner until kill; then every call fails
+// without reaching the store. The claim then cannot renew nor release: its
+// lease is left to expire, as after kill -9.
+type killableStore struct {
+	inner lease.Store
+	dead  atomic.Bool
+}
+
+var _ lease.Store = (*killableStore)(nil)
+
+func (k *killableStore) kill() { k.dead.Store(true) }
+
+func (k *killableStore) List(ctx context.Context) (lease.Listing, error) {
+	if k.dead.Load() {
+		return lease.Listing{}, errKilled
+	}
+	return k.inner.List(ctx)
+}
+
+func (k *killableStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
+	if k.dead.Load() {
+		return nil, lease.Meta{}, errKilled
+	}
+	return k.inner.Get(ctx, key)
+}
+
+func (k *killableStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
+	if k.dead.Load() {
+		return lease.Meta{}, errKilled
+	}
+	return k.inner.Create(ctx, key, body)
+}
+
+func (k *killableStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	if k.dead.Load() {
+		return lease.Meta{}, errKilled
+	}
+	return k.inner.Update(ctx, key, body, etag)
+}
+
+// skewedClock is a snowflake.Clock whose wall clock is behind by a fixed
+// amount, as on a host with a slow clock.
+type skewedClock struct{ behind time.Duration }
+
+func (c skewedClock) Now() time.Time        { return time.Now().Add(-c.behind) }
+func (c skewedClock) Sleep(d time.Duration) { time.Sleep(d) }
