@@ -149,3 +149,23 @@ func TestTenClientsRace(t *testing.T) {
 		return s.Update(ctx, "0.json", fmt.Appendf(nil, "update %d", i), created.ETag)
 	})
 }
+
+// Static credentials (a local or embedded S3) must not depend on the
+// environment's AWS set-up: a stray AWS_PROFILE naming no profile once broke
+// every local run.
+func TestStaticCredentialsIgnoreSharedConfig(t *testing.T) {
+	t.Setenv("AWS_PROFILE", "no-such-profile")
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/config")
+	srv, err := s3fake.Start(s3fake.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s, err := s3store.New(context.Background(), srv.StoreConfig("p/"))
+	if err != nil {
+		t.Fatalf("New with static credentials and AWS_PROFILE=no-such-profile: %v", err)
+	}
+	if _, err := s.Create(context.Background(), "k", []byte("v")); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+}

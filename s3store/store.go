@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -78,28 +79,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if logger == nil {
 		logger = discard
 	}
-	opts := []func(*config.LoadOptions) error{
-		// Reads retry quickly, so a few attempts fit in one RequestTimeout;
-		// writes never use this retryer (see put).
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = 3
-				o.MaxBackoff = time.Second
-			})
-		}),
-		config.WithLogger(sdkLogger(logger)),
-	}
-	if cfg.Region != "" {
-		opts = append(opts, config.WithRegion(cfg.Region))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
-	}
-	if cfg.AccessKeyID != "" {
-		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := loadAWSConfig(ctx, cfg, logger)
 	if err != nil {
 		return nil, fmt.Errorf("s3store: load the AWS configuration: %w", err)
 	}
@@ -368,4 +348,43 @@ func serverDate(md middleware.Metadata) time.Time {
 
 func (s *Store) where() string {
 	return fmt.Sprintf("s3://%s/%s", s.bucket, s.prefix)
+}
+
+// loadAWSConfig returns the SDK configuration: with static credentials, built
+// from cfg alone (no environment, no shared config files, so that a stray
+// AWS_PROFILE cannot break a local or test setup); otherwise the default chain
+// (environment, shared files, ECS task role, instance profile).
+func loadAWSConfig(ctx context.Context, cfg Config, logger *slog.Logger) (aws.Config, error) {
+	// Reads retry quickly, so a few attempts fit in one RequestTimeout; writes
+	// never use this retryer (see put).
+	retryer := func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = 3
+			o.MaxBackoff = time.Second
+		})
+	}
+	if cfg.AccessKeyID != "" {
+		region := cfg.Region
+		if region == "" {
+			region = os.Getenv("AWS_REGION")
+		}
+		c := aws.Config{
+			Region:      region,
+			Credentials: credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken),
+			Retryer:     retryer,
+			Logger:      sdkLogger(logger),
+		}
+		if cfg.HTTPClient != nil {
+			c.HTTPClient = cfg.HTTPClient
+		}
+		return c, nil
+	}
+	opts := []func(*config.LoadOptions) error{config.WithRetryer(retryer), config.WithLogger(sdkLogger(logger))}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	}
+	return config.LoadDefaultConfig(ctx, opts...)
 }
