@@ -34,8 +34,7 @@ const (
 	ExitUsage = 2
 )
 
-// readParallelism bounds the GETs in flight when reading every lease object, and
-// the creates in flight in init and resize.
+// readParallelism bounds the GETs in flight when reading every lease object.
 const readParallelism = 16
 
 // Env is what the command takes from its surroundings. [DefaultEnv] is the

@@ -44,6 +44,9 @@ func TestUsageErrors(t *testing.T) {
 		{"init node bits", nil, []string{"init", "--node-bits", "23", "--timestamp-bits", "28"}, "--node-bits 23 is above 22"},
 		{"init zero bits", nil, []string{"init", "--sequence-bits", "0"}, "--sequence-bits 0 must be at least 1"},
 		{"init negative epoch", nil, []string{"init", "--epoch-ms=-1"}, "--epoch-ms -1 is outside"},
+		{"init max lease below 1s", nil, []string{"init", "--max-lease-duration", "500ms"}, "--max-lease-duration 500ms is below 1s"},
+		{"resize max lease below 1s env", map[string]string{"NODEID_MAX_LEASE_DURATION": "900ms"}, []string{"resize", "--cluster-size", "8"},
+			"NODEID_MAX_LEASE_DURATION (--max-lease-duration) 900ms is below 1s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

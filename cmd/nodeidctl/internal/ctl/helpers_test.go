@@ -78,11 +78,18 @@ func (h *harness) writes() int {
 	return h.mem.Count(storetest.OpCreate) + h.mem.Count(storetest.OpUpdate)
 }
 
-// putManifest plants a manifest with the default layout.
-func (h *harness) putManifest(size int) {
+// putManifest plants a manifest with the default layout that is not filled:
+// tasks are still taking never-created IDs by creating their objects.
+func (h *harness) putManifest(size int) { h.plantManifest(size, false) }
+
+// putFilledManifest plants a filled manifest with the default layout: every
+// lease object below size was created, and a missing one was deleted.
+func (h *harness) putFilledManifest(size int) { h.plantManifest(size, true) }
+
+func (h *harness) plantManifest(size int, filled bool) {
 	h.t.Helper()
 	m := lease.Manifest{ClusterSize: size, TimestampBits: 41, NodeBits: 10, SequenceBits: 12,
-		EpochMs: 1735689600000, CreatedAt: storeStart, WriteID: lease.NewWriteID()}
+		EpochMs: 1735689600000, CreatedAt: storeStart, Filled: filled, WriteID: lease.NewWriteID()}
 	body, err := m.Encode()
 	if err != nil {
 		h.t.Fatal(err)
@@ -99,6 +106,16 @@ func (h *harness) put(r lease.Record) {
 		h.t.Fatal(err)
 	}
 	h.mem.Put(lease.RecordKey(r.NodeID), body)
+}
+
+// manifest reads and decodes the cluster manifest.
+func (h *harness) manifest() lease.Manifest {
+	h.t.Helper()
+	m, err := lease.DecodeManifest([]byte(h.raw(lease.ManifestKey)))
+	if err != nil {
+		h.t.Fatalf("manifest: %v", err)
+	}
+	return m
 }
 
 // record reads and decodes the record of id.

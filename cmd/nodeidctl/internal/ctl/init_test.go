@@ -1,7 +1,10 @@
 package ctl
 
 import (
+	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,14 +17,11 @@ func TestInitCreatesWhatTheProviderCreates(t *testing.T) {
 	h := newHarness(t)
 	stdout, _ := h.mustRun(ExitOK, "init", "--cluster-size", "8")
 	contains(t, "init", stdout, "created cluster manifest cluster.json: cluster size 8, layout 41/10/12 epoch 1735689600000",
-		"created 8 lease object(s), free: IDs 0-7")
-	m, err := lease.DecodeManifest([]byte(h.raw(lease.ManifestKey)))
-	if err != nil {
-		t.Fatal(err)
-	}
+		"created 8 lease object(s), free: IDs 0-7", "the cluster manifest is now filled: lease objects 0-7 all exist")
+	m := h.manifest()
 	l := nodeid.DefaultLayout
 	want := lease.Manifest{ClusterSize: 8, TimestampBits: l.TimestampBits, NodeBits: l.NodeBits, SequenceBits: l.SequenceBits,
-		EpochMs: l.EpochMs, CreatedAt: h.wall, WriteID: m.WriteID}
+		EpochMs: l.EpochMs, CreatedAt: h.wall, Filled: true, WriteID: m.WriteID}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("manifest = %+v, want %+v", m, want)
 	}
@@ -35,7 +35,11 @@ func TestInitCreatesWhatTheProviderCreates(t *testing.T) {
 	// Idempotent: a second run reads and lists, and writes nothing.
 	before := h.writes()
 	stdout, _ = h.mustRun(ExitOK, "init", "--cluster-size", "8")
-	contains(t, "second init", stdout, "cluster manifest exists", "all lease objects 0-7 exist: nothing to create")
+	contains(t, "second init", stdout, "cluster manifest exists: cluster size 8, layout 41/10/12 epoch 1735689600000, filled",
+		"all lease objects 0-7 exist: nothing to create")
+	if strings.Contains(stdout, "now filled") {
+		t.Errorf("a second init says it filled the manifest:\n%s", stdout)
+	}
 	if h.writes() != before {
 		t.Errorf("a second init wrote %d times", h.writes()-before)
 	}
@@ -45,13 +49,21 @@ func TestInitLayoutFlags(t *testing.T) {
 	h := newHarness(t)
 	h.env["NODEID_CLUSTER_SIZE"] = "4"
 	h.mustRun(ExitOK, "init", "--node-bits", "8", "--timestamp-bits", "43", "--epoch-ms", "1000")
-	m, _ := lease.DecodeManifest([]byte(h.raw(lease.ManifestKey)))
-	if m.ClusterSize != 4 || m.NodeBits != 8 || m.TimestampBits != 43 || m.SequenceBits != 12 || m.EpochMs != 1000 {
+	m := h.manifest()
+	if !m.Filled || m.ClusterSize != 4 || m.NodeBits != 8 || m.TimestampBits != 43 || m.SequenceBits != 12 || m.EpochMs != 1000 {
 		t.Fatalf("manifest = %+v", m)
 	}
 	if h.raw(lease.RecordKey(3)) == "" || h.raw(lease.RecordKey(4)) != "" {
 		t.Fatalf("want lease objects 0..3 exactly")
 	}
+
+	// Without layout flags, a later init takes the manifest's layout (the
+	// provider's Init would refuse the default one), and fills what is missing.
+	h.mem.Delete(lease.RecordKey(2))
+	h.env = map[string]string{"NODEID_BUCKET": "test-bucket", "NODEID_PREFIX": ""}
+	stdout, _ := h.mustRun(ExitOK, "init")
+	contains(t, "init without flags", stdout, "cluster manifest exists: cluster size 4, layout 43/8/12 epoch 1000, filled",
+		`recreated 1 deleted lease object(s) held by "nodeid:recreated": IDs 2`)
 }
 
 func TestInitExistingManifest(t *testing.T) {
@@ -98,60 +110,174 @@ func TestInitCorruptManifest(t *testing.T) {
 	}
 }
 
-// TestInitMissingObjects: like the provider, an object missing while the
-// manifest is new is created free; missing from an older cluster it was
-// deleted, and is recreated held by nodeid.RecreatedHolder for the maximum lease
-// with the highest version gossip recorded for it.
-func TestInitMissingObjects(t *testing.T) {
-	h := newHarness(t)
-	h.mustRun(ExitOK, "init", "--cluster-size", "4")
-	h.mem.Delete(lease.RecordKey(1))
-	h.clk.Advance(5 * time.Second) // within the provider's BootstrapWindow (10s)
-	stdout, _ := h.mustRun(ExitOK, "init")
-	contains(t, "init", stdout, "created 1 lease object(s), free: IDs 1")
-	if r := h.record(1); !r.Free() || r.Version != 0 {
-		t.Fatalf("record 1 = %+v, want free", r)
+// TestInitBootstraps: nodeid.Init creates what is missing (free while the
+// manifest is not filled, recreated once it is) and marks the manifest filled.
+func TestInitBootstraps(t *testing.T) {
+	tests := []struct {
+		name      string
+		plant     func(h *harness)
+		args      []string
+		free      []int // created free
+		recreated map[int]int64
+		stdout    []string
+		stderr    string
+	}{
+		{name: "empty bucket", args: []string{"--cluster-size", "4"}, free: []int{0, 1, 2, 3},
+			stdout: []string{"created cluster manifest", "created 4 lease object(s), free: IDs 0-3",
+				"the cluster manifest is now filled: lease objects 0-3 all exist"}},
+		{name: "not filled, tasks took some IDs by create",
+			plant: func(h *harness) {
+				h.putManifest(4)
+				h.put(held(1, "task-a", 1))
+				h.put(held(3, "task-b", 1))
+			},
+			free: []int{0, 2},
+			stdout: []string{"cluster manifest exists: cluster size 4, layout 41/10/12 epoch 1735689600000, not filled",
+				"created 2 lease object(s), free: IDs 0, 2", "the cluster manifest is now filled"}},
+		{name: "not filled, every ID taken",
+			plant: func(h *harness) {
+				h.putManifest(2)
+				h.put(held(0, "task-a", 1))
+				h.put(held(1, "task-b", 1))
+			},
+			stdout: []string{"not filled", "all lease objects 0-1 exist: nothing to create", "the cluster manifest is now filled"}},
+		{name: "filled, deleted objects recreated with gossip's version",
+			plant: func(h *harness) {
+				h.putFilledManifest(4)
+				gossip := held(0, "task-a", 1)
+				gossip.KnownNodes = map[int]int64{0: 1, 2: 7}
+				h.put(gossip)
+				h.put(lease.Record{NodeID: 1, Version: 3})
+			},
+			args:      []string{"--max-lease-duration", "45s"},
+			recreated: map[int]int64{2: 7, 3: 0},
+			stdout:    []string{"filled", `recreated 2 deleted lease object(s) held by "nodeid:recreated": IDs 2-3`},
+			stderr:    "deleted by someone; no task takes a recreated one until it is 45s old"},
+		{name: "filled, short maximum lease",
+			plant: func(h *harness) {
+				h.putFilledManifest(2)
+				h.put(lease.Record{NodeID: 0, Version: 5})
+			},
+			args:      []string{"--max-lease-duration", "2s"},
+			recreated: map[int]int64{1: 0},
+			stdout:    []string{"recreated 1 deleted lease object(s)"}},
 	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.plant != nil {
+				tc.plant(h)
+			}
+			before := map[int]string{}
+			for id := range 4 {
+				before[id] = h.raw(lease.RecordKey(id))
+			}
+			maxLease := 60 * time.Second
+			if len(tc.args) == 2 && tc.args[0] == "--max-lease-duration" {
+				maxLease, _ = time.ParseDuration(tc.args[1])
+			}
+			stdout, stderr := h.mustRun(ExitOK, append([]string{"init"}, tc.args...)...)
+			contains(t, "stdout", stdout, tc.stdout...)
+			contains(t, "stderr", stderr, tc.stderr)
+			m := h.manifest()
+			if !m.Filled {
+				t.Errorf("manifest %+v not filled", m)
+			}
+			for id := range m.ClusterSize {
+				r := h.record(id)
+				version, recreated := tc.recreated[id]
+				switch {
+				case slices.Contains(tc.free, id):
+					if !r.Free() || r.Version != 0 || r.ReservedUntilMs != 0 {
+						t.Errorf("record %d = %+v, want created free", id, r)
+					}
+				case recreated:
+					if r.Holder != nodeid.RecreatedHolder || r.Version != version || r.LeaseMillis != maxLease.Milliseconds() ||
+						r.ReservedUntilMs != h.wall.UnixMilli()+maxLease.Milliseconds() {
+						t.Errorf("record %d = %+v, want recreated with version %d for %v", id, r, version, maxLease)
+					}
+				case h.raw(lease.RecordKey(id)) != before[id]:
+					t.Errorf("record %d was rewritten: %+v", id, r)
+				}
+			}
+		})
+	}
+}
 
-	h.clk.Advance(time.Minute)
+// TestInitRecreatedIsHeldOnTheStoreClock: a recreated object is held on the
+// store's clock, then expires like any lease.
+func TestInitRecreatedIsHeldOnTheStoreClock(t *testing.T) {
+	h := newHarness(t)
+	h.mustRun(ExitOK, "init", "--cluster-size", "3")
 	h.mem.Delete(lease.RecordKey(2))
-	h.mem.Delete(lease.RecordKey(3))
-	gossip := held(0, "task-a", 1)
-	gossip.KnownNodes = map[int]int64{0: 1, 2: 7}
-	h.put(gossip)
-	stdout, stderr := h.mustRun(ExitOK, "init", "--max-lease-duration", "45s")
-	contains(t, "init", stdout, `recreated 2 deleted lease object(s) held by "nodeid:recreated": IDs 2-3`)
-	contains(t, "stderr", stderr, "deleted by someone", "45s")
-	for id, version := range map[int]int64{2: 7, 3: 0} {
-		r := h.record(id)
-		if r.Holder != nodeid.RecreatedHolder || r.Version != version || r.LeaseMillis != 45000 ||
-			r.ReservedUntilMs != h.wall.UnixMilli()+45000 {
-			t.Errorf("record %d = %+v, want recreated with version %d", id, r, version)
-		}
-	}
-	// Recreated objects are held on the store's clock, then expire like any lease.
-	if l := h.status().Leases[2]; l.State != StateHeld {
+	h.mustRun(ExitOK, "init", "--max-lease-duration", "20s")
+	if l := h.status("--max-lease-duration", "20s").Leases[2]; l.State != StateHeld {
 		t.Errorf("recreated lease 2 is %s, want held", l.State)
+	}
+	h.clk.Advance(23 * time.Second)
+	if l := h.status("--max-lease-duration", "20s").Leases[2]; l.State != StateExpired {
+		t.Errorf("recreated lease 2 is %s after 23s, want expired", l.State)
 	}
 }
 
 func TestInitRacesAndUnknownOutcomes(t *testing.T) {
 	h := newHarness(t)
-	// The manifest's create lands but its answer is lost; the first lease
-	// create too; the second one is refused as if someone else had created it.
-	h.fault.Queue(storetest.OpCreate, storetest.Fault{Landed: true}, storetest.Fault{Landed: true},
-		storetest.Fault{Err: lease.ErrPreconditionFailed})
+	// The manifest's create lands but its answer is lost; object 0's create
+	// too; a task creates object 2 just before init does.
+	h.fault.Queue(storetest.OpCreate, storetest.Fault{Landed: true})
+	h.fault.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		switch {
+		case op != storetest.OpCreate:
+		case key == lease.RecordKey(0) && h.raw(key) == "":
+			return storetest.Fault{Landed: true}
+		case key == lease.RecordKey(2) && h.raw(key) == "":
+			r := held(2, "task-a", 1)
+			r.WriteID = lease.NewWriteID()
+			body, _ := r.Encode()
+			h.mem.Put(key, body)
+		}
+		return storetest.Fault{}
+	})
 	stdout, stderr := h.mustRun(ExitOK, "init", "--cluster-size", "3")
-	contains(t, "init", stdout, "created cluster manifest", "created 2 lease object(s)", "1 lease object(s) were created by someone else meanwhile")
+	contains(t, "init", stdout, "cluster manifest exists (created meanwhile by a task, or by this init when the answer to its create was lost)",
+		"the cluster manifest is now filled")
 	if stderr != "" {
 		t.Errorf("stderr: %s", stderr)
 	}
+	if r := h.record(2); r.Holder != "task-a" {
+		t.Errorf("record 2 = %+v, want the task's", r)
+	}
+	if !h.manifest().Filled {
+		t.Errorf("manifest not filled")
+	}
+
 	// A lost create that did not land is reported, not retried.
 	h2 := newHarness(t)
 	h2.fault.Queue(storetest.OpCreate, storetest.Fault{Err: storetest.Unknown(storetest.OpCreate, lease.ManifestKey)})
 	_, stderr = h2.mustRun(ExitFailed, "init")
-	contains(t, "stderr", stderr, "the write was not applied", "still absent")
+	contains(t, "stderr", stderr, "read cluster manifest", "not found")
 	if h2.mem.Count(storetest.OpCreate) != 0 {
 		t.Errorf("the lost create was retried")
 	}
+}
+
+// TestInitCannotCreateEverything: a create that fails leaves the manifest not
+// filled; init says why and fails, and a second run finishes.
+func TestInitCannotCreateEverything(t *testing.T) {
+	h := newHarness(t)
+	h.fault.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if op == storetest.OpCreate && key == lease.RecordKey(1) {
+			return storetest.Fault{Err: errors.New("access denied")}
+		}
+		return storetest.Fault{}
+	})
+	stdout, stderr := h.mustRun(ExitFailed, "init", "--cluster-size", "3")
+	contains(t, "stdout", stdout, "created cluster manifest", "created 2 lease object(s), free: IDs 0, 2")
+	contains(t, "stderr", stderr, "note: nodeid: could not create every lease object yet: nodeid: create 1.json: access denied", "run it again")
+	if h.manifest().Filled {
+		t.Fatal("manifest filled with an object missing")
+	}
+	h.fault.SetInjector(nil)
+	stdout, _ = h.mustRun(ExitOK, "init")
+	contains(t, "second init", stdout, "created 1 lease object(s), free: IDs 1", "now filled")
 }

@@ -26,6 +26,8 @@ go on issuing IDs until its next renewal, which fails (the ETag changed) and
 fences it; since its reservation is kept as the successor's floor, no ID repeats.
 
 It refuses a missing or corrupt object: see nodeidctl init and nodeidctl repair.
+An unused ID (never created, in a cluster whose manifest is not filled) is free
+already: it is refused too, as there is nothing to release.
 If the object changes between the read and the write, nothing is written (exit 1).`,
 		run: runRelease,
 	}
@@ -48,6 +50,9 @@ func runRelease(a *app, ctx context.Context, cmd *command, args []string) error 
 	case StateUnknown:
 		return fmt.Errorf("read %s: %w", key, o.err)
 	case StateMissing:
+		if mv, err := readManifest(ctx, st); err == nil && unusedIn(mv, *id) {
+			return refusef("there is no lease object %s: it was never created (unused: the cluster manifest is not filled), so node %d is free already: nothing to release", key, *id)
+		}
 		return refusef("there is no lease object %s: nothing to release (nodeidctl init recreates missing objects)", key)
 	case StateCorrupt:
 		return refusef("lease object %s is corrupt (%v): release only frees a record that decodes; rewrite it with nodeidctl repair --id %d --floor MS",

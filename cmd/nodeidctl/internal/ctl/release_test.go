@@ -10,15 +10,16 @@ import (
 
 func TestRelease(t *testing.T) {
 	tests := []struct {
-		name   string
-		plant  func(h *harness) // plants node 3 (and advances the store clock)
-		args   []string
-		fault  *storetest.Fault // on the update, if any
-		code   int
-		wrote  bool   // whether node 3 must have changed
-		freed  bool   // whether node 3 must now be free
-		stdout string // substrings
-		stderr string
+		name     string
+		plant    func(h *harness) // plants node 3 (and advances the store clock)
+		args     []string
+		unfilled bool             // the manifest is not filled (default: filled)
+		fault    *storetest.Fault // on the update, if any
+		code     int
+		wrote    bool   // whether node 3 must have changed
+		freed    bool   // whether node 3 must now be free
+		stdout   string // substrings
+		stderr   string
 	}{
 		{name: "free is a no-op", plant: func(h *harness) { h.put(lease.Record{NodeID: 3, Version: 2, ReservedUntilMs: 77}) },
 			code: ExitOK, stdout: "node 3 is already free (version 2, reservedUntilMs 77): nothing to do"},
@@ -37,7 +38,10 @@ func TestRelease(t *testing.T) {
 			code: ExitFailed, stderr: "lease object 3.json is corrupt (lease: corrupt object: schema missing): release only frees a record that decodes; rewrite it with nodeidctl repair --id 3"},
 		{name: "lease above maximum refused", plant: func(h *harness) { r := held(3, "t", 1); r.LeaseMillis = 61000; h.put(r) },
 			args: []string{"--force"}, code: ExitFailed, stderr: "above the maximum lease"},
-		{name: "missing refused", plant: func(h *harness) {}, code: ExitFailed, stderr: "there is no lease object 3.json"},
+		{name: "missing refused", plant: func(h *harness) {}, code: ExitFailed,
+			stderr: "there is no lease object 3.json: nothing to release (nodeidctl init recreates missing objects)"},
+		{name: "unused refused", plant: func(h *harness) {}, unfilled: true, code: ExitFailed,
+			stderr: "there is no lease object 3.json: it was never created (unused: the cluster manifest is not filled), so node 3 is free already"},
 		{name: "changed meanwhile", plant: func(h *harness) { h.put(held(3, "task-a", 5)) }, args: []string{"--force"},
 			fault: &storetest.Fault{Err: lease.ErrPreconditionFailed}, code: ExitFailed,
 			stderr: "node 3 was not released: nodeidctl: the object changed meanwhile"},
@@ -50,7 +54,7 @@ func TestRelease(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.putManifest(4)
+			h.plantManifest(4, !tc.unfilled)
 			tc.plant(h)
 			before := h.raw(lease.RecordKey(3))
 			if tc.fault != nil {

@@ -18,9 +18,11 @@ func repairCommand() *command {
 		help: `
 Rewrites the lease object of node ID N as free, when it is corrupt (it does not
 decode as the lease of N, or states a lease above --max-lease-duration) or
-missing. A corrupt object is replaced with If-Match on the ETag just read, a
-missing one created with If-None-Match: *. An object that decodes is never
-touched: free it with nodeidctl release.
+missing (deleted from a filled cluster). A corrupt object is replaced with
+If-Match on the ETag just read, a missing one created with If-None-Match: *. An
+object that decodes is never touched: free it with nodeidctl release. An ID
+without an object below the size of a manifest that is not filled was never
+created (unused): it is free already, and repair refuses it.
 
 --floor MS (required) becomes reservedUntilMs, the Unix ms above which the next
 holder issues Snowflake timestamps. It must be at least the highest timestamp any
@@ -76,6 +78,15 @@ func runRepair(a *app, ctx context.Context, cmd *command, args []string) error {
 			key, o.state, o.rec.Version, o.rec.Holder, *id)
 	case o.state == StateCorrupt && o.meta.ETag == "":
 		return fmt.Errorf("lease object %s is corrupt (%v) and the store gave no ETag to replace it conditionally", key, o.err)
+	case o.state == StateMissing:
+		mv, err := readManifest(ctx, st)
+		if err != nil {
+			return err
+		}
+		if unusedIn(mv, *id) {
+			return refusef("lease object %s was never created (unused: the cluster manifest is not filled): node %d is free, and a task takes it by creating its object; there is nothing to repair",
+				key, *id)
+		}
 	}
 
 	s, err := scan(ctx, st, c.rules())

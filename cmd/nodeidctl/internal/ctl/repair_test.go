@@ -15,15 +15,16 @@ const corruptBody = `{"schema":1,"nodeId":3,"version":6,"reservedUntilMs":170000
 
 func TestRepair(t *testing.T) {
 	tests := []struct {
-		name    string
-		plant   func(h *harness) // plants node 3; the others are planted by the test
-		args    []string
-		floor   int64            // --floor; 0 = 1800000000000
-		fault   *storetest.Fault // on the write, if any
-		code    int
-		version int64 // of the repaired record; 0 = must not be written
-		stdout  string
-		stderr  string
+		name     string
+		plant    func(h *harness) // plants node 3; the others are planted by the test
+		unfilled bool             // the manifest is not filled (default: filled)
+		args     []string
+		floor    int64            // --floor; 0 = 1800000000000
+		fault    *storetest.Fault // on the write, if any
+		code     int
+		version  int64 // of the repaired record; 0 = must not be written
+		stdout   string
+		stderr   string
 	}{
 		{name: "decodable refused", plant: func(h *harness) { h.put(held(3, "task-a", 2)) }, args: []string{"--yes"},
 			code: ExitFailed, stderr: `lease object 3.json decodes fine (held, version 2, holder "task-a"): repair only rewrites a corrupt or missing object; use nodeidctl release --id 3`},
@@ -53,7 +54,12 @@ func TestRepair(t *testing.T) {
 		{name: "lease above maximum is corrupt", plant: func(h *harness) { r := held(3, "t", 1); r.LeaseMillis = 3600000; h.put(r) },
 			args: []string{"--yes"}, code: ExitOK, version: 10, stdout: "above the maximum lease"},
 		{name: "missing created", plant: func(h *harness) {}, args: []string{"--yes"}, code: ExitOK, version: 10,
+			stdout: "lease object 3.json is missing\n"},
+		{name: "missing created, If-None-Match", plant: func(h *harness) {}, args: []string{"--yes"}, code: ExitOK, version: 10,
 			stdout: "write 3.json with If-None-Match: *"},
+		{name: "unused refused", plant: func(h *harness) {}, unfilled: true, args: []string{"--yes"}, code: ExitFailed,
+			stderr: "lease object 3.json was never created (unused: the cluster manifest is not filled): node 3 is free, and a task takes it by creating its object; there is nothing to repair"},
+		{name: "corrupt in a cluster that is not filled", plant: corrupt3, unfilled: true, args: []string{"--yes"}, code: ExitOK, version: 10},
 		{name: "missing, lost create that landed", plant: func(h *harness) {}, args: []string{"--yes"},
 			fault: &storetest.Fault{Landed: true}, code: ExitOK, version: 10},
 		{name: "corrupt, lost update that landed", plant: corrupt3, args: []string{"--yes"},
@@ -64,7 +70,7 @@ func TestRepair(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.putManifest(5)
+			h.plantManifest(5, !tc.unfilled)
 			// Versions elsewhere: 4 on node 0, and node 1's gossip saw node 3 at 9.
 			h.put(lease.Record{NodeID: 0, Version: 4})
 			gossip := held(1, "task-b", 2)

@@ -16,11 +16,17 @@ func resizeCommand() *command {
 Sets the manifest's clusterSize to M (1..2^nodeBits) with If-Match on the ETag just
 read and a new writeId; layout, epoch and createdAt are kept.
 
-Growing: then creates the lease objects of the new IDs, free, with
-If-None-Match: * (objects that already exist are left as they are).
+Growing also clears the manifest's filled flag in the same write: the new IDs
+were never created, so they are free and a starting task may take one by
+creating it. Then, like nodeidctl init (nodeid.Init), it creates the missing
+lease objects free with If-None-Match: * and marks the manifest filled again.
+If the cluster was filled, lease objects missing below the old size were
+deleted: they are first recreated held by "nodeid:recreated" (as init does),
+since clearing the flag would otherwise make them look never created, and free.
 
-Shrinking: only the manifest changes. Tasks holding IDs at or above M keep them
-until they stop; new tasks do not take them. status lists such objects apart.
+Shrinking: only the manifest's size changes; filled stays as it is. Tasks
+holding IDs at or above M keep them until they stop; new tasks do not take
+them. status lists such objects apart.
 
 --cluster-size is command-line only (no environment variable), so that a
 variable left in a shell never resizes a cluster.`,
@@ -40,7 +46,7 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 		case *size < 1:
 			return usagef("--cluster-size %d is below 1", *size)
 		}
-		return nil
+		return c.checkMaxLease(f)
 	})
 	if err != nil {
 		return err
@@ -62,8 +68,21 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 		a.out("cluster size is already %d: nothing to do", old.ClusterSize)
 		return nil
 	}
+	grow := *size > old.ClusterSize
+	if grow && old.Filled {
+		// Clearing filled makes a missing object look never created, hence
+		// free: recreate the deleted ones first, held, as init would.
+		b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, old.ClusterSize, layoutOf(&old)), mv)
+		a.reportObjects(b, &c, true, err)
+		if err != nil {
+			return fmt.Errorf("the cluster size was not changed: %w", err)
+		}
+	}
 	next := old
 	next.ClusterSize, next.WriteID = *size, lease.NewWriteID()
+	if grow {
+		next.Filled = false // the new IDs were never created: free
+	}
 	body, err := next.Encode()
 	if err != nil {
 		return err
@@ -72,9 +91,15 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 		return fmt.Errorf("the cluster size was not changed: %w (run nodeidctl status, then try again)", err)
 	}
 	a.out("cluster size %d -> %d", old.ClusterSize, next.ClusterSize)
-	if next.ClusterSize < old.ClusterSize {
+	if !grow {
 		a.note("holders of IDs %d..%d keep them until they stop; new tasks will not take them", next.ClusterSize, old.ClusterSize-1)
 		return nil
 	}
-	return a.createMissing(ctx, st, &c, next.ClusterSize, old.ClusterSize, true)
+	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, next.ClusterSize, layoutOf(&next)), manifestView{state: manifestOK, m: next})
+	a.reportObjects(b, &c, false, err)
+	if err != nil {
+		return fmt.Errorf("the cluster size is %d now, but %w (tasks create the rest as they start; or run nodeidctl init)", next.ClusterSize, err)
+	}
+	a.out("the cluster manifest is filled again: lease objects %s all exist", idRanges(seq(0, b.report.Manifest.ClusterSize)))
+	return nil
 }

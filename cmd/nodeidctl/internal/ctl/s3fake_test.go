@@ -44,7 +44,9 @@ func TestOnS3Fake(t *testing.T) {
 		return out.String()
 	}
 
-	contains(t, "init", run(ExitOK, "init", "--cluster-size", "3"), "created 3 lease object(s), free: IDs 0-2")
+	contains(t, "init", run(ExitOK, "init", "--cluster-size", "3"), "created 3 lease object(s), free: IDs 0-2",
+		"the cluster manifest is now filled")
+	contains(t, "status", run(ExitOK, "status", "--json"), `"filled": true`)
 
 	// A task takes node 1 by CAS, as the provider does.
 	st, err := s3store.New(t.Context(), cfg)

@@ -27,7 +27,13 @@ const (
 	// StateCorrupt: the object does not decode as the lease of its ID, or states
 	// a lease above --max-lease-duration. No task takes it; see repair.
 	StateCorrupt State = "corrupt"
-	// StateMissing: no object for an ID below the cluster size.
+	// StateUnused: no object for an ID below the cluster size while the
+	// manifest is not filled: it was never created, and is free; a task takes
+	// it by creating it (If-None-Match: *).
+	StateUnused State = "unused"
+	// StateMissing: no object for an ID below the cluster size of a filled
+	// manifest (or when the manifest is missing or corrupt): it was deleted by
+	// someone; the next task to start, or nodeidctl init, recreates it.
 	StateMissing State = "missing"
 	// StateUnknown: the object could not be read (the error says why).
 	StateUnknown State = "unknown"
@@ -183,7 +189,19 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 	}
 	// An object listed above the size but deleted before its GET is noise.
 	s.objects = slices.DeleteFunc(s.objects, func(o object) bool { return o.id >= s.size && o.state == StateMissing })
+	for i := range s.objects {
+		if o := &s.objects[i]; o.state == StateMissing && unusedIn(mv, o.id) {
+			o.state = StateUnused
+		}
+	}
 	return s, nil
+}
+
+// unusedIn reports whether a missing lease object of id was never created
+// rather than deleted: id is below the cluster size of a manifest that is not
+// filled.
+func unusedIn(mv manifestView, id int) bool {
+	return mv.state == manifestOK && !mv.m.Filled && id < mv.m.ClusterSize
 }
 
 // highestVersions returns, over every readable record of s, the highest

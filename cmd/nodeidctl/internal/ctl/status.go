@@ -30,8 +30,9 @@ type StatusJSON struct {
 	ForeignKeys []string `json:"foreignKeys"`
 }
 
-// ManifestJSON is the cluster manifest in [StatusJSON]. When State is "missing"
-// only State is set; when "corrupt", State, Error and AgeMs.
+// ManifestJSON is the cluster manifest in [StatusJSON]. When State is "ok",
+// every field but Error is set (AgeMs when the store reports its clock); when
+// "missing", only State; when "corrupt", State, Error and AgeMs.
 type ManifestJSON struct {
 	// State is "ok", "missing" or "corrupt".
 	State State `json:"state"`
@@ -43,6 +44,10 @@ type ManifestJSON struct {
 	EpochMs       *int64 `json:"epochMs,omitempty"`
 	// CreatedAt is the creator's wall clock, for humans.
 	CreatedAt time.Time `json:"createdAt,omitzero"`
+	// Filled is the manifest's filled flag (present when State is "ok"): true
+	// once every lease object below the cluster size has been created. While
+	// false, a missing lease object was never created (state unused).
+	Filled *bool `json:"filled,omitempty"`
 	// AgeMs is the time since the manifest was last written, on the store's
 	// clock (Date - Last-Modified of the GET).
 	AgeMs *int64 `json:"ageMs,omitempty"`
@@ -56,7 +61,8 @@ type ManifestJSON struct {
 type LeaseJSON struct {
 	// NodeID is the ID the object leases.
 	NodeID int `json:"nodeId"`
-	// State is free, held, expired, corrupt, missing or unknown (unreadable).
+	// State is free, held, expired, corrupt, unused (never created), missing
+	// (deleted) or unknown (unreadable).
 	State State `json:"state"`
 	// Holder is the holder's task identity, "" when free.
 	Holder *string `json:"holder,omitempty"`
@@ -83,9 +89,12 @@ func statusCommand() *command {
 		summary:  "print the cluster manifest and the lease table (never writes)",
 		help: `
 Reads the cluster manifest, lists the prefix and GETs every lease object (16 in
-flight), then prints the manifest and one line per node ID: its state (free,
-held, expired, corrupt, missing, or unknown when it could not be read), holder,
-version, age and lease, and reservation. Held and expired are judged on the
+flight), then prints the manifest (with its filled flag) and one line per node
+ID: its state (free, held, expired, corrupt, unused, missing, or unknown when it
+could not be read), holder, version, age and lease, and reservation. An ID
+without a lease object is unused while the manifest is not filled (never
+created: free, a task takes it by creating it) and missing once it is filled
+(deleted: the next task to start, or nodeidctl init, recreates it). Held and expired are judged on the
 store's clock only: Date - Last-Modified of the object's own GET against
 leaseMillis + 1s + --clock-margin. Objects above the cluster size are listed
 apart; other keys under the prefix are named in a note. status never writes.
@@ -149,7 +158,7 @@ func manifestJSON(mv manifestView) ManifestJSON {
 	case manifestOK:
 		m := mv.m
 		j.ClusterSize, j.TimestampBits, j.NodeBits, j.SequenceBits = m.ClusterSize, m.TimestampBits, m.NodeBits, m.SequenceBits
-		j.EpochMs, j.CreatedAt = &m.EpochMs, m.CreatedAt.UTC()
+		j.EpochMs, j.CreatedAt, j.Filled = &m.EpochMs, m.CreatedAt.UTC(), &m.Filled
 	case StateCorrupt:
 		j.Error = mv.err.Error()
 	}
@@ -158,7 +167,7 @@ func manifestJSON(mv manifestView) ManifestJSON {
 
 func leaseJSON(o *object) LeaseJSON {
 	j := LeaseJSON{NodeID: o.id, State: o.state, Extra: o.extra}
-	if o.state != StateMissing && o.state != StateUnknown {
+	if o.state != StateMissing && o.state != StateUnused && o.state != StateUnknown {
 		j.AgeMs = ageMs(o.meta)
 	}
 	if o.decoded() {
@@ -201,6 +210,11 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
 			fmt.Fprintf(w, ", last written %s ago (store clock)", fmtAge(*a))
 		}
 		fmt.Fprintln(w)
+		if m.Filled {
+			fmt.Fprintln(w, "  filled        yes (every lease object was created; a missing one was deleted)")
+		} else {
+			fmt.Fprintln(w, "  filled        no (an ID without a lease object was never created: unused, free)")
+		}
 	}
 	var main, extra []LeaseJSON
 	for _, l := range j.Leases {
@@ -220,8 +234,11 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
 	if j.Counts[StateCorrupt] > 0 {
 		fmt.Fprintln(w, "corrupt objects are never taken; rewrite one with nodeidctl repair --id N --floor MS")
 	}
+	if j.Counts[StateUnused] > 0 {
+		fmt.Fprintln(w, "unused IDs were never created: they are free, and a task takes one by creating its lease object")
+	}
 	if j.Counts[StateMissing] > 0 {
-		fmt.Fprintln(w, "missing objects are recreated by the next task that starts, or by nodeidctl init")
+		fmt.Fprintln(w, "missing objects were deleted from a filled cluster: the next task that starts, or nodeidctl init, recreates them")
 	}
 }
 
@@ -257,7 +274,7 @@ func printTable(w io.Writer, ls []LeaseJSON) {
 // summary formats the state counts in a fixed order.
 func summary(counts map[State]int) string {
 	var parts []string
-	for _, s := range []State{StateFree, StateHeld, StateExpired, StateCorrupt, StateMissing, StateUnknown} {
+	for _, s := range []State{StateFree, StateUnused, StateHeld, StateExpired, StateCorrupt, StateMissing, StateUnknown} {
 		if n := counts[s]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, s))
 		}

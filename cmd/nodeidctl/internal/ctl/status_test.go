@@ -12,13 +12,13 @@ import (
 	"github.com/nodeid/nodeid/lease/storetest"
 )
 
-// plantCluster plants a manifest of size 7 and one object in each state:
+// plantCluster plants a filled manifest of size 7 and one object in each state:
 // 0 free, 1 held (written just now), 2 held 30s ago with a 15s lease (expired on
 // the store's clock), 3 garbage, 4 missing, 5 stating a 2-minute lease (above
 // the 60s maximum), 6 a record under another ID's key; plus 9 above the size
 // and a foreign key.
 func plantCluster(h *harness) {
-	h.putManifest(7)
+	h.putFilledManifest(7)
 	h.put(held(2, "task-old", 4))
 	h.clk.Advance(30 * time.Second)
 	h.put(lease.Record{NodeID: 0, Version: 2, LeaseMillis: 15000, ReservedUntilMs: 1_800_000_000_000})
@@ -79,7 +79,7 @@ func TestStatusStatesOnStoreClock(t *testing.T) {
 	if !slices.Equal(s.ForeignKeys, []string{"notes.txt"}) {
 		t.Errorf("foreignKeys = %v", s.ForeignKeys)
 	}
-	if m := s.Manifest; m.State != "ok" || m.ClusterSize != 7 || m.NodeBits != 10 || *m.EpochMs != 1735689600000 || !m.CreatedAt.Equal(storeStart) {
+	if m := s.Manifest; m.State != "ok" || m.ClusterSize != 7 || m.Filled == nil || !*m.Filled || m.NodeBits != 10 || *m.EpochMs != 1735689600000 || !m.CreatedAt.Equal(storeStart) {
 		t.Errorf("manifest = %+v", m)
 	}
 
@@ -107,7 +107,7 @@ func TestStatusJSONShape(t *testing.T) {
 	}
 	var manifest map[string]json.RawMessage
 	_ = json.Unmarshal(doc["manifest"], &manifest)
-	if got := sortedKeys(manifest); !slices.Equal(got, []string{"ageMs", "clusterSize", "createdAt", "epochMs", "nodeBits", "sequenceBits", "state", "timestampBits"}) {
+	if got := sortedKeys(manifest); !slices.Equal(got, []string{"ageMs", "clusterSize", "createdAt", "epochMs", "filled", "nodeBits", "sequenceBits", "state", "timestampBits"}) {
 		t.Errorf("manifest keys = %v", got)
 	}
 	var leases []map[string]json.RawMessage
@@ -125,6 +125,9 @@ func TestStatusJSONShape(t *testing.T) {
 		if got := sortedKeys(leases[i]); !slices.Equal(got, want) {
 			t.Errorf("lease %d keys = %v, want %v", i, got, want)
 		}
+	}
+	if string(manifest["filled"]) != "true" {
+		t.Errorf("manifest.filled = %s, want true", manifest["filled"])
 	}
 	if string(leases[0]["holder"]) != `""` || string(leases[0]["state"]) != `"free"` {
 		t.Errorf("free lease = %s", leases[0])
@@ -145,13 +148,57 @@ func TestStatusText(t *testing.T) {
 	plantCluster(h)
 	stdout, stderr := h.mustRun(ExitOK, "status")
 	contains(t, "status", stdout,
-		"cluster size  7", "layout        41/10/12 bits",
+		"cluster size  7", "layout        41/10/12 bits", "filled        yes",
 		"ID  STATE    VERSION  AGE", "task-a", "expired", "error: lease: corrupt object",
 		"at or above the cluster size 7", "8 lease objects: 2 free, 1 held, 1 expired, 3 corrupt, 1 missing",
-		"nodeidctl repair")
+		"nodeidctl repair", "missing objects were deleted from a filled cluster")
 	contains(t, "stderr", stderr, "1 other object(s) under the prefix", "notes.txt")
 	if i, j := strings.Index(stdout, "\n9 "), strings.Index(stdout, "at or above"); i < j {
 		t.Errorf("extra ID 9 is not listed apart:\n%s", stdout)
+	}
+}
+
+// TestStatusUnusedVersusMissing: an ID without a lease object is unused (never
+// created, free) while the manifest is not filled, and missing (deleted) once it
+// is; an object above the size never shows either way.
+func TestStatusUnusedVersusMissing(t *testing.T) {
+	tests := []struct {
+		name       string
+		filled     bool
+		state      State  // of IDs 1 and 3, which have no object
+		filledJSON string // manifest.filled in JSON
+		text       []string
+	}{
+		{name: "not filled", filled: false, state: StateUnused, filledJSON: "false",
+			text: []string{"filled        no", "1   unused", "4 lease objects: 1 free, 2 unused, 1 held",
+				"unused IDs were never created: they are free, and a task takes one by creating its lease object"}},
+		{name: "filled", filled: true, state: StateMissing, filledJSON: "true",
+			text: []string{"filled        yes", "1   missing", "4 lease objects: 1 free, 1 held, 2 missing",
+				"missing objects were deleted from a filled cluster"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.plantManifest(4, tc.filled)
+			h.put(lease.Record{NodeID: 0})
+			h.put(held(2, "task-a", 1)) // taken by create
+			s := h.status()
+			if got := *s.Manifest.Filled; got != tc.filled {
+				t.Errorf("manifest filled = %v, want %v", got, tc.filled)
+			}
+			for _, id := range []int{1, 3} {
+				if l := s.Leases[id]; l.State != tc.state || l.AgeMs != nil || l.Holder != nil {
+					t.Errorf("lease %d = %+v, want state %s and nothing else", id, l, tc.state)
+				}
+			}
+			if n := s.Counts[tc.state]; n != 2 {
+				t.Errorf("counts[%s] = %d, want 2 (%v)", tc.state, n, s.Counts)
+			}
+			stdout, _ := h.mustRun(ExitOK, "status", "--json")
+			contains(t, "status --json", stdout, `"filled": `+tc.filledJSON, `"state": "`+string(tc.state)+`"`)
+			stdout, _ = h.mustRun(ExitOK, "status")
+			contains(t, "status", stdout, tc.text...)
+		})
 	}
 }
 
@@ -159,7 +206,7 @@ func TestStatusWithoutManifest(t *testing.T) {
 	h := newHarness(t)
 	h.put(lease.Record{NodeID: 2, Version: 1})
 	s := h.status()
-	if s.Manifest.State != StateMissing || len(s.Leases) != 1 || s.Leases[0].NodeID != 2 || s.Leases[0].Extra {
+	if s.Manifest.State != StateMissing || s.Manifest.Filled != nil || len(s.Leases) != 1 || s.Leases[0].NodeID != 2 || s.Leases[0].Extra {
 		t.Fatalf("status = %+v", s)
 	}
 	stdout, _ := h.mustRun(ExitOK, "status")

@@ -1,0 +1,189 @@
+package ctl
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
+)
+
+// operatorTaskID names nodeidctl in the provider's configuration; nodeid.Init
+// uses it in logs only.
+const operatorTaskID = "nodeidctl"
+
+// checkMaxLease refuses a --max-lease-duration no provider can run with, before
+// a command that calls nodeid.Init opens the store.
+func (c *commonFlags) checkMaxLease(f *flagSet) error {
+	if c.maxLease < time.Second {
+		return usagef("%s %v is below 1s: no provider runs with a maximum lease below its 1s minimum lease", f.source("max-lease-duration"), c.maxLease)
+	}
+	return nil
+}
+
+// nodeidConfig returns the provider configuration nodeid.Init runs with: the
+// cluster size and layout given, and the expiry flags. The lease timings are
+// the defaults, scaled down when --max-lease-duration is below the default
+// lease so that the configuration validates; Init itself never takes a lease.
+func (a *app) nodeidConfig(c *commonFlags, size int, l nodeid.Layout) nodeid.Config {
+	cfg := nodeid.DefaultConfig()
+	cfg.TaskID = operatorTaskID
+	cfg.ClusterSize, cfg.Layout = size, l
+	cfg.ClockMargin, cfg.MaxLeaseDuration = c.clockMargin, c.maxLease
+	if l := c.maxLease; l < cfg.LeaseDuration {
+		cfg.LeaseDuration, cfg.SafetyMargin, cfg.RenewInterval, cfg.RenewDeadline, cfg.StoreTimeout = l, l/4, l/4, l/2, l/4
+	}
+	cfg.Clock = wallClock{Clock: nodeid.SystemClock(0), wall: a.env.Now}
+	return cfg
+}
+
+// layoutOf returns the layout and epoch of a manifest.
+func layoutOf(m *lease.Manifest) nodeid.Layout {
+	return nodeid.Layout{TimestampBits: m.TimestampBits, NodeBits: m.NodeBits, SequenceBits: m.SequenceBits, EpochMs: m.EpochMs}
+}
+
+// wallClock is the system clock with the operator's wall clock (Env.Now), which
+// stamps the manifest's createdAt and a recreated object's reservation.
+type wallClock struct {
+	nodeid.Clock
+	wall func() time.Time
+}
+
+func (c wallClock) Wall() time.Time { return c.wall() }
+
+// staticPeers hands nodeid.Init the highest versions the bucket has seen, as
+// gossip would: a recreated object starts at the highest version seen for it.
+type staticPeers map[int]int64
+
+func (p staticPeers) KnownNodes() map[int]int64 { return p }
+
+// recreateWatch records the lease objects nodeid.Init is about to recreate (it
+// reports each as an anomaly), to tell them from the ones it creates free.
+type recreateWatch struct {
+	nodeid.NopObserver
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func (w *recreateWatch) Anomaly(key string, _ error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.keys[key] = true
+}
+
+// noteHandler prints the provider's warnings (why a create or the fill failed,
+// a cluster size that differs) as notes on stderr; other levels are dropped,
+// since nodeidctl reports what Init did itself.
+type noteHandler struct {
+	a  *app
+	mu *sync.Mutex
+}
+
+func (h noteHandler) Enabled(_ context.Context, l slog.Level) bool { return l == slog.LevelWarn }
+
+func (h noteHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(at slog.Attr) bool {
+		if at.Key == "err" {
+			b.WriteString(": " + at.Value.String())
+		} else {
+			b.WriteString(" " + at.Key + "=" + at.Value.String())
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.a.note("nodeid: %s", b.String())
+	return nil
+}
+
+// WithAttrs drops the provider's fixed attributes (the task identity).
+func (h noteHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h noteHandler) WithGroup(string) slog.Handler      { return h }
+
+// bootstrapped is what one nodeid.Init did.
+type bootstrapped struct {
+	report    nodeid.InitReport
+	free      []int // lease objects created free (never created before)
+	recreated []int // deleted lease objects recreated held by nodeid.RecreatedHolder
+}
+
+// bootstrap runs nodeid.Init with cfg. mv is the manifest as read just before
+// (missing, or ok). When it is filled and lease objects are missing, those were
+// deleted and Init recreates them: the highest versions the bucket has seen
+// (records and their gossip maps) are read first, so that each recreated object
+// starts at the highest version seen for it. The result is valid, as far as it
+// goes, when Init fails too.
+func (a *app) bootstrap(ctx context.Context, st lease.Store, c *commonFlags, cfg nodeid.Config, mv manifestView) (bootstrapped, error) {
+	if mv.state == manifestOK && mv.m.Filled {
+		peers, err := versionsIfMissing(ctx, st, c, mv.m.ClusterSize)
+		if err != nil {
+			return bootstrapped{}, err
+		}
+		if peers != nil {
+			cfg.Peers = peers
+		}
+	}
+	watch := &recreateWatch{keys: map[string]bool{}}
+	cfg.Observer = watch
+	cfg.Logger = slog.New(noteHandler{a: a, mu: &sync.Mutex{}})
+	rep, err := nodeid.Init(ctx, st, cfg)
+	b := bootstrapped{report: rep}
+	for _, id := range rep.Created {
+		if watch.keys[lease.RecordKey(id)] {
+			b.recreated = append(b.recreated, id)
+		} else {
+			b.free = append(b.free, id)
+		}
+	}
+	return b, err
+}
+
+// versionsIfMissing lists the prefix and, when a lease object below size is
+// missing, reads every object for the highest versions seen; else it returns nil.
+func versionsIfMissing(ctx context.Context, st lease.Store, c *commonFlags, size int) (staticPeers, error) {
+	l, err := st.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the prefix: %w", err)
+	}
+	exists := map[int]bool{}
+	for _, o := range l.Objects {
+		if id, ok := lease.ParseRecordKey(o.Key); ok {
+			exists[id] = true
+		}
+	}
+	missing := false
+	for id := range size {
+		missing = missing || !exists[id]
+	}
+	if !missing {
+		return nil, nil
+	}
+	s, err := scan(ctx, st, c.rules())
+	if err != nil {
+		return nil, err
+	}
+	perID, _ := s.highestVersions()
+	return perID, nil
+}
+
+// reportObjects prints what bootstrap created. quiet (or a failed Init, err)
+// omits the line saying that nothing needed creating.
+func (a *app) reportObjects(b bootstrapped, c *commonFlags, quiet bool, err error) {
+	if len(b.free) > 0 {
+		a.out("created %d lease object(s), free: IDs %s", len(b.free), idRanges(b.free))
+	}
+	if len(b.recreated) > 0 {
+		a.out("recreated %d deleted lease object(s) held by %q: IDs %s", len(b.recreated), nodeid.RecreatedHolder, idRanges(b.recreated))
+		a.note("a lease object missing from a filled cluster was deleted by someone; no task takes a recreated one "+
+			"until it is %v old on the store's clock (nodeidctl release --force --id N frees it at once)", c.maxLease)
+	}
+	if len(b.report.Created) == 0 && !quiet && err == nil && b.report.Manifest.ClusterSize > 0 {
+		a.out("all lease objects %s exist: nothing to create", idRanges(seq(0, b.report.Manifest.ClusterSize)))
+	}
+}
