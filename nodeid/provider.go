@@ -57,6 +57,9 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 		rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
 	p.stateOf = func(r *lease.Record, m lease.Meta) lease.State { return lease.StateOf(r, m, cfg.ClockMargin) }
+	if applyMutation != nil {
+		applyMutation(p)
+	}
 	return p, nil
 }
 
