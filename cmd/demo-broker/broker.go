@@ -217,8 +217,9 @@ func (b *broker) providerConfig() nodeid.Config {
 }
 
 // activate builds the generator for claim and starts serving: /health turns
-// 200, gossip advertises the claim, the id file is written.
-func (b *broker) activate(claim *nodeid.Claim) error {
+// 200, gossip advertises the claim, the id file is written (unless ctx ends or
+// the claim is lost first: watch then deals with it).
+func (b *broker) activate(ctx context.Context, claim *nodeid.Claim) error {
 	pc := b.provider.Config()
 	l := pc.Layout
 	sc := snowflake.Config{
@@ -261,7 +262,7 @@ func (b *broker) activate(claim *nodeid.Claim) error {
 	b.log.Info("serving IDs", "nodeId", claim.NodeID(), "version", claim.Version(), "floorMs", claim.Floor(),
 		"tookOverExpired", claim.TookOverExpired())
 	if b.cfg.idFile != "" {
-		return b.writeIDFile(claim, pc.Clock)
+		return b.writeIDFile(ctx, claim, pc.Clock)
 	}
 	return nil
 }
@@ -269,7 +270,7 @@ func (b *broker) activate(claim *nodeid.Claim) error {
 // writeIDFile writes --id-file once this task's wall clock is past the claim's
 // floor (the predecessor's reservation), so that an application generating
 // IDs itself with the same clock never repeats one of its predecessor's.
-func (b *broker) writeIDFile(claim *nodeid.Claim, clock nodeid.Clock) error {
+func (b *broker) writeIDFile(ctx context.Context, claim *nodeid.Claim, clock nodeid.Clock) error {
 	for {
 		ahead := time.Duration(claim.Floor()-clock.Wall().UnixMilli()+1) * time.Millisecond
 		if ahead <= 0 {
@@ -278,7 +279,9 @@ func (b *broker) writeIDFile(claim *nodeid.Claim, clock nodeid.Clock) error {
 		b.log.Info("waiting for the wall clock to pass the node ID's floor before writing the id file", "wait", ahead.String())
 		select {
 		case <-claim.Done():
-			return nil // watch removes the file and reports the loss
+			return nil // watch reports the loss
+		case <-ctx.Done():
+			return nil // watch releases the claim
 		case <-time.After(ahead):
 		}
 	}

@@ -116,7 +116,7 @@ func (b *broker) lifecycle(ctx context.Context, spawn func(func() error)) error 
 	if err != nil {
 		return err
 	}
-	if err := b.activate(claim); err != nil {
+	if err := b.activate(ctx, claim); err != nil {
 		return errors.Join(err, b.stop(claim))
 	}
 	return b.watch(ctx, claim)
