@@ -138,6 +138,13 @@ func (p *proc) findLog(msg string) map[string]any {
 	return nil
 }
 
+// logTime returns the time of a log line from findLog, or the zero time.
+func logTime(line map[string]any) time.Time {
+	s, _ := line["time"].(string)
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
 // waitLog waits for a JSON log line whose msg is msg and returns it.
 func (p *proc) waitLog(msg string, timeout time.Duration) map[string]any {
 	p.t.Helper()

@@ -506,9 +506,10 @@ func TestServeSignalWhileAcquiring(t *testing.T) {
 
 // TestServeClockSkewHandover hands a node ID over from a broker whose clock is
 // 1 s ahead to one whose clock is 1 s behind (--debug-clock-offset): the
-// release lowers the reservation to the last timestamp issued, the successor
-// starts above it, so its IDs are all above its predecessor's although its
-// clock is 2 s behind.
+// release lowers the reservation to the last timestamp issued (or to the
+// release time: the first broker has an id file), the successor starts above
+// it, so its IDs are all above its predecessor's although its clock is 2 s
+// behind. On SIGTERM, the id file is removed before the release is written.
 func TestServeClockSkewHandover(t *testing.T) {
 	t.Parallel()
 	srv, err := s3fake.Start(s3fake.Config{})
@@ -518,8 +519,10 @@ func TestServeClockSkewHandover(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	env := brokerEnv(t)
 	args := slices.Concat([]string{"--bucket", srv.Bucket(), "--s3-endpoint", srv.URL(), "--s3-path-style", "--cluster-size", "1"}, shortLease)
-	ahead := startBroker(t, "ahead", env, slices.Concat(args, []string{"--debug-clock-offset", "1s"})...)
+	idFile := filepath.Join(t.TempDir(), "id.json")
+	ahead := startBroker(t, "ahead", env, slices.Concat(args, []string{"--debug-clock-offset", "1s", "--id-file", idFile, "--id-file-grace", "300ms"})...)
 	ahead.waitHeld(15 * time.Second)
+	ahead.waitLog("id file written", 5*time.Second)
 	var ids idLedger
 	fetchIDs(t, ahead, 0, &ids)
 	var last IDsResponse
@@ -534,6 +537,11 @@ func TestServeClockSkewHandover(t *testing.T) {
 	ahead.signal(syscall.SIGTERM)
 	if code := ahead.waitExit(15 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)
+	}
+	// The id file went first, then (after the grace) the release was written.
+	removed, released := logTime(ahead.findLog("id file removed")), logTime(ahead.findLog("released node ID"))
+	if fileExists(idFile) || removed.IsZero() || released.IsZero() || !removed.Before(released) {
+		t.Errorf("after SIGTERM: id file exists %v; removed at %v; released at %v", fileExists(idFile), removed, released)
 	}
 
 	behind := startBroker(t, "behind", env, slices.Concat(args, []string{"--debug-clock-offset", "-1s"})...)
