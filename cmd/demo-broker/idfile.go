@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// idFileContent is the JSON of --id-file: the held node ID and its version
+// (the fencing token). A sidecar application reads it, uses the node ID while
+// the file exists, and stops the moment it disappears.
+type idFileContent struct {
+	NodeID  int   `json:"nodeId"`
+	Version int64 `json:"version"`
+}
+
+// writeIDFile writes the file atomically: a temporary file in the same
+// directory, synced, then renamed over path, so a reader sees the old content,
+// the new content or no file, never a partial one. The file is readable by
+// all (the application may run as another user).
+func writeIDFile(path string, c idFileContent) error {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	body = append(body, '\n')
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("id file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
+	_, err = tmp.Write(body)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("id file: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil { // make the rename durable; best effort
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// removeIDFile removes the file and reports whether it was there; a file that
+// is not there is no error.
+func removeIDFile(path string) (bool, error) {
+	err := os.Remove(path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("id file: %w", err)
+}
+
+// checkIDFileDir fails when the file's directory does not exist or is not
+// writable, so that a broker with a wrong --id-file stops at start.
+func checkIDFileDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("--id-file %s: %w (mount the shared volume there)", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--id-file %s: %s is not a directory", path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".nodeid-probe-*")
+	if err != nil {
+		return fmt.Errorf("--id-file %s: the directory is not writable by this user (uid %d): %w", path, os.Getuid(), err)
+	}
+	_ = probe.Close()
+	return os.Remove(probe.Name())
+}

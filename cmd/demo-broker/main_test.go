@@ -1,0 +1,39 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// brokerBin is the demo-broker binary the end-to-end tests run, built once by
+// TestMain (with -race when the tests run with it); ctlBin is nodeidctl, to
+// compare its view of the bucket with the brokers'.
+var brokerBin, ctlBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "demo-broker-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	brokerBin, ctlBin = filepath.Join(dir, "demo-broker"), filepath.Join(dir, "nodeidctl")
+	for bin, pkg := range map[string]string{brokerBin: ".", ctlBin: "../nodeidctl"} {
+		args := []string{"build", "-o", bin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		if out, err := exec.Command("go", append(args, pkg)...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
+			_ = os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}

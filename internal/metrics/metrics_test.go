@@ -1,0 +1,100 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/metrics"
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
+)
+
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, _ := io.ReadAll(rec.Body)
+	return string(b)
+}
+
+func TestMetrics(t *testing.T) {
+	state := "acquiring"
+	m := metrics.New(func() string { return state })
+	out := scrape(t, m)
+	for _, want := range []string{`nodeid_lease_state{state="acquiring"} 1`, `nodeid_lease_state{state="held"} 0`, "nodeid_node_id -1", "nodeid_node_version 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("before: no %q", want)
+		}
+	}
+	state = "held"
+	m.Acquired(5, 3, 40*time.Millisecond)
+	m.Renewed(5, 10*time.Millisecond)
+	m.RenewFailed(5, errors.New("x"))
+	m.RenewFailed(5, errors.New("x"))
+	m.Anomaly("9.json", errors.New("corrupt"))
+	m.Lost(5, errors.New("lost"))
+	m.Released(5)
+	m.IDsIssued(100)
+	m.FencedRefusal()
+	out = scrape(t, m)
+	for _, want := range []string{
+		`nodeid_lease_state{state="held"} 1`, `nodeid_lease_state{state="acquiring"} 0`,
+		"nodeid_node_id 5", "nodeid_node_version 3", "nodeid_lease_acquisitions_total 1",
+		"nodeid_lease_acquire_duration_seconds_count 1", "nodeid_lease_renewals_total 1",
+		"nodeid_lease_renew_duration_seconds_count 1", "nodeid_lease_renewal_failures_total 2",
+		"nodeid_lease_anomalies_total 1", "nodeid_lease_lost_total 1", "nodeid_lease_released_total 1",
+		"nodeid_ids_issued_total 100", "nodeid_ids_fenced_refusals_total 1", "go_goroutines",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("after: no %q", want)
+		}
+	}
+}
+
+func TestStore(t *testing.T) {
+	m := metrics.New(nil)
+	s := m.Store(storetest.NewMemStore())
+	ctx := context.Background()
+	meta, err := s.Create(ctx, "0.json", []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "0.json", []byte("b")); !errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Fatalf("second create: %v", err)
+	}
+	if _, err := s.Update(ctx, "0.json", []byte("c"), meta.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, "1.json"); !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("get: %v", err)
+	}
+	if _, err := s.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := scrape(t, m)
+	for _, want := range []string{
+		`nodeid_s3_requests_total{operation="create",outcome="ok"} 1`,
+		`nodeid_s3_requests_total{operation="create",outcome="precondition_failed"} 1`,
+		`nodeid_s3_requests_total{operation="update",outcome="ok"} 1`,
+		`nodeid_s3_requests_total{operation="get",outcome="not_found"} 1`,
+		`nodeid_s3_requests_total{operation="list",outcome="ok"} 1`,
+		`nodeid_s3_request_duration_seconds_count{operation="create"} 2`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q", want)
+		}
+	}
+	for err, want := range map[error]string{
+		nil: "ok", lease.ErrNotFound: "not_found", lease.ErrPreconditionFailed: "precondition_failed",
+		&lease.UnknownOutcomeError{Op: "update", Err: errors.New("reset")}: "unknown_outcome", errors.New("403"): "error",
+	} {
+		if got := metrics.Outcome(err); got != want {
+			t.Errorf("Outcome(%v) = %q, want %q", err, got, want)
+		}
+	}
+}
