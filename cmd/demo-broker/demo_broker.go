@@ -19,15 +19,12 @@ import (
 	"github.com/nodeid/nodeid/snowflake"
 )
 
-// The states of a demo broker, as the table shows them.
+// The states of a demo broker, as the table shows them: those of a served
+// broker (broker.go: acquiring, held, lost, released) and these.
 const (
-	stateAcquiring = "acquiring" // looking for a free or expired node ID
-	stateHeld      = "held"      // holds a node ID and issues IDs
-	stateKilled    = "killed"    // died abruptly (kill -9): no release
-	stateStopping  = "stopping"  // graceful stop: releasing its lease
-	stateReleased  = "released"  // stopped gracefully, lease released
-	stateLost      = "lost"      // its lease ended unexpectedly: it fenced itself
-	stateFailed    = "failed"    // it never got a node ID
+	stateKilled   = "killed"   // died abruptly (kill -9): no release
+	stateStopping = "stopping" // graceful stop: releasing its lease
+	stateFailed   = "failed"   // it never got a node ID
 )
 
 // demoBroker is one broker of the demo, in process: its own S3 client, task
