@@ -263,6 +263,7 @@ type brokerView struct {
 	skew        time.Duration
 	err         error
 	lastWrite   time.Duration // since its last successful lease write (its own clock)
+	expired     bool          // its claim took over an expired lease, not a free one
 }
 
 func (b *demoBroker) view() brokerView {
@@ -272,6 +273,7 @@ func (b *demoBroker) view() brokerView {
 	if b.claim != nil {
 		st := b.claim.Status()
 		v.node, v.version, v.lastWrite = st.NodeID, st.Version, st.SinceWrite
+		v.expired = b.claim.TookOverExpired()
 	}
 	return v
 }

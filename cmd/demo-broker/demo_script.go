@@ -107,8 +107,8 @@ func (d *demo) stopOne(ctx context.Context) error {
 		return err
 	}
 	r := repl.view()
-	if r.node == v.node {
-		d.event("%s took node %d with version %d, %dms after the release: no waiting for a lease to expire.",
+	if r.node == v.node && !r.expired {
+		d.event("%s took node %d with version %d, free since its release %dms before: no waiting for a lease to expire.",
 			r.name, r.node, r.version, time.Since(released).Milliseconds())
 	} else {
 		d.event("%s took node %d (version %d), another free one, %dms after the release.",

@@ -46,12 +46,12 @@ func TestDemoFast(t *testing.T) {
 
 	// The graceful stop and the re-lease at once.
 	stop := find(t, text, `graceful stop of (b\d+) \(node (\d+), version (\d+)\), as on SIGTERM`)
-	retook := find(t, text, `(b\d+) took node (\d+) with version (\d+), (\d+)ms after the release`)
+	// "free since its release" is printed only when the claim took over a free
+	// (released) lease, not an expired one (Claim.TookOverExpired): no waiting
+	// for the lease to run out, whatever the machine's load makes of the timing.
+	retook := find(t, text, `(b\d+) took node (\d+) with version (\d+), free since its release`)
 	if retook[2] != stop[2] || atoi(t, retook[3]) != atoi(t, stop[3])+1 {
 		t.Errorf("stopped %v, re-leased %v: want the same node with version+1", stop, retook)
-	}
-	if ms := atoi(t, retook[4]); time.Duration(ms)*time.Millisecond >= tl.lease {
-		t.Errorf("released node re-leased after %dms, not at once", ms)
 	}
 
 	// The slow clock, and the final line.
