@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodeid/nodeid/nodeid"
 	"strings"
 	"time"
 
@@ -292,16 +293,10 @@ func (d *demo) waitHeld(ctx context.Context, b *demoBroker, tick func()) error {
 }
 
 // sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleepCtx(ctx context.Context, d time.Duration) error { return systemClock.Sleep(ctx, d) }
+
+// systemClock is the clock the demo's pauses run on.
+var systemClock = nodeid.SystemClock(0)
 
 // clockTime formats an ID's timestamp as a time of day, to the millisecond.
 func clockTime(id snowflake.ID) string { return id.Time().Format("15:04:05.000") }
