@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodeid/nodeid/nodeid"
 	"strings"
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
