@@ -32,8 +32,9 @@ type failoverRun struct {
 	// SinceLastWrite is how long before the kill the victim's last write was.
 	SinceLastWrite ms `json:"killAfterLastWriteMs"`
 	// WaiterRequests is what the waiting task sent from its start to the take.
-	WaiterRequests opCounts `json:"waiterRequests"`
-	WaitedTotal    ms       `json:"waiterTotalMs"`
+	WaiterRequests opCounts       `json:"waiterRequests"`
+	WaiterByStatus map[string]int `json:"waiterByStatus"`
+	WaitedTotal    ms             `json:"waiterTotalMs"`
 }
 
 type failoverReport struct {
@@ -188,7 +189,7 @@ func failover(ctx context.Context, b *backend, o failoverOpts, args []string) (*
 			run.LastWriteToTake, run.SinceLastWrite = toMS(res.at.Sub(lastWrite)), toMS(killed.Sub(lastWrite))
 		}
 		counts := b.proxy.Counts().Where(func(k latproxy.Key) bool { return k.Label == labelOf(name, "acquire") })
-		run.WaiterRequests = countOps(counts)
+		run.WaiterRequests, run.WaiterByStatus = countOps(counts), counts.ByStatus()
 		rep.Runs = append(rep.Runs, run)
 		worst = max(worst, res.at.Sub(killed))
 		// The waiter now holds the victim's ID; the victim fences itself.
