@@ -28,6 +28,7 @@ type common struct {
 
 	latency time.Duration
 	json    bool
+	jsonOut string
 	seed    uint64
 }
 
@@ -41,6 +42,7 @@ func addCommon(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.bucket, "bucket", "", "bucket to use (created if missing); default a fresh nodeid-bench-<random>")
 	fs.DurationVar(&c.latency, "latency", 20*time.Millisecond, "round trip added by the proxy to every S3 request (half each way); 0 adds none")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
+	fs.StringVar(&c.jsonOut, "json-out", "", "also write the JSON to this file")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of task identities and random choices")
 }
 

@@ -77,10 +77,9 @@ func runFailover(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "nodeid-bench failover: %v\n", err)
 		return 1
 	}
-	if o.json {
-		_ = writeJSON(stdout, rep)
-	} else {
-		printFailover(stdout, rep)
+	if err := emit(stdout, o.common, rep, func() { printFailover(stdout, rep) }); err != nil {
+		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
+		return 1
 	}
 	return 0
 }

@@ -64,8 +64,10 @@ type herdRun struct {
 	ByStatus    map[string]int `json:"byStatus"`
 	PerTaskMean float64        `json:"perTaskMean"`
 	PerTaskMax  int            `json:"perTaskMax"`
-	TimeToID    durations      `json:"timeToId"`
-	Elapsed     ms             `json:"elapsedMs"`
+	// PerTaskHistogram maps a number of requests to the tasks that made that many.
+	PerTaskHistogram map[int]int `json:"perTaskHistogram"`
+	TimeToID         durations   `json:"timeToId"`
+	Elapsed          ms          `json:"elapsedMs"`
 }
 
 type herdReport struct {
@@ -116,10 +118,9 @@ func runHerd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "nodeid-bench herd: %v\n", err)
 		return 1
 	}
-	if o.json {
-		_ = writeJSON(stdout, rep)
-	} else {
-		printHerd(stdout, rep)
+	if err := emit(stdout, o.common, rep, func() { printHerd(stdout, rep) }); err != nil {
+		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
+		return 1
 	}
 	for _, r := range rep.Runs {
 		if !r.Distinct || r.Acquired != r.Tasks {
@@ -291,8 +292,10 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 	}
 	run.TimeToID = summarize(took)
 	perTask := counts.ByLabel()
+	run.PerTaskHistogram = map[int]int{}
 	for _, n := range perTask {
 		run.PerTaskMax = max(run.PerTaskMax, n)
+		run.PerTaskHistogram[n]++
 	}
 	run.PerTaskMean = float64(run.Requests.Total) / float64(o.tasks)
 	return run, nil

@@ -20,10 +20,10 @@ func runIDs(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if c.json {
-		_ = writeJSON(stdout, map[string]any{"scenario": "ids", "skipped": true, "reason": idsSkipReason})
-		return 0
+	rep := map[string]any{"scenario": "ids", "skipped": true, "reason": idsSkipReason}
+	if err := emit(stdout, c, rep, func() { fmt.Fprintf(stdout, "ids: SKIPPED: %s\n", idsSkipReason) }); err != nil {
+		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
+		return 1
 	}
-	fmt.Fprintf(stdout, "ids: SKIPPED: %s\n", idsSkipReason)
 	return 0
 }

@@ -18,6 +18,7 @@ type joinOpts struct {
 	common
 	ids, held, runs int
 	freeAge         string
+	maxReads        int
 	leaseDuration   time.Duration
 }
 
@@ -51,6 +52,7 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.runs, "runs", 5, "joins, one after the other; each keeps its ID, so the next sees one more held")
 	fs.StringVar(&o.freeAge, "free-age", "old", `age of the free objects: "old" (written longer ago than any lease: the embedded S3's clock is moved forward; against an endpoint, the run waits) or "recent" (released just before the join)`)
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "lease of the held records and of the joining task")
+	fs.IntVar(&o.maxReads, "max-reads-in-flight", nodeid.DefaultConfig().MaxReadsInFlight, "the joining task's MaxReadsInFlight")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -69,10 +71,9 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "nodeid-bench join: %v\n", err)
 		return 1
 	}
-	if o.json {
-		_ = writeJSON(stdout, rep)
-	} else {
-		printJoin(stdout, rep)
+	if err := emit(stdout, o.common, rep, func() { printJoin(stdout, rep) }); err != nil {
+		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
+		return 1
 	}
 	return 0
 }
@@ -82,6 +83,9 @@ func (o joinOpts) config(task string) nodeid.Config {
 	cfg.TaskID, cfg.ClusterSize = task, o.ids
 	cfg.LeaseDuration, cfg.RenewInterval, cfg.RenewDeadline = o.leaseDuration, o.leaseDuration/3, o.leaseDuration*2/3
 	cfg.AcquireTimeout = 0
+	if o.maxReads > 0 {
+		cfg.MaxReadsInFlight = o.maxReads
+	}
 	return cfg
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -108,6 +109,30 @@ func printTargets(w io.Writer, ts []target) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.What, t.Target, t.Measured, met)
 	}
 	_ = tw.Flush()
+}
+
+// emit prints a report as a table (or JSON with --json) and writes its JSON to
+// --json-out when given.
+func emit(stdout io.Writer, c common, rep any, table func()) error {
+	if c.json {
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		table()
+	}
+	if c.jsonOut == "" {
+		return nil
+	}
+	f, err := os.Create(c.jsonOut)
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func writeJSON(w io.Writer, v any) error {

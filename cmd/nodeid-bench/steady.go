@@ -93,10 +93,9 @@ func runSteady(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "nodeid-bench steady: %v\n", err)
 		return 1
 	}
-	if o.json {
-		_ = writeJSON(stdout, rep)
-	} else {
-		printSteady(stdout, rep)
+	if err := emit(stdout, o.common, rep, func() { printSteady(stdout, rep) }); err != nil {
+		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
+		return 1
 	}
 	return 0
 }
