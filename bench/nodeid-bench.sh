@@ -5,6 +5,7 @@
 #
 #   bench/nodeid-bench.sh            # gofakes3 only, about 4 minutes
 #   bench/nodeid-bench.sh --minio    # then MinIO as well (a cold MinIO build takes ~5 minutes)
+#   bench/nodeid-bench.sh --minio --no-gofakes3   # MinIO only
 #
 # Environment: LATENCY (default 20ms), SEED (default 1), OUT (default
 # bench/nodeid-bench-results). Each scenario prints its table and writes its
@@ -17,11 +18,13 @@ latency=${LATENCY:-20ms}
 seed=${SEED:-1}
 out=${OUT:-$repo/bench/nodeid-bench-results}
 minio=false
+gofakes3=true
 for a in "$@"; do
 	case $a in
 	--minio) minio=true ;;
+	--no-gofakes3) gofakes3=false ;;
 	-h | --help)
-		sed -n '2,12p' "$0"
+		sed -n '2,13p' "$0"
 		exit 0
 		;;
 	*)
@@ -57,7 +60,10 @@ standard_set() {
 		shift
 		echo
 		echo "== nodeid-bench $* ${common[*]}"
-		"$nb" "$@" "${common[@]}" --json-out "$dir/$name.json"
+		if ! "$nb" "$@" "${common[@]}" --json-out "$dir/$name.json"; then
+			echo "nodeid-bench.sh: $server $name FAILED" >&2
+			failed+=("$server/$name")
+		fi
 	}
 	run herd-256 herd --tasks 256 --ids 256 --orders spread,lowest-first,spread-filled
 	run herd-1024 herd --tasks 1024 --ids 1024 --orders spread,spread-filled
@@ -69,7 +75,8 @@ standard_set() {
 	run ids ids
 }
 
-standard_set gofakes3
+failed=()
+if [[ $gofakes3 == true ]]; then standard_set gofakes3; fi
 
 if [[ $minio == true ]]; then
 	bash "$repo/test/minio/servers.sh" install minio
@@ -77,4 +84,8 @@ if [[ $minio == true ]]; then
 	eval "$(bash "$repo/test/minio/servers.sh" env minio)"
 	standard_set minio --s3-endpoint "$NODEID_TEST_MINIO_ENDPOINT" \
 		--s3-access-key "$NODEID_TEST_MINIO_ACCESS_KEY" --s3-secret-key "$NODEID_TEST_MINIO_SECRET_KEY"
+fi
+if ((${#failed[@]} > 0)); then
+	echo "nodeid-bench.sh: failed: ${failed[*]}" >&2
+	exit 1
 fi

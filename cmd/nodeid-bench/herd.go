@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -53,13 +56,20 @@ type herdOpts struct {
 
 // herdRun is the result of one variant.
 type herdRun struct {
-	Variant     string         `json:"variant"`
-	What        string         `json:"what"`
-	Tasks       int            `json:"tasks"`
-	IDs         int            `json:"ids"`
-	Acquired    int            `json:"acquired"`
-	Errors      []string       `json:"errors,omitempty"`
-	Distinct    bool           `json:"distinct"`
+	Variant  string   `json:"variant"`
+	What     string   `json:"what"`
+	Tasks    int      `json:"tasks"`
+	IDs      int      `json:"ids"`
+	Acquired int      `json:"acquired"`
+	Errors   []string `json:"errors,omitempty"`
+	// Distinct is true when no two tasks held one ID at the same time: the IDs
+	// held at the end are distinct, and an ID taken twice was taken the second
+	// time (with a higher version) after the first claim had ended.
+	Distinct bool `json:"distinct"`
+	// Lost counts claims that ended (lost their lease) before every task had
+	// acquired: on an overloaded server, renewals can fail past the renew
+	// deadline, and the ID is then taken again once expired.
+	Lost        int            `json:"lostDuringRun"`
 	Requests    opCounts       `json:"requests"`
 	ByStatus    map[string]int `json:"byStatus"`
 	PerTaskMean float64        `json:"perTaskMean"`
@@ -214,6 +224,10 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 		err   error
 		claim *nodeid.Claim
 	}
+	var (
+		endMu sync.Mutex
+		ended = map[int]time.Duration{} // task -> when its claim ended, since t0
+	)
 	tasks := make([]*task, o.tasks)
 	providers := make([]*nodeid.Provider, o.tasks)
 	for i := range tasks {
@@ -245,8 +259,14 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 				r.id, r.err = zeebeAcquire(actx, tasks[i].store, fmt.Sprintf("bench-%d-zeebe-task-%d", o.seed, i), o.ids)
 			} else {
 				r.claim, r.err = providers[i].Acquire(actx)
-				if r.claim != nil {
-					r.id = r.claim.NodeID()
+				if c := r.claim; c != nil {
+					r.id = c.NodeID()
+					go func() {
+						<-c.Done()
+						endMu.Lock()
+						defer endMu.Unlock()
+						ended[i] = time.Since(t0)
+					}()
 				}
 			}
 			r.took = time.Since(t0)
@@ -258,6 +278,9 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
+	endMu.Lock()
+	endedAt := maps.Clone(ended)
+	endMu.Unlock()
 	counts := b.proxy.Counts().Where(func(k latproxy.Key) bool {
 		return strings.HasPrefix(k.Label, labelPrefix) && strings.HasSuffix(k.Label, "/acquire")
 	})
@@ -273,7 +296,7 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 
 	run := &herdRun{Variant: variant, What: variantDoc[variant], Tasks: o.tasks, IDs: o.ids, Distinct: true,
 		Requests: countOps(counts), ByStatus: counts.ByStatus(), Elapsed: toMS(elapsed)}
-	seen := map[int]int{}
+	byID := map[int][]int{} // node ID -> tasks that took it
 	var took []time.Duration
 	for i, r := range results {
 		if r.err != nil {
@@ -284,11 +307,27 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 		}
 		run.Acquired++
 		took = append(took, r.took)
-		if j, dup := seen[r.id]; dup {
-			run.Distinct = false
-			run.Errors = append(run.Errors, fmt.Sprintf("node ID %d handed to tasks %d and %d", r.id, j, i))
+		byID[r.id] = append(byID[r.id], i)
+		if at, lost := endedAt[i]; lost {
+			run.Lost++
+			if run.Lost <= 3 {
+				run.Errors = append(run.Errors, fmt.Sprintf("task %d lost node %d %v after the start: %v", i, r.id, at.Round(time.Millisecond), r.claim.Err()))
+			}
 		}
-		seen[r.id] = i
+	}
+	for id, ts := range byID {
+		// In the order they were taken: each must have ended before the next
+		// took the ID, with a lower version.
+		slices.SortFunc(ts, func(a, b int) int { return cmp.Compare(results[a].took, results[b].took) })
+		for k := 1; k < len(ts); k++ {
+			prev, next := ts[k-1], ts[k]
+			end, ended := endedAt[prev]
+			if !ended || end > results[next].took || (results[prev].claim != nil && results[next].claim != nil &&
+				results[next].claim.Version() <= results[prev].claim.Version()) {
+				run.Distinct = false
+				run.Errors = append(run.Errors, fmt.Sprintf("node ID %d held by tasks %d and %d at once", id, prev, next))
+			}
+		}
 	}
 	run.TimeToID = summarize(took)
 	perTask := counts.ByLabel()
@@ -380,10 +419,10 @@ func printHerd(w io.Writer, r *herdReport) {
 	fmt.Fprintf(w, "K = %d tasks start at once on N = %d IDs, lease %v\n\n", r.Tasks, r.IDs,
 		time.Duration(float64(r.LeaseDuration)*float64(time.Millisecond)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "order\tacquired\tdistinct\ttotal\tLIST\tGET\tPUT-create\tPUT-update\tother\tper task\tmax/task\tp50\tp99\tmax\telapsed\t")
+	fmt.Fprintln(tw, "order\tacquired\tdistinct\tlost\ttotal\tLIST\tGET\tPUT-create\tPUT-update\tother\tper task\tmax/task\tp50\tp99\tmax\telapsed\t")
 	for _, x := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%d/%d\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%d\t%vms\t%vms\t%vms\t%vms\t\n",
-			x.Variant, x.Acquired, x.Tasks, x.Distinct, x.Requests.Total, x.Requests.List, x.Requests.Get,
+		fmt.Fprintf(tw, "%s\t%d/%d\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%d\t%vms\t%vms\t%vms\t%vms\t\n",
+			x.Variant, x.Acquired, x.Tasks, x.Distinct, x.Lost, x.Requests.Total, x.Requests.List, x.Requests.Get,
 			x.Requests.Create, x.Requests.Update, x.Requests.Other, x.PerTaskMean, x.PerTaskMax,
 			x.TimeToID.P50, x.TimeToID.P99, x.TimeToID.Max, x.Elapsed)
 	}
