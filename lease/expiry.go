@@ -55,6 +55,21 @@ func Expired(lastModified, date time.Time, lease, clockMargin time.Duration) boo
 	return ok && age > lease+StoreClockResolution+clockMargin
 }
 
+// FirstExpiredDate returns the earliest server Date at which [Expired] holds
+// for a write last modified at lastModified, if the object is not written
+// again: the first whole second after lastModified + lease +
+// StoreClockResolution + clockMargin (S3 Dates are whole seconds). It is zero
+// when lastModified is unknown.
+//
+// It only tells a waiting task when to look again; whether a lease may be
+// taken is still decided by Expired on a fresh response.
+func FirstExpiredDate(lastModified time.Time, lease, clockMargin time.Duration) time.Time {
+	if lastModified.IsZero() {
+		return time.Time{}
+	}
+	return lastModified.Add(lease + StoreClockResolution + clockMargin).Truncate(time.Second).Add(time.Second)
+}
+
 // StateOf judges a decoded record from one response's Meta: free when it has no
 // holder, expired by [Expired] with the record's own lease duration, else held.
 func StateOf(r *Record, m Meta, clockMargin time.Duration) State {

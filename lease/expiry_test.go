@@ -37,6 +37,28 @@ func TestExpired(t *testing.T) {
 	}
 }
 
+func TestFirstExpiredDate(t *testing.T) {
+	base := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, d := range []time.Duration{time.Second, 1500 * time.Millisecond, 15 * time.Second} {
+		for _, frac := range []time.Duration{0, time.Millisecond, 500 * time.Millisecond, 999 * time.Millisecond} {
+			lm := base.Add(frac)
+			first := lease.FirstExpiredDate(lm, d, time.Second)
+			if first.Truncate(time.Second) != first {
+				t.Errorf("lease %v, lm +%v: %v is not a whole second", d, frac, first)
+			}
+			if !lease.Expired(lm, first, d, time.Second) {
+				t.Errorf("lease %v, lm +%v: not expired at the first expired date %v", d, frac, first)
+			}
+			if lease.Expired(lm, first.Add(-time.Second), d, time.Second) {
+				t.Errorf("lease %v, lm +%v: already expired a second before %v", d, frac, first)
+			}
+		}
+	}
+	if !lease.FirstExpiredDate(time.Time{}, time.Second, time.Second).IsZero() {
+		t.Error("unknown last-modified gives a date")
+	}
+}
+
 func TestStateOf(t *testing.T) {
 	lm := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	held := lease.Record{NodeID: 1, Holder: "t", LeaseMillis: 5000, WriteID: "0000000000000000"}

@@ -22,18 +22,45 @@ var errTaken = errors.New("nodeid: taken by another task")
 // Candidate classes, tried in this order by OrderSpread.
 const (
 	classNeverCreated = iota // missing from a cluster that is not filled: take by create, 1 request
+	classExpiring            // seen held earlier in this Acquire, unchanged since, and now old enough to be expired
 	classStale               // untouched for longer than any lease: near-certainly free or expired
 	classOther               // held, or free since recently: a GET tells
 	classKnownLive           // gossip knows the ID to be live
 )
 
+// watched remembers, across the rounds of one Acquire, the leases found held:
+// the ETag each was read with and the lease it states. A later round visits
+// first those that the listing shows unchanged since and old enough, by their
+// own lease, to be expired: a near-certain take, still confirmed by a GET. And
+// Acquire waits no longer than until the first lease seen held in the last
+// round can be found expired (soonest, on the store's clock).
+type watched struct {
+	held    map[int]heldLease
+	soonest time.Time
+}
+
+// heldLease is one lease found held: the ETag it was read with and its lease.
+type heldLease struct {
+	etag  string
+	lease time.Duration
+}
+
+// note records a lease found held in r.
+func (w *watched) note(r readResult, leaseDur, clockMargin time.Duration) {
+	w.held[r.id] = heldLease{etag: r.meta.ETag, lease: leaseDur}
+	if at := lease.FirstExpiredDate(r.meta.LastModified, leaseDur, clockMargin); !at.IsZero() && (w.soonest.IsZero() || at.Before(w.soonest)) {
+		w.soonest = at
+	}
+}
+
 // candidates returns the IDs below the cluster size that are not tried yet, in
 // the order to visit them: OrderSpread visits never-created IDs first, then
-// objects the listing shows untouched for longer than any lease (confirmed by a
-// GET), then the rest, and last the IDs gossip knows to be live, each class in
-// the task's spread permutation. OrderLowestFirst visits 0, 1, 2, ... as a
-// Zeebe-style provider does.
-func (p *Provider) candidates(v *clusterView, tried map[int]bool) []int {
+// the leases seen held earlier in this Acquire that the listing shows unchanged
+// and expired by their own lease, then objects the listing shows untouched for
+// longer than any lease (each confirmed by a GET), then the rest, and last the
+// IDs gossip knows to be live, each class in the task's spread permutation.
+// OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider does.
+func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched) []int {
 	var order []int
 	for _, id := range p.visitOrder(v.size) {
 		if !tried[id] {
@@ -54,6 +81,8 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool) []int {
 			return classKnownLive
 		case !exists:
 			return classNeverCreated
+		case w.held[id].etag == o.ETag && lease.Expired(o.LastModified, v.listing.Date, w.held[id].lease, p.cfg.ClockMargin):
+			return classExpiring
 		case lease.Expired(o.LastModified, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
 			return classStale
 		default:
@@ -77,6 +106,9 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 	out := make([]readResult, len(ids))
 	read := func(i, id int) {
 		body, meta, err := p.store.Get(ctx, lease.RecordKey(id))
+		if err == nil {
+			p.observeDate(meta.Date, p.clock.Now())
+		}
 		out[i] = readResult{id: id, body: body, meta: meta, err: err}
 	}
 	if p.sim.sequential {
@@ -98,11 +130,11 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 // batches (1, 2, 4, ... up to MaxReadsInFlight, so that a likely first pick
 // costs one GET) and taken by CAS. After losing a create race it lists again,
 // at most maxRelists times, to see which never-created IDs are left.
-func (p *Provider) takeFirst(ctx context.Context, v *clusterView) (*Claim, error) {
+func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*Claim, error) {
 	tried := map[int]bool{}
 	var errs []error
 	for relists := 0; ; relists++ {
-		c, lostRace, err := p.visit(ctx, v, tried, &errs)
+		c, lostRace, err := p.visit(ctx, v, tried, &errs, w)
 		if c != nil || err != nil {
 			return c, err
 		}
@@ -114,6 +146,7 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView) (*Claim, error
 			errs = append(errs, fmt.Errorf("list: %w", err))
 			break
 		}
+		p.observeDate(l.Date, p.clock.Now())
 		v.index(l)
 	}
 	if len(errs) > 0 {
@@ -124,8 +157,8 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView) (*Claim, error
 
 // visit makes one pass over the untried candidates. lostRace reports a create
 // lost to another task: the pass stops there, as the listing is stale.
-func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool, errs *[]error) (c *Claim, lostRace bool, err error) {
-	order := p.candidates(v, tried)
+func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool, errs *[]error, w *watched) (c *Claim, lostRace bool, err error) {
+	order := p.candidates(v, tried, w)
 	batch := 1
 	for i := 0; i < len(order); {
 		if ctx.Err() != nil {
@@ -164,7 +197,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 				}
 				continue
 			}
-			c, err := p.tryTake(ctx, r)
+			c, err := p.tryTake(ctx, r, w)
 			if c != nil || errors.Is(err, ErrClockBehind) {
 				return c, false, err
 			}
@@ -205,8 +238,9 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 }
 
 // tryTake takes the object read in r if it is free or expired. It returns nil,
-// nil when the object is held, corrupt, or was taken by someone else first.
-func (p *Provider) tryTake(ctx context.Context, r readResult) (*Claim, error) {
+// nil when the object is held (noted in w), corrupt, or was taken by someone
+// else first.
+func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Claim, error) {
 	key := lease.RecordKey(r.id)
 	prev, err := lease.DecodeRecord(r.body, r.id)
 	if err == nil && prev.Lease() > p.cfg.MaxLeaseDuration {
@@ -219,6 +253,7 @@ func (p *Provider) tryTake(ctx context.Context, r readResult) (*Claim, error) {
 	}
 	state := p.stateOf(&prev, r.meta)
 	if state == lease.StateHeld {
+		w.note(r, prev.Lease(), p.cfg.ClockMargin)
 		return nil, nil
 	}
 	next := lease.Record{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
 )
 
 // acquireAsync runs Acquire in the background and returns its result channel.
@@ -179,5 +180,111 @@ func TestObserverSeesEveryEvent(t *testing.T) {
 		if got[i] != w {
 			t.Fatalf("events %v, want %v", got, want)
 		}
+	}
+}
+
+// A task waiting on a full cluster takes a dead holder's ID as soon as the
+// store's clock shows it expired, not at the end of its backoff; in that round
+// it reads the dead holder's lease first (seen held before, unchanged since,
+// now old enough by its own lease), and it reads the manifest once in all.
+func TestWaiterTakesAnExpiredLeaseAtTheFirstPossibleLook(t *testing.T) {
+	e := newEnv(t)
+	var (
+		holders []*Claim
+		cuts    []*storetest.FaultStore
+	)
+	for i := range 4 {
+		hcfg := e.config(taskName(i))
+		hcfg.ClusterSize = 4
+		cuts = append(cuts, storetest.NewFaultStore(e.store))
+		holders = append(holders, e.acquire(e.providerOn(cuts[i], hcfg)))
+	}
+	wcfg := e.config("waiter")
+	wcfg.ClusterSize, wcfg.AcquireTimeout, wcfg.AcquireBackoff = 4, 10*time.Minute, 20*time.Second
+	// Kill the holder of the ID the waiter would read last.
+	order := e.provider(wcfg).visitOrder(4)
+	var dead *Claim
+	for i, c := range holders {
+		if c.NodeID() == order[3] {
+			dead = c
+			cuts[i].SetInjector(func(op storetest.Op, key string) storetest.Fault { return faultErr(storetest.ErrInjected) })
+		}
+	}
+	_, deadMeta := e.record(dead.NodeID())
+
+	var (
+		mu   sync.Mutex
+		gets []string // keys read by the waiter, "LIST" for a listing
+	)
+	spy := storetest.NewFaultStore(e.store)
+	spy.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		switch op {
+		case storetest.OpGet:
+			gets = append(gets, key)
+		case storetest.OpList:
+			gets = append(gets, "LIST")
+		}
+		return storetest.Fault{}
+	})
+	ch := acquireAsync(e.providerOn(spy, wcfg))
+	for {
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatalf("Acquire: %v", r.err)
+			}
+			defer r.c.Close(context.Background())
+			if r.c.NodeID() != dead.NodeID() || !r.c.TookOverExpired() {
+				t.Fatalf("took node %d (expired %v), want the dead holder's %d", r.c.NodeID(), r.c.TookOverExpired(), dead.NodeID())
+			}
+			// Expired once Date - Last-Modified > 3 s + 1 s + 1 s: at the
+			// first whole second past that, 6 s after the last write here.
+			first := lease.FirstExpiredDate(deadMeta.LastModified, 3*time.Second, time.Second)
+			if took := e.clk.Now(); took.Before(first) || took.After(first.Add(100*time.Millisecond)) {
+				t.Fatalf("taken at %v after the last write, want at %v (the backoff alone waits at least 10 s)",
+					took.Sub(deadMeta.LastModified), first.Sub(deadMeta.LastModified))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			last := 0
+			for i, k := range gets {
+				if k == "LIST" {
+					last = i
+				}
+			}
+			if tail := gets[last+1:]; len(tail) != 1 || tail[0] != lease.RecordKey(dead.NodeID()) {
+				t.Fatalf("the taking round read %v after its listing, want only %s", tail, lease.RecordKey(dead.NodeID()))
+			}
+			manifestReads := 0
+			for _, k := range gets {
+				if k == lease.ManifestKey {
+					manifestReads++
+				}
+			}
+			if manifestReads != 1 {
+				t.Fatalf("the manifest was read %d times in %v, want once (unchanged ETag in the listings)", manifestReads, gets)
+			}
+			return
+		default:
+		}
+		running := 1 // the waiter
+		for _, c := range holders {
+			select {
+			case <-c.loopDone:
+			default:
+				running++
+			}
+		}
+		if e.clk.Sleepers() < running {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		next, ok := e.clk.NextWake()
+		if !ok || e.clk.Now().Sub(start) > time.Minute {
+			t.Fatalf("nothing to wake at %v", e.clk.Now().Sub(start))
+		}
+		e.clk.Advance(next.Sub(e.clk.Now()))
 	}
 }

@@ -62,13 +62,18 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 	if err != nil {
 		return nil, fmt.Errorf("nodeid: list lease objects: %w", err)
 	}
-	listed := false
-	for _, o := range l.Objects {
-		listed = listed || o.Key == lease.ManifestKey
+	p.observeDate(l.Date, p.clock.Now())
+	var listed *lease.ObjectInfo
+	for i, o := range l.Objects {
+		if o.Key == lease.ManifestKey {
+			listed = &l.Objects[i]
+		}
 	}
-	v, err := p.readOrCreateManifest(ctx, listed)
-	if err != nil {
-		return nil, err
+	v := p.cachedView(listed, l.Date)
+	if v == nil {
+		if v, err = p.readOrCreateManifest(ctx, listed != nil); err != nil {
+			return nil, err
+		}
 	}
 	v.index(l)
 	switch {
@@ -87,6 +92,41 @@ func (p *Provider) manifestFor() lease.Manifest {
 		ClusterSize: p.cfg.ClusterSize, TimestampBits: l.TimestampBits, NodeBits: l.NodeBits,
 		SequenceBits: l.SequenceBits, EpochMs: l.EpochMs, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
 	}
+}
+
+// cachedManifest is a manifest this Provider read (or wrote) and checked.
+type cachedManifest struct {
+	manifest lease.Manifest
+	etag     string
+}
+
+// remember caches the manifest of v, checked and known by its ETag.
+func (p *Provider) remember(m lease.Manifest, etag string) {
+	if etag == "" {
+		return
+	}
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	p.manifest = &cachedManifest{manifest: m, etag: etag}
+}
+
+// cachedView returns the view of a bootstrap whose listing shows the manifest
+// (listed, with the listing's date) unchanged since this Provider last read and
+// checked it: the same ETag is the same body (each write has its own writeId),
+// so the GET is saved. Nil when it must be read.
+func (p *Provider) cachedView(listed *lease.ObjectInfo, date time.Time) *clusterView {
+	p.clockMu.Lock()
+	c := p.manifest
+	p.clockMu.Unlock()
+	if c == nil || listed == nil || listed.ETag != c.etag {
+		return nil
+	}
+	age, ok := lease.StoreAge(listed.LastModified.Truncate(time.Second), date)
+	if !ok {
+		age = 0
+	}
+	return &clusterView{manifest: c.manifest, manifestMeta: lease.Meta{ETag: c.etag, LastModified: listed.LastModified, Date: date},
+		manifestAge: age, size: c.manifest.ClusterSize}
 }
 
 // readOrCreateManifest reads the manifest, or creates it when the listing
@@ -109,6 +149,7 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 		switch {
 		case err == nil:
 			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "layout", mine.LayoutString())
+			p.remember(mine, meta.ETag)
 			return &clusterView{manifest: mine, manifestMeta: meta, created: true, size: mine.ClusterSize}, nil
 		case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrUnknownOutcome):
 			// Someone else created it, or maybe we did: read it back either way.
@@ -131,6 +172,8 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 		p.log.Warn("cluster size differs from the manifest's; the manifest's wins",
 			"configured", p.cfg.ClusterSize, "manifest", m.ClusterSize)
 	}
+	p.observeDate(meta.Date, p.clock.Now())
+	p.remember(m, meta.ETag)
 	age, ok := lease.StoreAge(meta.LastModified, meta.Date)
 	if !ok {
 		age = 0 // unknown: do not fill now; a later bootstrap will
@@ -159,12 +202,14 @@ func (p *Provider) fill(ctx context.Context, v *clusterView) {
 	m := v.manifest
 	m.Filled, m.WriteID = true, lease.NewWriteID()
 	body, err := m.Encode()
+	var meta lease.Meta
 	if err == nil {
-		_, err = p.store.Update(ctx, lease.ManifestKey, body, v.manifestMeta.ETag)
+		meta, err = p.store.Update(ctx, lease.ManifestKey, body, v.manifestMeta.ETag)
 	}
 	switch {
 	case err == nil:
 		v.manifest = m
+		p.remember(m, meta.ETag)
 		p.log.Info("created every lease object; the cluster manifest is now filled", "clusterSize", m.ClusterSize)
 	case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrUnknownOutcome):
 		// Changed meanwhile (another filler, a resize): the next bootstrap sees.

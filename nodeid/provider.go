@@ -25,6 +25,16 @@ type Provider struct {
 	randMu sync.Mutex
 	rand   *rand.Rand
 
+	// clockMu guards storeZero and manifest.
+	clockMu sync.Mutex
+	// storeZero is a lower bound of the store's clock at base, from the Date of
+	// every response observed (see observeDate): the store's clock reads at
+	// least storeZero + (t - base) at local instant t. Zero until a response.
+	storeZero time.Time
+	// manifest is the last manifest read and checked, with its ETag: a later
+	// bootstrap whose listing shows the same ETag reuses it instead of a GET.
+	manifest *cachedManifest
+
 	// stateOf judges a record; tests replace it with broken rules to show that
 	// the simulation's checker catches them.
 	stateOf func(r *lease.Record, m lease.Meta) lease.State
@@ -80,8 +90,9 @@ func (p *Provider) jitter(d time.Duration) time.Duration {
 func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 	start := p.clock.Now()
 	backoff := p.cfg.AcquireBackoff
+	w := &watched{held: map[int]heldLease{}}
 	for round := 1; ; round++ {
-		c, err := p.acquireRound(ctx)
+		c, err := p.acquireRound(ctx, w)
 		if c != nil {
 			p.cfg.Observer.Acquired(c.id, c.version, p.clock.Now().Sub(start))
 			return c, nil
@@ -93,6 +104,14 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 			return nil, fmt.Errorf("nodeid: acquire: %w", ctx.Err())
 		}
 		wait := p.jitter(backoff)
+		// Look again as soon as a lease seen held can be found expired, if
+		// that is sooner: a dead holder's ID is taken without waiting out the
+		// backoff (the take is still judged on a fresh read).
+		if at, ok := p.localWhen(w.soonest); ok {
+			if d := at.Sub(p.clock.Now()); d < wait {
+				wait = max(d, p.cfg.AcquireBackoff/8)
+			}
+		}
 		if p.clock.Now().Add(wait).Sub(start) > p.cfg.AcquireTimeout {
 			if errors.Is(err, ErrClusterFull) {
 				return nil, fmt.Errorf("%w after %d rounds in %v", err, round, p.clock.Now().Sub(start))
@@ -108,10 +127,40 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 }
 
 // acquireRound bootstraps and makes one pass over the candidates.
-func (p *Provider) acquireRound(ctx context.Context) (*Claim, error) {
+func (p *Provider) acquireRound(ctx context.Context, w *watched) (*Claim, error) {
 	view, err := p.bootstrap(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return p.takeFirst(ctx, view)
+	w.soonest = time.Time{}
+	return p.takeFirst(ctx, view, w)
+}
+
+// observeDate records the Date of a response received at local instant recv
+// (Clock.Now). The store stamped it before recv, so its clock read at least
+// date at recv; the highest such bound over all responses locates the store's
+// whole-second ticks on the local monotonic clock far better than one response.
+// It only schedules looks (see localWhen), never decides a take.
+func (p *Provider) observeDate(date, recv time.Time) {
+	if date.IsZero() {
+		return
+	}
+	z := date.Add(-recv.Sub(p.base))
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	if z.After(p.storeZero) {
+		p.storeZero = z
+	}
+}
+
+// localWhen returns the local instant (Clock.Now) by which the store's clock
+// has surely reached t; false when t is zero or no Date was observed yet.
+func (p *Provider) localWhen(t time.Time) (time.Time, bool) {
+	p.clockMu.Lock()
+	z := p.storeZero
+	p.clockMu.Unlock()
+	if t.IsZero() || z.IsZero() {
+		return time.Time{}, false
+	}
+	return p.base.Add(t.Sub(z)), true
 }

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs nodeid-bench's standard set (docs/performance.md) against the embedded
+# S3 (gofakes3) through the latency proxy, and with --minio also against the
+# pinned MinIO build, started and stopped with test/minio/servers.sh.
+#
+#   bench/nodeid-bench.sh            # gofakes3 only, about 4 minutes
+#   bench/nodeid-bench.sh --minio    # then MinIO as well (a cold MinIO build takes ~5 minutes)
+#   bench/nodeid-bench.sh --minio --no-gofakes3   # MinIO only
+#
+# Environment: LATENCY (default 20ms), SEED (default 1), OUT (default
+# bench/nodeid-bench-results). Each scenario prints its table and writes its
+# JSON to $OUT/<server>/<scenario>.json. One scenario runs at a time: the
+# figures are CPU-bound on a small machine, so keep it otherwise quiet.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+latency=${LATENCY:-20ms}
+seed=${SEED:-1}
+out=${OUT:-$repo/bench/nodeid-bench-results}
+minio=false
+gofakes3=true
+for a in "$@"; do
+	case $a in
+	--minio) minio=true ;;
+	--no-gofakes3) gofakes3=false ;;
+	-h | --help)
+		sed -n '2,13p' "$0"
+		exit 0
+		;;
+	*)
+		echo "nodeid-bench.sh: unknown argument $a" >&2
+		exit 2
+		;;
+	esac
+done
+
+bin=$(mktemp -d)
+cleanup() {
+	rm -rf "$bin"
+	if [[ $minio == true ]]; then bash "$repo/test/minio/servers.sh" stop minio || true; fi
+}
+trap cleanup EXIT
+(cd "$repo" && go build -o "$bin/nodeid-bench" ./cmd/nodeid-bench)
+nb=$bin/nodeid-bench
+
+busy=$(ps -eo pcpu=,comm= | awk '$1 > 20 {print $2}' | tr '\n' ' ')
+if [[ -n $busy ]]; then
+	echo "nodeid-bench.sh: warning: other processes are busy ($busy); times will suffer" >&2
+fi
+
+# standard_set SERVER [FLAGS...]: every scenario once, JSON into $out/SERVER.
+standard_set() {
+	local server=$1
+	shift
+	local dir=$out/$server
+	mkdir -p "$dir"
+	local common=(--latency "$latency" --seed "$seed" "$@")
+	run() {
+		local name=$1
+		shift
+		echo
+		echo "== nodeid-bench $* ${common[*]}"
+		if ! "$nb" "$@" "${common[@]}" --json-out "$dir/$name.json"; then
+			echo "nodeid-bench.sh: $server $name FAILED" >&2
+			failed+=("$server/$name")
+		fi
+	}
+	run herd-256 herd --tasks 256 --ids 256 --orders spread,lowest-first,spread-filled
+	run herd-1024 herd --tasks 1024 --ids 1024 --orders spread,spread-filled
+	run join join --runs 5
+	run join-recent join --runs 5 --free-age recent
+	run failover-5s failover --lease-duration 5s --runs 3
+	run failover-15s failover --lease-duration 15s --runs 3
+	run steady steady --lease-durations 5s,15s,60s
+	run ids ids
+}
+
+failed=()
+if [[ $gofakes3 == true ]]; then standard_set gofakes3; fi
+
+if [[ $minio == true ]]; then
+	bash "$repo/test/minio/servers.sh" install minio
+	bash "$repo/test/minio/servers.sh" start minio
+	eval "$(bash "$repo/test/minio/servers.sh" env minio)"
+	standard_set minio --s3-endpoint "$NODEID_TEST_MINIO_ENDPOINT" \
+		--s3-access-key "$NODEID_TEST_MINIO_ACCESS_KEY" --s3-secret-key "$NODEID_TEST_MINIO_SECRET_KEY"
+fi
+if ((${#failed[@]} > 0)); then
+	echo "nodeid-bench.sh: failed: ${failed[*]}" >&2
+	exit 1
+fi

@@ -1,0 +1,151 @@
+package latproxy
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// upstream records what reached it and answers 412 to PUT-update, 200 else.
+type upstream struct {
+	mu     sync.Mutex
+	hosts  []string
+	labels []string
+	at     []time.Time
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.hosts = append(u.hosts, r.Host)
+	u.labels = append(u.labels, r.Header.Get(LabelHeader))
+	u.at = append(u.at, time.Now())
+	u.mu.Unlock()
+	if r.Method == http.MethodPut && r.Header.Get("If-Match") != "" {
+		w.WriteHeader(http.StatusPreconditionFailed)
+		return
+	}
+	_, _ = io.WriteString(w, "ok")
+}
+
+func do(t *testing.T, method, url string, header map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+func TestDelayIsAppliedHalfEachWay(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	const latency = 60 * time.Millisecond
+	p, err := Start(Config{Upstream: srv.URL, Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sent := time.Now()
+	do(t, http.MethodGet, p.URL()+"/b/k", nil)
+	took := time.Since(sent)
+	if took < latency {
+		t.Errorf("round trip took %v, want at least the added %v", took, latency)
+	}
+	if took > latency+time.Second {
+		t.Errorf("round trip took %v, far more than the added %v", took, latency)
+	}
+	if arrived := up.at[0].Sub(sent); arrived < latency/2 || arrived >= took {
+		t.Errorf("request reached the server %v after it was sent; want at least half the latency (%v) and before the answer (%v)", arrived, latency/2, took)
+	}
+}
+
+func TestCountsByOperationStatusAndLabel(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	p, err := Start(Config{Upstream: srv.URL, Record: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	u := p.URL()
+	lab := func(l string) map[string]string { return map[string]string{LabelHeader: l} }
+	do(t, http.MethodGet, u+"/b?list-type=2&prefix=nodeid%2F", lab("a"))
+	do(t, http.MethodGet, u+"/b?list-type=2&continuation-token=x", lab("a"))
+	do(t, http.MethodGet, u+"/b/nodeid/7.json", lab("a"))
+	do(t, http.MethodPut, u+"/b/nodeid/7.json", map[string]string{LabelHeader: "b", "If-None-Match": "*"})
+	do(t, http.MethodPut, u+"/b/nodeid/7.json", map[string]string{LabelHeader: "b", "If-Match": `"e"`})
+	do(t, http.MethodHead, u+"/b/nodeid/7.json", nil)
+	do(t, http.MethodPut, u+"/b", nil)
+
+	c := p.Counts()
+	want := map[Op]int{OpList: 2, OpGet: 1, OpCreate: 1, OpUpdate: 1, OpOther: 2}
+	for op, n := range want {
+		if got := c.Total(Key{Op: op}); got != n {
+			t.Errorf("%s: %d requests, want %d", op, got, n)
+		}
+	}
+	if got := c.Total(Key{Op: OpUpdate, Status: 412}); got != 1 {
+		t.Errorf("PUT-update 412: %d, want 1 (status from the server)", got)
+	}
+	if got := c.Total(Key{Status: 200}); got != 6 {
+		t.Errorf("status 200: %d, want 6", got)
+	}
+	if got := c.ByLabel(); got["a"] != 3 || got["b"] != 2 || got[""] != 2 {
+		t.Errorf("by label = %v, want a:3 b:2 (none):2", got)
+	}
+	if got := c.Total(Key{}); got != 7 || len(p.Events()) != 7 {
+		t.Errorf("total %d, events %d, want 7", got, len(p.Events()))
+	}
+	for i, l := range up.labels {
+		if l != "" {
+			t.Errorf("request %d reached the server with the label header %q", i, l)
+		}
+	}
+	host := strings.TrimPrefix(u, "http://")
+	for i, h := range up.hosts {
+		if h != host {
+			t.Errorf("request %d reached the server with Host %q, want the proxy's %q (signatures cover it)", i, h, host)
+		}
+	}
+}
+
+func TestBlockHangsUpOnALabel(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	p, err := Start(Config{Upstream: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Block("dead")
+	req, _ := http.NewRequest(http.MethodGet, p.URL()+"/b/k", nil)
+	req.Header.Set(LabelHeader, "dead")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("blocked request answered %d, want a connection error", resp.StatusCode)
+	}
+	do(t, http.MethodGet, p.URL()+"/b/k", map[string]string{LabelHeader: "alive"})
+	if len(up.at) != 1 {
+		t.Fatalf("server saw %d requests, want 1 (the blocked one never forwarded)", len(up.at))
+	}
+	dead := p.Counts().Where(func(k Key) bool { return k.Label == "dead" && k.Status == 0 })
+	if got := dead.Total(Key{}); got < 1 {
+		t.Errorf("blocked requests counted %d, want >= 1 with status 0", got)
+	}
+}
