@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
@@ -184,7 +185,10 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 // fill creates the lease objects that were never created, free, and then marks
 // the manifest Filled by CAS. Failures are logged: a later bootstrap retries.
 func (p *Provider) fill(ctx context.Context, v *clusterView) {
-	if err := p.createMissing(ctx, v, true); err != nil {
+	if err := p.createMissing(ctx, v, true); errors.Is(err, errFillRaced) {
+		p.log.Debug("another task is filling the cluster", "err", err)
+		return
+	} else if err != nil {
 		p.log.Warn("could not create every lease object yet", "err", err)
 		return
 	}
@@ -220,9 +224,15 @@ func (p *Provider) fill(ctx context.Context, v *clusterView) {
 
 // createMissing creates the lease objects of IDs below the cluster size that the
 // listing lacks: free ones while filling, "recreated" ones once filled.
+//
+// While filling, it visits the IDs in this task's spread order and stops at the
+// first create another task won: that task is filling too (several tasks starting
+// after the bootstrap window would otherwise each create every object), and
+// errFillRaced tells the caller not to mark the manifest filled; the other
+// filler, or a later bootstrap, does.
 func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling bool) error {
 	var missing []int
-	for id := range v.size {
+	for _, id := range p.visitOrder(v.size) {
 		if _, ok := v.objects[id]; !ok {
 			missing = append(missing, id)
 		}
@@ -231,23 +241,30 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling bo
 		return nil
 	}
 	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, bootstrapParallelism)
+		mu    sync.Mutex
+		errs  []error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, bootstrapParallelism)
+		raced atomic.Bool
 	)
 	create := func(id int) {
 		info, err := p.createRecord(ctx, id, filling)
 		mu.Lock()
 		defer mu.Unlock()
-		if err != nil {
+		switch {
+		case errors.Is(err, errTaken):
+			raced.Store(filling)
+		case err != nil:
 			errs = append(errs, err)
-		} else if info.ETag != "" {
+		case info.ETag != "":
 			v.objects[id] = info
 			v.createdIDs = append(v.createdIDs, id)
 		}
 	}
 	for _, id := range missing {
+		if raced.Load() {
+			break
+		}
 		if p.sim.sequential {
 			create(id)
 			continue
@@ -259,11 +276,18 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling bo
 		})
 	}
 	wg.Wait()
+	if raced.Load() {
+		errs = append(errs, errFillRaced)
+	}
 	return errors.Join(errs...)
 }
 
-// createRecord creates one missing lease object. A lost race or an unknown
-// outcome is not an error: the object exists, or the next round creates it.
+// errFillRaced means another task was creating the missing objects too.
+var errFillRaced = errors.New("nodeid: another task is creating the missing lease objects")
+
+// createRecord creates one missing lease object. A lost race is errTaken (the
+// object exists); an unknown outcome is not an error: the object exists, or a
+// later bootstrap creates it.
 func (p *Provider) createRecord(ctx context.Context, id int, filling bool) (lease.ObjectInfo, error) {
 	r := lease.Record{NodeID: id, WriteID: lease.NewWriteID()}
 	if !filling {
@@ -284,7 +308,9 @@ func (p *Provider) createRecord(ctx context.Context, id int, filling bool) (leas
 	switch {
 	case err == nil:
 		return lease.ObjectInfo{Key: lease.RecordKey(id), ETag: m.ETag, LastModified: m.Date}, nil
-	case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrUnknownOutcome):
+	case errors.Is(err, lease.ErrPreconditionFailed):
+		return lease.ObjectInfo{}, errTaken
+	case errors.Is(err, lease.ErrUnknownOutcome):
 		return lease.ObjectInfo{}, nil
 	default:
 		return lease.ObjectInfo{}, fmt.Errorf("nodeid: create %s: %w", lease.RecordKey(id), err)

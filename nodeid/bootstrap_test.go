@@ -140,3 +140,26 @@ func TestInitFillsAtOnceAndIsIdempotent(t *testing.T) {
 		t.Fatalf("deleted object recreated as %+v, want held by %q", rec, RecreatedHolder)
 	}
 }
+
+// Tasks that start after the bootstrap window all fill: each stops at the first
+// object another task created, instead of every task creating every object.
+func TestFillStopsWhenAnotherTaskFills(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("a")
+	cfg.ClusterSize = 64
+	_ = e.acquire(e.provider(cfg)).Close(context.Background())
+	e.clk.Advance(time.Minute)
+	creates := e.mem.Count(storetest.OpCreate)
+	e.store.Queue(storetest.OpCreate, storetest.Fault{Err: lease.ErrPreconditionFailed})
+	cfg.TaskID = "b"
+	v, err := e.provider(cfg).bootstrap(context.Background())
+	if err != nil || v.manifest.Filled {
+		t.Fatalf("bootstrap racing another filler: err %v, filled %v; want not filled", err, v.manifest.Filled)
+	}
+	if n := e.mem.Count(storetest.OpCreate) - creates; n > bootstrapParallelism {
+		t.Fatalf("a filler that lost a create race went on with %d creates", n)
+	}
+	if v, err = e.provider(cfg).bootstrap(context.Background()); err != nil || !v.manifest.Filled {
+		t.Fatalf("next bootstrap: err %v, filled %v; want filled", err, v.manifest.Filled)
+	}
+}
