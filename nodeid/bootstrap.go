@@ -79,9 +79,9 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 	v.index(l)
 	switch {
 	case v.manifest.Filled:
-		err = p.createMissing(ctx, v, false)
+		err = p.createMissing(ctx, v, false, false)
 	case fillNow || (!v.created && v.manifestAge >= p.cfg.BootstrapWindow):
-		p.fill(ctx, v)
+		p.fill(ctx, v, !fillNow)
 	}
 	return v, err
 }
@@ -184,8 +184,11 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 
 // fill creates the lease objects that were never created, free, and then marks
 // the manifest Filled by CAS. Failures are logged: a later bootstrap retries.
-func (p *Provider) fill(ctx context.Context, v *clusterView) {
-	if err := p.createMissing(ctx, v, true); errors.Is(err, errFillRaced) {
+//
+// A lazy fill (yield) gives way to another task that is filling (see
+// createMissing); an operator's fill (Init) goes on to the end.
+func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
+	if err := p.createMissing(ctx, v, true, yield); errors.Is(err, errFillRaced) {
 		p.log.Debug("another task is filling the cluster", "err", err)
 		return
 	} else if err != nil {
@@ -225,12 +228,12 @@ func (p *Provider) fill(ctx context.Context, v *clusterView) {
 // createMissing creates the lease objects of IDs below the cluster size that the
 // listing lacks: free ones while filling, "recreated" ones once filled.
 //
-// While filling, it visits the IDs in this task's spread order and stops at the
+// It visits the IDs in this task's spread order. With yield, it stops at the
 // first create another task won: that task is filling too (several tasks starting
 // after the bootstrap window would otherwise each create every object), and
 // errFillRaced tells the caller not to mark the manifest filled; the other
 // filler, or a later bootstrap, does.
-func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling bool) error {
+func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, yield bool) error {
 	var missing []int
 	for _, id := range p.visitOrder(v.size) {
 		if _, ok := v.objects[id]; !ok {
@@ -253,7 +256,7 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling bo
 		defer mu.Unlock()
 		switch {
 		case errors.Is(err, errTaken):
-			raced.Store(filling)
+			raced.Store(yield)
 		case err != nil:
 			errs = append(errs, err)
 		case info.ETag != "":
