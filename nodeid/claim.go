@@ -54,7 +54,9 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID), from: from,
 		done: make(chan struct{}), loopDone: make(chan struct{}),
 	}
-	c.committed(rec, etag, sent)
+	c.rec, c.etag, c.lastSent = rec, etag, sent
+	c.reservation.Store(rec.ReservedUntilMs)
+	c.validUntil.Store(int64(c.deadline(sent)))
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	if p.sim.sequential {
@@ -163,15 +165,25 @@ func (c *Claim) Status() Status {
 	}
 }
 
-// committed records a successful write sent at sent. Callers hold c.mu, or own c
-// exclusively.
+// deadline returns the fence of a write sent at sent, in nanoseconds after
+// p.base: sent + LeaseDuration - SafetyMargin.
+func (c *Claim) deadline(sent time.Time) time.Duration {
+	return sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin + c.p.sim.fenceExtra
+}
+
+// committed records a successful write sent at sent and moves the fence to its
+// deadline, unless the fence has already fallen: once Valid has been false it
+// stays false (a broker's /health never goes back from 503 to 200 on the same
+// claim), even when a renewal that was in flight lands afterwards. Callers hold
+// c.mu.
 func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
 	c.reservation.Store(rec.ReservedUntilMs)
-	until := sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin + c.p.sim.fenceExtra
+	until := int64(c.deadline(sent))
+	now := int64(c.p.clock.Now().Sub(c.p.base))
 	for {
 		cur := c.validUntil.Load()
-		if cur == math.MinInt64 || c.validUntil.CompareAndSwap(cur, int64(until)) {
+		if cur == math.MinInt64 || now >= cur || c.validUntil.CompareAndSwap(cur, until) {
 			return
 		}
 	}

@@ -437,3 +437,52 @@ func TestDeletedObjectIsRecreatedAndAgedBeforeReuse(t *testing.T) {
 type staticPeers map[int]int64
 
 func (s staticPeers) KnownNodes() map[int]int64 { return s }
+
+// Close while a renewal landed but its answer was lost (and its read-back
+// failed): the release's CAS meets 412, the read-back finds the renewal, which
+// is adopted, and the release must then be written on the new ETag: the object
+// ends free, not still held.
+func TestReleaseAfterAPendingRenewalLanded(t *testing.T) {
+	e := newEnv(t)
+	c := e.acquire(e.provider(e.config("a")))
+	e.store.Queue(storetest.OpUpdate, storetest.Fault{Landed: true})
+	e.store.Queue(storetest.OpGet, storetest.Fault{Err: errors.New("read timeout")})
+	e.advance(time.Second, c) // the renewal lands, its answer and read-back fail: pending
+	c.mu.Lock()
+	pending := len(c.pending)
+	c.mu.Unlock()
+	if pending != 1 {
+		t.Fatalf("%d pending writes, want the landed renewal", pending)
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if r, _ := e.record(c.NodeID()); r.Holder != "" {
+		t.Fatalf("Close reported the release done, but the object is still held: %+v", r)
+	}
+}
+
+// A renewal sent before the renew deadline whose answer comes after the fence
+// fell must not make the claim valid again: once Valid was false, the claim is
+// lost (a broker's /health never goes from 503 back to 200).
+func TestSlowRenewalDoesNotReviveTheFence(t *testing.T) {
+	e := newEnv(t)
+	e.store.Sleep = e.clk.Sleep
+	c := e.acquire(e.provider(e.config("a")))
+	// The renewal at 1 s fails fast; its retry, sent 100-200 ms later, is
+	// answered 1.4 s later: after the fence fell at 2.5 s, before the renew
+	// deadline of its own send time.
+	e.store.Queue(storetest.OpUpdate, faultErr(errors.New("boom")), storetest.Fault{Delay: 1400 * time.Millisecond})
+	fellAt := c.ValidUntil()
+	revived := false
+	for !isDone(c) && e.clk.Now().Before(start.Add(10*time.Second)) {
+		e.advance(100*time.Millisecond, c)
+		if !e.clk.Now().Before(fellAt) && c.Valid() {
+			revived = true
+		}
+	}
+	waitDone(t, c)
+	if revived || c.Valid() || !errors.Is(c.Err(), ErrLeaseLost) {
+		t.Fatalf("revived %v, valid %v, err %v: want the claim lost, never valid after its fence fell", revived, c.Valid(), c.Err())
+	}
+}

@@ -54,6 +54,8 @@ func (c *Claim) release(ctx context.Context) error {
 			c.end(ErrClosed)
 			return fmt.Errorf("nodeid: release of node %d not confirmed (%w): the lease expires after %v",
 				c.id, ctx.Err(), c.p.cfg.LeaseDuration)
+		case errors.Is(err, errEarlierWriteLanded):
+			continue // an earlier renewal landed: write the release again, on its ETag, at once
 		}
 		if !c.sleepOrDone(ctx, c.p.jitter(200*time.Millisecond)) {
 			continue // the next write sees ctx done and reports it

@@ -13,6 +13,12 @@ import (
 // may try again.
 var errNotApplied = errors.New("nodeid: write not applied")
 
+// errEarlierWriteLanded means the write did not land, but an earlier write of
+// ours whose outcome was unknown did, and is now the claim's last write: the
+// caller writes again, on its ETag, if it needs its own record written (a
+// release does; a renewal is done, since the earlier write renewed the lease).
+var errEarlierWriteLanded = errors.New("nodeid: an earlier write landed instead")
+
 // lostf returns an error wrapping ErrLeaseLost.
 func lostf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrLeaseLost, fmt.Sprintf(format, args...))
@@ -53,6 +59,10 @@ func (c *Claim) renewRound(ctx context.Context) error {
 		}
 		start := clock.Now()
 		err := c.renewOnce(ctx)
+		if err == nil && !c.Valid() {
+			return lostf("the renewal of node %d landed after its fence fell (%v after the last write)",
+				c.id, clock.Now().Sub(start))
+		}
 		if err == nil {
 			cfg.Observer.Renewed(c.id, clock.Now().Sub(start))
 			c.p.log.Debug("renewed lease", "nodeId", c.id, "attempt", attempt)
@@ -80,7 +90,10 @@ func (c *Claim) renewOnce(ctx context.Context) error {
 	c.mu.Unlock()
 	c.p.stamp(&rec, c.p.clock.Wall())
 	rec.KnownNodes = c.p.knownNodes()
-	return c.write(ctx, rec)
+	if err := c.write(ctx, rec); !errors.Is(err, errEarlierWriteLanded) {
+		return err
+	}
+	return nil // an earlier renewal landed: the lease is renewed
 }
 
 // write replaces the lease with rec by CAS on the last known ETag. A write whose
@@ -122,37 +135,42 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	case errors.Is(err, lease.ErrPreconditionFailed) || unknown:
 		rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
 		defer cancel()
-		return c.readBack(rctx)
+		adopted, err := c.readBack(rctx)
+		if err == nil && adopted != rec.WriteID {
+			return errEarlierWriteLanded
+		}
+		return err
 	default:
 		return fmt.Errorf("write %s: %w", c.key, err)
 	}
 }
 
-// readBack resolves pending writes by reading the lease object.
-func (c *Claim) readBack(ctx context.Context) error {
+// readBack resolves pending writes by reading the lease object. It returns the
+// writeId of the pending write it found landed and adopted.
+func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 	body, meta, err := c.p.store.Get(ctx, c.key)
 	if errors.Is(err, lease.ErrNotFound) {
-		return lostf("lease object %s was deleted", c.key)
+		return "", lostf("lease object %s was deleted", c.key)
 	}
 	if err != nil {
-		return fmt.Errorf("read back %s: %w", c.key, err)
+		return "", fmt.Errorf("read back %s: %w", c.key, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if meta.ETag == c.etag {
-		return errNotApplied
+		return "", errNotApplied
 	}
 	rec, err := lease.DecodeRecord(body, c.id)
 	if err != nil {
-		return lostf("lease object %s no longer decodes: %v", c.key, err)
+		return "", lostf("lease object %s no longer decodes: %v", c.key, err)
 	}
 	for _, pw := range c.pending {
 		if pw.rec.WriteID == rec.WriteID {
 			c.committed(pw.rec, meta.ETag, pw.sent)
-			return nil
+			return rec.WriteID, nil
 		}
 	}
-	return lostf("node %d was taken by %q with version %d", c.id, rec.Holder, rec.Version)
+	return "", lostf("node %d was taken by %q with version %d", c.id, rec.Holder, rec.Version)
 }
 
 // sleepOrDone waits d on the provider's clock; false if ctx ended first.
