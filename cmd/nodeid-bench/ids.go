@@ -93,7 +93,11 @@ type idsBroker struct {
 	StartToHealthy ms `json:"startToHealthyMs"`
 	// Idle figures, --settle after /health turned 200: VmRSS, and the Go
 	// runtime's view from /metrics (heap in use, memory obtained from the OS).
-	IdleRSSMB       float64   `json:"idleRssMB"`
+	IdleRSSMB float64 `json:"idleRssMB"`
+	// The idle RSS split: anonymous memory (heap, stacks) and file-backed
+	// pages (the binary's code and data, clean).
+	IdleRSSAnonMB   float64   `json:"idleRssAnonMB"`
+	IdleRSSFileMB   float64   `json:"idleRssFileMB"`
 	IdleHeapInuseMB float64   `json:"idleHeapInuseMB"`
 	IdleGoSysMB     float64   `json:"idleGoSysMB"`
 	IdleGoroutines  int       `json:"idleGoroutines"`
@@ -272,7 +276,11 @@ func idsOneBroker(ctx context.Context, o idsOpts, bin, mode string) (*idsBroker,
 		args = append(args, "--s3-endpoint", b.proxy.URL(), "--s3-path-style", "--bucket", b.bucket,
 			"--prefix", b.prefix("ids"), "--region", b.c.region)
 		env = append(env, "AWS_ACCESS_KEY_ID="+b.c.accessKey, "AWS_SECRET_ACCESS_KEY="+b.c.secretKey)
-		br.S3Detail = fmt.Sprintf("%s in another process, through the latency proxy (%v round trip)", b.name(), o.latency)
+		where := "gofakes3 in the nodeid-bench process"
+		if b.fake == nil {
+			where = b.c.endpoint
+		}
+		br.S3Detail = fmt.Sprintf("%s, through the latency proxy (%v round trip)", where, o.latency)
 	}
 	br.Args = strings.Join(args, " ")
 
@@ -299,6 +307,7 @@ func idsOneBroker(ctx context.Context, o idsOpts, bin, mode string) (*idsBroker,
 		return br, err
 	}
 	br.IdleRSSMB = p.rssMB()
+	br.IdleRSSAnonMB, br.IdleRSSFileMB = p.statusMB("RssAnon"), p.statusMB("RssFile")
 	if m, err := p.goMetrics(); err == nil {
 		br.IdleHeapInuseMB = roundMB(m["go_memstats_heap_inuse_bytes"])
 		br.IdleGoSysMB = roundMB(m["go_memstats_sys_bytes"])
@@ -894,8 +903,9 @@ func printIDs(w io.Writer, rep *idsReport) {
 	fmt.Fprintf(w, "ids: GET /ids?n=K through demo-broker serve, %d cores, load average at start %s\n", rep.Cores, rep.LoadAvg)
 	for _, br := range rep.Brokers {
 		fmt.Fprintf(w, "\nbroker with %s S3: %s\n", br.S3, br.S3Detail)
-		fmt.Fprintf(w, "  node %d version %d, /health 200 after %.0f ms; idle RSS %.1f MB (Go heap in use %.1f MB, from the OS %.1f MB, %d goroutines)\n",
-			br.NodeID, br.Version, float64(br.StartToHealthy), br.IdleRSSMB, br.IdleHeapInuseMB, br.IdleGoSysMB, br.IdleGoroutines)
+		fmt.Fprintf(w, "  node %d version %d, /health 200 after %.0f ms; idle RSS %.1f MB: %.1f MB anonymous, %.1f MB file-backed (Go heap in use %.1f MB, from the OS %.1f MB, %d goroutines)\n",
+			br.NodeID, br.Version, float64(br.StartToHealthy), br.IdleRSSMB, br.IdleRSSAnonMB, br.IdleRSSFileMB,
+			br.IdleHeapInuseMB, br.IdleGoSysMB, br.IdleGoroutines)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "K\tconns\twindow s\tIDs/s\treq/s\tp50 ms\tp99 ms\tmax ms\tbody KB\tRSS max MB\tRSS end MB\tbroker cores\tbench cores\terrors\t")
 		for _, l := range br.Loads {
