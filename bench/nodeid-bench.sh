@@ -3,7 +3,7 @@
 # S3 (gofakes3) through the latency proxy, and with --minio also against the
 # pinned MinIO build, started and stopped with test/minio/servers.sh.
 #
-#   bench/nodeid-bench.sh            # gofakes3 only, about 4 minutes
+#   bench/nodeid-bench.sh            # gofakes3 only, about 4 minutes (+1.5 for ids)
 #   bench/nodeid-bench.sh --minio    # then MinIO as well (a cold MinIO build takes ~5 minutes)
 #   bench/nodeid-bench.sh --minio --no-gofakes3   # MinIO only
 #
@@ -40,7 +40,7 @@ cleanup() {
 	if [[ $minio == true ]]; then bash "$repo/test/minio/servers.sh" stop minio || true; fi
 }
 trap cleanup EXIT
-(cd "$repo" && go build -o "$bin/nodeid-bench" ./cmd/nodeid-bench)
+(cd "$repo" && go build -o "$bin/nodeid-bench" ./cmd/nodeid-bench && go build -o "$bin/demo-broker" ./cmd/demo-broker)
 nb=$bin/nodeid-bench
 
 busy=$(ps -eo pcpu=,comm= | awk '$1 > 20 {print $2}' | tr '\n' ' ')
@@ -72,7 +72,7 @@ standard_set() {
 	run failover-5s failover --lease-duration 5s --runs 3
 	run failover-15s failover --lease-duration 15s --runs 3
 	run steady steady --lease-durations 5s,15s,60s
-	run ids ids
+	run ids ids --broker-bin "$bin/demo-broker"
 }
 
 failed=()

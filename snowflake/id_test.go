@@ -122,6 +122,19 @@ func TestRange(t *testing.T) {
 	if got := (Range{}).AppendTo(nil); len(got) != 0 {
 		t.Fatalf("empty AppendTo = %v", got)
 	}
+	// A range ending at the largest ID (the last millisecond of a layout, the
+	// highest node, the last sequence number): First+N overflows.
+	top := Range{First: math.MaxInt64 - 2, N: 3}
+	want := []ID{math.MaxInt64 - 2, math.MaxInt64 - 1, math.MaxInt64}
+	if got := slices.Collect(top.All()); !slices.Equal(got, want) {
+		t.Fatalf("All up to MaxInt64 = %v", got)
+	}
+	if got := top.AppendTo(nil); !slices.Equal(got, want) {
+		t.Fatalf("AppendTo up to MaxInt64 = %v", got)
+	}
+	if top.Last() != math.MaxInt64 || !top.Contains(math.MaxInt64) {
+		t.Fatalf("Last %d, Contains(MaxInt64) %v", top.Last(), top.Contains(math.MaxInt64))
+	}
 	defer func() {
 		if recover() == nil {
 			t.Fatal("At(3) did not panic")

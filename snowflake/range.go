@@ -33,8 +33,8 @@ func (r Range) Contains(id ID) bool { return id >= r.First && id-r.First < ID(r.
 // All returns an iterator over the IDs of r, in increasing order.
 func (r Range) All() iter.Seq[ID] {
 	return func(yield func(ID) bool) {
-		for id, end := r.First, r.First+ID(r.N); id < end; id++ {
-			if !yield(id) {
+		for i := range ID(max(r.N, 0)) { // not id < First+N: it overflows at the last ID
+			if !yield(r.First + i) {
 				return
 			}
 		}
@@ -45,8 +45,8 @@ func (r Range) All() iter.Seq[ID] {
 // extended slice.
 func (r Range) AppendTo(dst []ID) []ID {
 	dst = slices.Grow(dst, max(r.N, 0))
-	for id, end := r.First, r.First+ID(r.N); id < end; id++ {
-		dst = append(dst, id)
+	for i := range ID(max(r.N, 0)) {
+		dst = append(dst, r.First+i)
 	}
 	return dst
 }

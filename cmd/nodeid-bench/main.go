@@ -7,12 +7,14 @@
 // embedded gofakes3 server (the default) or an S3 endpoint such as MinIO
 // (--s3-endpoint), through an in-process proxy that adds a round-trip latency
 // (--latency, default 20 ms) and counts every request by operation and outcome.
+// The ids scenario instead runs real demo-broker serve processes and loads
+// their /ids endpoint from in-process HTTP clients.
 //
 //	nodeid-bench herd      K tasks start at once on N IDs (spread, lowest-first, Zeebe-style baseline)
 //	nodeid-bench join      one task joins 1024 IDs of which 1000 are held
 //	nodeid-bench failover  a holder dies; how long until a waiting task holds its ID
 //	nodeid-bench steady    S3 requests and cost per node per hour while holding
-//	nodeid-bench ids       (not yet: needs demo-broker serve)
+//	nodeid-bench ids       IDs per second through demo-broker serve's /ids, and its RSS
 package main
 
 import (
@@ -38,7 +40,7 @@ Commands:
   join       one task joins a bucket of N IDs with most of them held
   failover   a holder is cut off; time until a waiting task holds its ID
   steady     S3 requests per node per hour while holding, and the monthly cost
-  ids        IDs per second through demo-broker serve (not implemented yet)
+  ids        IDs per second through demo-broker serve's /ids?n=K, and its RSS
 
 Run "nodeid-bench COMMAND --help" for a command's flags. Every command takes
 --json for machine-readable output, and runs against an embedded S3 (gofakes3)

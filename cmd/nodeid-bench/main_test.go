@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -77,12 +76,10 @@ func TestHerdSmoke(t *testing.T) {
 
 func TestCommandLine(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"ids", "--json"}, &out, &errb); code != 0 {
-		t.Fatalf("ids: exit %d: %s", code, errb.String())
-	}
-	var v struct{ Skipped bool }
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil || !v.Skipped {
-		t.Errorf("ids --json = %s (%v), want skipped", out.String(), err)
+	for _, args := range [][]string{{"ids", "--batch", "0"}, {"ids", "--batch", "10001"}, {"ids", "--s3", "nope"}, {"ids", "--conns", "0"}} {
+		if code := run(context.Background(), args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
 	}
 	if code := run(context.Background(), []string{"nope"}, &out, &errb); code != 2 {
 		t.Errorf("unknown command: exit %d, want 2", code)
