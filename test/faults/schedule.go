@@ -3,6 +3,7 @@ package faults
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -24,11 +25,20 @@ const (
 	KindErrors    Kind = "5xx"           // requests answered 500 or 503
 	KindLatency   Kind = "latency"       // slow S3 with jitter
 	KindMinIO     Kind = "minio-restart" // MinIO stopped and started again on the same data
+	// KindSlowWrites: slow S3 (300-500 ms) with half of the renewals
+	// answered 500: a renewal retried near the renew deadline is still in
+	// flight when the fence falls, and succeeds after it.
+	KindSlowWrites Kind = "slow-writes"
 )
 
-// AllKinds is every kind of fault.
-var AllKinds = []Kind{KindKill, KindTerm, KindPause, KindPartition, KindStall, KindRefuse, KindReset, KindAmbiguous,
+// DefaultKinds are the kinds of a schedule by default: every kind but
+// KindSlowWrites, which makes the current broker break its /health contract
+// (docs/faults.md, "Known failures"); add it back once that is fixed.
+var DefaultKinds = []Kind{KindKill, KindTerm, KindPause, KindPartition, KindStall, KindRefuse, KindReset, KindAmbiguous,
 	KindConflict, KindErrors, KindLatency, KindMinIO}
+
+// AllKinds is every kind of fault.
+var AllKinds = append(slices.Clone(DefaultKinds), KindSlowWrites)
 
 // weights of the kinds in a schedule: how often each is drawn.
 var weights = map[Kind]int{
@@ -61,8 +71,8 @@ func (e Event) String() string {
 	if e.Fault.Action != Forward {
 		s += " (" + e.Fault.String() + ")"
 	}
-	if e.Kind == KindLatency {
-		s += fmt.Sprintf(" (%v+%v)", e.Latency, e.Jitter)
+	if e.Latency > 0 {
+		s += fmt.Sprintf(" (latency %v+%v)", e.Latency.Round(time.Millisecond), e.Jitter.Round(time.Millisecond))
 	}
 	return s
 }
@@ -85,7 +95,7 @@ func NewSchedule(cfg ScheduleConfig) []Event {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5ca1ab1e))
 	kinds := cfg.Kinds
 	if len(kinds) == 0 {
-		kinds = AllKinds
+		kinds = DefaultKinds
 	}
 	gap := cfg.Gap
 	if gap[1] == 0 {
@@ -155,6 +165,10 @@ func NewSchedule(cfg ScheduleConfig) []Event {
 			if rng.IntN(2) == 0 {
 				e.Fault.Action = Error503
 			}
+		case KindSlowWrites:
+			e.For = between(5*time.Second, 10*time.Second)
+			e.Fault = Fault{Action: Error500, Ops: []Op{OpUpdate}, Prob: 0.5}
+			e.Latency = between(300*time.Millisecond, 500*time.Millisecond)
 		case KindLatency:
 			e.For = between(3*time.Second, 8*time.Second)
 			e.Latency = between(20*time.Millisecond, 300*time.Millisecond)
@@ -210,4 +224,24 @@ func BrokerParams(seed uint64, slot, gen int, offsets []time.Duration, startFaul
 		}
 	}
 	return p
+}
+
+// ParseKinds parses a comma-separated list of kinds; "all" is AllKinds,
+// "" is DefaultKinds.
+func ParseKinds(list string) ([]Kind, error) {
+	switch list {
+	case "":
+		return DefaultKinds, nil
+	case "all":
+		return AllKinds, nil
+	}
+	var kinds []Kind
+	for _, name := range strings.Split(list, ",") {
+		k := Kind(strings.TrimSpace(name))
+		if !slices.Contains(AllKinds, k) {
+			return nil, fmt.Errorf("unknown fault kind %q (kinds: %v)", k, AllKinds)
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, nil
 }

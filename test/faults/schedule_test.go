@@ -27,10 +27,13 @@ func TestScheduleReproducible(t *testing.T) {
 			t.Errorf("%v does not outlast the lease", e)
 		}
 	}
-	for _, k := range AllKinds {
+	for _, k := range DefaultKinds {
 		if seen[k] == 0 {
 			t.Errorf("no %s in 5 minutes: %v", k, seen)
 		}
+	}
+	if seen[KindSlowWrites] > 0 {
+		t.Errorf("%d %s in the default schedule", seen[KindSlowWrites], KindSlowWrites)
 	}
 	if seen[KindMinIO] > 7 {
 		t.Errorf("%d MinIO restarts in 5 minutes", seen[KindMinIO])
@@ -53,5 +56,17 @@ func TestBrokerParams(t *testing.T) {
 	}
 	if p := BrokerParams(7, 1, 0, offsets, true); p.Fault.Action != Forward {
 		t.Errorf("a first-generation broker starts with fault %v", p.Fault)
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	if k, err := ParseKinds("stall, sigstop"); err != nil || len(k) != 2 || k[0] != KindStall || k[1] != KindPause {
+		t.Errorf("ParseKinds: %v, %v", k, err)
+	}
+	if k, _ := ParseKinds("all"); len(k) != len(DefaultKinds)+1 {
+		t.Errorf("all: %v", k)
+	}
+	if _, err := ParseKinds("nap"); err == nil {
+		t.Error("an unknown kind parsed")
 	}
 }
