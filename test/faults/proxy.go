@@ -94,11 +94,15 @@ const (
 	// FailAfterForward forwards the request and then answers 500
 	// InternalError instead of the server's answer: ambiguous too.
 	FailAfterForward
+	// SlowAnswer forwards the request (a write lands at once) and holds the
+	// server's answer for Fault.Delay, or until the client gives up.
+	SlowAnswer
 )
 
 var actionNames = map[Action]string{
 	Forward: "forward", BlackHole: "blackhole", Refuse: "refuse", Reset: "reset", Error500: "500",
 	Error503: "503", Conflict409: "409", DropAfterForward: "drop-after-forward", FailAfterForward: "fail-after-forward",
+	SlowAnswer: "slow-answer",
 }
 
 func (a Action) String() string {
@@ -116,6 +120,8 @@ type Fault struct {
 	// Prob is the probability that a matching request gets the action;
 	// 0 means 1.
 	Prob float64
+	// Delay is how long SlowAnswer holds an answer.
+	Delay time.Duration
 }
 
 func (f Fault) String() string {
@@ -129,6 +135,9 @@ func (f Fault) String() string {
 	}
 	if f.Prob > 0 && f.Prob < 1 {
 		s += fmt.Sprintf(" p=%.2f", f.Prob)
+	}
+	if f.Delay > 0 {
+		s += fmt.Sprintf(" delay=%v", f.Delay)
 	}
 	return s
 }
@@ -370,7 +379,14 @@ func (p *Proxy) Counts() map[string]int {
 	return m
 }
 
-// Held returns how many requests of op a black hole holds now.
+func (p *Proxy) hold(op Op, n int) {
+	p.mu.Lock()
+	p.held[op] += n
+	p.mu.Unlock()
+}
+
+// Held returns how many requests of op a black hole holds now, or how many
+// answers SlowAnswer holds.
 func (p *Proxy) Held(op Op) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -385,7 +401,7 @@ func (p *Proxy) count(op Op, outcome string) {
 
 // decide returns the action for a request of op, its delay, and the channel a
 // black hole waits on.
-func (p *Proxy) decide(op Op) (Action, time.Duration, <-chan struct{}) {
+func (p *Proxy) decide(op Op) (Fault, time.Duration, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d := p.latency
@@ -394,15 +410,15 @@ func (p *Proxy) decide(op Op) (Action, time.Duration, <-chan struct{}) {
 	}
 	f := p.fault
 	if f.Action == Forward || f.Action == Refuse || f.Action == Reset {
-		return Forward, d, nil
+		return Fault{}, d, nil
 	}
 	if len(f.Ops) > 0 && !slices.Contains(f.Ops, op) {
-		return Forward, d, nil
+		return Fault{}, d, nil
 	}
 	if f.Prob > 0 && f.Prob < 1 && p.rng.Float64() >= f.Prob {
-		return Forward, d, nil
+		return Fault{}, d, nil
 	}
-	return f.Action, d, p.healed
+	return f, d, p.healed
 }
 
 // ServeHTTP handles one request from the client.
@@ -415,7 +431,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.count(op, "client-error")
 		return
 	}
-	act, delay, healed := p.decide(op)
+	f, delay, healed := p.decide(op)
+	act := f.Action
 	ctx := r.Context()
 	if delay > 0 {
 		t := time.NewTimer(delay)
@@ -429,18 +446,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch act {
 	case BlackHole:
-		p.mu.Lock()
-		p.held[op]++
-		p.mu.Unlock()
-		defer func() {
-			p.mu.Lock()
-			p.held[op]--
-			p.mu.Unlock()
-		}()
+		p.hold(op, +1)
+		defer p.hold(op, -1)
 		select {
 		case <-healed:
 			p.count(op, "blackhole-released")
-			p.forward(w, r, body, op, Forward)
+			p.forward(w, r, body, op, Fault{})
 		case <-ctx.Done():
 			p.count(op, "blackhole")
 		}
@@ -455,13 +466,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeS3Error(w, r, http.StatusConflict, "ConditionalRequestConflict",
 			"A conflicting conditional operation is currently in progress against this resource. Please try again.")
 	default:
-		p.forward(w, r, body, op, act)
+		p.forward(w, r, body, op, f)
 	}
 }
 
-// forward passes r to the server; after is Forward, DropAfterForward or
-// FailAfterForward.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op Op, after Action) {
+// forward passes r to the server; f's action is Forward, DropAfterForward,
+// FailAfterForward or SlowAnswer.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op Op, f Fault) {
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target.Scheme+"://"+p.target.Host+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		p.count(op, "proxy-error")
@@ -495,7 +506,20 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op 
 		return
 	}
 	code := fmt.Sprint(resp.StatusCode)
-	switch after {
+	switch f.Action {
+	case SlowAnswer:
+		p.count(op, "slow-answer "+code)
+		p.hold(op, +1)
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+		p.hold(op, -1)
+		if r.Context().Err() != nil {
+			return
+		}
 	case DropAfterForward:
 		p.count(op, "drop-after-forward "+code)
 		if hj, ok := w.(http.Hijacker); ok {
@@ -510,7 +534,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op 
 		writeS3Error(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
 		return
 	}
-	p.count(op, code)
+	if f.Action != SlowAnswer {
+		p.count(op, code)
+	}
 	h := w.Header()
 	for k, vs := range resp.Header {
 		if slices.Contains(hopHeaders, http.CanonicalHeaderKey(k)) {

@@ -344,3 +344,37 @@ func TestProxyProb(t *testing.T) {
 		t.Errorf("counts %v, want about 120 of 400 GETs answered 503 and the LIST forwarded", n)
 	}
 }
+
+// TestProxySlowAnswer: the write lands at once, its answer comes late.
+func TestProxySlowAnswer(t *testing.T) {
+	p, st := proxied(t)
+	m, err := st.Create(ctxT(t, 5*time.Second), "1.json", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Inject(Fault{Action: SlowAnswer, Ops: []Op{OpUpdate}, Delay: 400 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := st.Update(ctxT(t, 5*time.Second), "1.json", []byte("y"), m.ETag)
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Held(OpUpdate) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the answer is not held")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if got := body(t, st, "1.json"); got != "y" { // landed, not answered yet
+		t.Fatalf("body %q while the answer is held", got)
+	}
+	if err := <-done; err != nil || time.Since(start) < 400*time.Millisecond {
+		t.Fatalf("update: %v after %v", err, time.Since(start))
+	}
+	if n := p.Counts()["PUT-update slow-answer 200"]; n != 1 {
+		t.Errorf("counts %v", p.Counts())
+	}
+}

@@ -338,6 +338,7 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 	fmt.Fprintf(logf, "# %s %s\n", bin, strings.Join(args, " "))
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = env
+	p.cmd.SysProcAttr = procAttr()
 	p.cmd.Stdout = logf
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -723,7 +724,7 @@ func (r *run) apply(e Event) {
 		return
 	}
 	holdersOnly := e.Kind == KindKill || e.Kind == KindTerm || e.Kind == KindPause || e.Kind == KindPartition || e.Kind == KindStall ||
-		e.Kind == KindSlowWrites
+		e.Kind == KindSlowWrites || e.Kind == KindTermRenewing
 	cands := r.eligible(holdersOnly)
 	if len(cands) == 0 {
 		r.count("skipped")
@@ -746,6 +747,19 @@ func (r *run) apply(e Event) {
 		r.note("SIGTERM %s (held %v)", p.name, wasHeld)
 		r.setFate(p, FateTerminated)
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	case KindTermRenewing:
+		_ = p.proxy.Inject(Fault{Action: SlowAnswer, Ops: []Op{OpUpdate}, Delay: 500 * time.Millisecond})
+		caught := false
+		for deadline := time.Now().Add(2 * r.sc.renew); time.Now().Before(deadline) && !p.hasExited(); time.Sleep(2 * time.Millisecond) {
+			if caught = p.proxy.Held(OpUpdate) > 0; caught {
+				break
+			}
+		}
+		r.note("SIGTERM %s while a renewal it sent has landed and waits for its answer (caught: %v, held %v)", p.name, caught, wasHeld)
+		r.setFate(p, FateTerminated)
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		r.waitFault(p, 10*time.Second)
+		_ = p.proxy.Heal()
 	case KindPause:
 		r.note("SIGSTOP %s for %v (held %v)", p.name, e.For, wasHeld)
 		began := time.Now()

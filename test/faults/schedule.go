@@ -29,16 +29,21 @@ const (
 	// answered 500: a renewal retried near the renew deadline is still in
 	// flight when the fence falls, and succeeds after it.
 	KindSlowWrites Kind = "slow-writes"
+	// KindTermRenewing: SIGTERM a holder while one of its renewals has
+	// landed and its answer is held back: the renewal is canceled with an
+	// unknown outcome just before the release is written.
+	KindTermRenewing Kind = "sigterm-renewing"
 )
 
 // DefaultKinds are the kinds of a schedule by default: every kind but
-// KindSlowWrites, which makes the current broker break its /health contract
-// (docs/faults.md, "Known failures"); add it back once that is fixed.
+// KindSlowWrites and KindTermRenewing, which make the current broker break
+// its contract (docs/faults.md, "Known failures"); add them back once that is
+// fixed.
 var DefaultKinds = []Kind{KindKill, KindTerm, KindPause, KindPartition, KindStall, KindRefuse, KindReset, KindAmbiguous,
 	KindConflict, KindErrors, KindLatency, KindMinIO}
 
 // AllKinds is every kind of fault.
-var AllKinds = append(slices.Clone(DefaultKinds), KindSlowWrites)
+var AllKinds = append(slices.Clone(DefaultKinds), KindSlowWrites, KindTermRenewing)
 
 // weights of the kinds in a schedule: how often each is drawn.
 var weights = map[Kind]int{
