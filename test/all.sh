@@ -12,7 +12,14 @@
 #     versitygw (with CI=true a missing server fails instead of skipping). The
 #     race detector needs a C compiler; without one the tests run without it,
 #     with a warning (with CI=true, that is a failure);
-#  4. if bench/ has its own go.mod: go vet and a compile-and-run check of its
+#  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
+#     demo-broker processes on a MinIO of its own under kills, pauses,
+#     partitions, ambiguous writes and MinIO restarts, then every safety check;
+#     about 3 minutes. Not under -race: the brokers are separate processes, and
+#     the race detector would slow the timing-sensitive runs for nothing (the
+#     suite's own code runs under -race in step 3). With CI=true a missing
+#     MinIO binary fails it instead of skipping;
+#  5. if bench/ has its own go.mod: go vet and a compile-and-run check of its
 #     tests (no benchmarks).
 #
 # NODEID_TEST_VERBOSE=1 adds -v to go test.
@@ -40,6 +47,7 @@ fi
 
 step "go vet"
 go vet ./...
+go vet -tags faults ./test/faults/...
 if [[ -f bench/go.mod ]]; then
 	(cd bench && go vet ./...)
 fi
@@ -51,6 +59,7 @@ if [[ ! -x $bin/staticcheck || ! -f $bin/staticcheck.version || "$(<"$bin/static
 	printf '%s\n' "$STATICCHECK" >"$bin/staticcheck.version"
 fi
 "$bin/staticcheck" ./...
+"$bin/staticcheck" -tags faults ./test/faults/...
 
 step "S3 servers"
 # A state folder of our own, so servers someone started by hand are left alone.
@@ -81,6 +90,10 @@ if [[ $(go env CGO_ENABLED) != 1 ]]; then
 	flags=("${flags[@]:1}")
 fi
 go test "${flags[@]}" ./...
+
+step "fault suite (go test -tags faults ./test/faults)"
+# -v: the schedule, the events and the SUMMARY lines belong in the log.
+go test -tags faults -count=1 -v -timeout 15m ./test/faults/...
 
 if [[ -f bench/go.mod ]]; then
 	step "bench: tests, benchmarks compiled only"

@@ -7,11 +7,16 @@
 #   servers.sh env     [SERVER...]  print `export NODEID_TEST_...=` lines for the running servers
 #   servers.sh stop    [SERVER...]  stop them by PID and remove their data folders
 #   servers.sh status  [SERVER...]  say which are running
+#   servers.sh restart [SERVER...]  stop each and start it again on the same port and data
+#                                   folder, its objects kept (for the fault suite, test/faults)
 #
 # SERVER is minio or versitygw; none means both. Environment:
 #   NODEID_SERVER_CACHE  where binaries are cached (default ~/.cache/nodeid-servers)
 #   NODEID_SERVER_STATE  where PIDs, endpoints and logs are kept (default <repo>/.cache/servers)
 #   NODEID_SERVER_READY_TIMEOUT  seconds to wait for a server to be ready (default 60)
+#   NODEID_SERVER_RESTART_SIGNAL  signal that restart stops a server with (default TERM;
+#                                 KILL for a crash)
+#   NODEID_SERVER_RESTART_PAUSE   seconds restart leaves a server stopped (default 0)
 set -euo pipefail
 
 readonly MINIO_PKG=github.com/minio/minio
@@ -164,7 +169,7 @@ start_one() {
 			die "$name: failed to start"
 		fi
 		wait "$pid" 2>/dev/null || true
-		if grep -qi 'address already in use' "$logf" && ((attempt < 3)); then
+		if grep -qiE 'address already in use|port is already in use' "$logf" && ((attempt < 3)); then
 			log "$name: port $port was taken, trying another"
 			continue
 		fi
@@ -199,6 +204,70 @@ stop_one() {
 	rm -f "$f"
 }
 
+# restart_one NAME: stop the running server with $NODEID_SERVER_RESTART_SIGNAL,
+# wait $NODEID_SERVER_RESTART_PAUSE seconds, and start it again on the same port
+# and data folder, so that clients reconnect to the same endpoint and find their
+# objects. The port was ours a moment ago; if something took it meanwhile, the
+# restart fails rather than move.
+restart_one() {
+	local name=$1 f=$state_dir/$1.env logf=$state_dir/$1.log
+	local sig=${NODEID_SERVER_RESTART_SIGNAL:-TERM} pause=${NODEID_SERVER_RESTART_PAUSE:-0}
+	local pid port data i attempt deadline code
+	alive "$name" || die "$name is not running: run '$0 start $name' first"
+	pid=$(sed -n 's/^PID=//p' "$f")
+	port=$(sed -n 's/^PORT=//p' "$f")
+	data=$(sed -n 's/^DATA=//p' "$f")
+	kill -"$sig" "$pid" 2>/dev/null || true
+	for i in $(seq 1 100); do
+		alive "$name" || break
+		sleep 0.1
+	done
+	if alive "$name"; then
+		log "$name: pid $pid ignored SIG$sig for 10 s, killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+		for i in $(seq 1 50); do
+			alive "$name" || break
+			sleep 0.1
+		done
+	fi
+	alive "$name" && die "$name: pid $pid does not stop"
+	sleep "$pause"
+	if [[ -f $logf ]]; then
+		mv -f "$logf" "$logf.1"
+	fi
+	for attempt in 1 2 3 4 5; do
+		launch "$name" "$port" "$data" "$logf"
+		pid=$launched_pid
+		deadline=$((SECONDS + ready_timeout))
+		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+			code=$(http_status "$port" "$(health_path "$name")" 2>/dev/null || true)
+			if [[ $code == 200 ]]; then
+				printf 'PID=%s\nPORT=%s\nDATA=%s\nENDPOINT=http://127.0.0.1:%s\n' "$pid" "$port" "$data" "$port" >"$f"
+				log "$name: restarted at http://127.0.0.1:$port (SIG$sig, ${pause}s down, pid $pid)"
+				return
+			fi
+			sleep 0.05
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			kill "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+			log "$name: not ready after ${ready_timeout}s; its log:"
+			cat "$logf" >&2
+			die "$name: failed to restart"
+		fi
+		wait "$pid" 2>/dev/null || true
+		if grep -qiE 'address already in use|port is already in use' "$logf" && ((attempt < 5)); then
+			log "$name: port $port is still taken, trying again"
+			sleep 0.5
+			continue
+		fi
+		break
+	done
+	log "$name: exited during restart; its log:"
+	cat "$logf" >&2
+	die "$name: failed to restart on port $port"
+}
+
 print_env() {
 	local name=$1 up=${1^^} endpoint
 	alive "$name" || die "$name is not running: run '$0 start' first"
@@ -227,6 +296,7 @@ main() {
 	start) for s in "${servers[@]}"; do start_one "$s"; done ;;
 	stop) for s in "${servers[@]}"; do stop_one "$s"; done ;;
 	env) for s in "${servers[@]}"; do print_env "$s"; done ;;
+	restart) for s in "${servers[@]}"; do restart_one "$s"; done ;;
 	status)
 		for s in "${servers[@]}"; do
 			if alive "$s"; then

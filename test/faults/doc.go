@@ -1,0 +1,15 @@
+// Package faults is nodeid's Jepsen-style fault suite: real demo-broker
+// processes on a real MinIO, each behind its own fault-injecting HTTP proxy
+// ([Proxy]), under a seeded schedule of kills, pauses, partitions, ambiguous
+// writes, 409 storms, 5xx answers, clock skew and MinIO restarts. Every ID the
+// brokers hand out is recorded with the broker, the time and the broker's
+// health, and the history is checked afterwards ([Check]): no ID twice, lease
+// versions that only grow, no ID from a broker after its /health went 503 or
+// after a successor took its node ID over, the right exit codes, released
+// leases, no corrupt object.
+//
+// The proxy, the schedule and the checker are ordinary code, unit-tested by
+// `go test ./test/faults`. The scenarios need the MinIO binary and take minutes,
+// so they build only with the faults tag: `go test -tags faults ./test/faults`.
+// See docs/faults.md.
+package faults

@@ -1,0 +1,7 @@
+//go:build faults && !linux
+
+package faults
+
+import "syscall"
+
+func procAttr() *syscall.SysProcAttr { return nil }

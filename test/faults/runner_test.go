@@ -1,0 +1,984 @@
+//go:build faults
+
+package faults
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/s3store"
+)
+
+// scenario is one run: brokers, their settings and a schedule of faults.
+type scenario struct {
+	name        string
+	seed        uint64
+	duration    time.Duration // fault phase
+	brokers     int           // alive at once
+	clusterSize int
+	lease       time.Duration
+	renew       time.Duration // renew interval
+	mutation    string        // NODEID_MUTATION, with the mutant binary
+	gossip      bool
+	// offsets are the clock offsets brokers draw from (BrokerParams), unless
+	// offsetFor is set: then it gives the offset of the n-th broker started.
+	offsets     []time.Duration
+	offsetFor   func(n int) time.Duration
+	startFaults bool // some replacement brokers start behind a faulty proxy
+	schedule    []Event
+	idsEvery    [2]time.Duration // pause between a client's /ids calls
+	idsN        int              // IDs per call
+}
+
+func (sc *scenario) renewDeadline() time.Duration {
+	margin := min(time.Second, sc.lease/4)
+	return min(2*sc.lease/3, sc.lease-margin)
+}
+
+// run is a scenario being run.
+type run struct {
+	t     *testing.T
+	sc    scenario
+	suite *suite
+	id    string // random, in bucket names and task IDs
+	dir   string // logs and files of the run
+	start time.Time
+	h     *History
+
+	bucket string
+	store  *s3store.Store // straight to MinIO, for the poller and the checks
+
+	faultCtx    context.Context // ends with the fault phase
+	endFaults   context.CancelFunc
+	pollCtx     context.Context
+	stopPolling context.CancelFunc
+	events      sync.WaitGroup
+	bg          sync.WaitGroup // pollers, clients, watchers
+
+	mu       sync.Mutex
+	slots    []*proc // the current broker of each slot
+	gens     []int   // generations started per slot
+	all      []*proc
+	started  int
+	stopping bool // no more replacements
+	faults   map[string]int
+	notes    []string
+}
+
+// proc is one broker process.
+type proc struct {
+	r          *run
+	idx        int // in History.Brokers
+	name, task string
+	slot, gen  int
+	params     StartParams
+	proxy      *Proxy
+	cmd        *exec.Cmd
+	logPath    string
+	client     *http.Client
+
+	addr       string // HTTP, once known
+	gossipAddr string
+	ready      chan struct{} // closed once addr is known (or the process ended)
+	exited     chan struct{}
+	exitCode   int
+	stopClient chan struct{}
+	stopOnce   sync.Once
+
+	node    atomic.Int64 // -1 until known
+	version atomic.Int64
+	healthy atomic.Bool // last /health answer read was 200
+	busy    atomic.Bool // a fault event owns it
+	paused  atomic.Bool
+	fate    atomic.Int32
+}
+
+func (r *run) since() time.Duration { return time.Since(r.start) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newRun prepares a run: a folder, a fresh bucket and a store on it.
+func newRun(t *testing.T, s *suite, sc scenario) *run {
+	t.Helper()
+	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{}, faults: map[string]int{}}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("nodeid-faults-%s-%d-", sc.name, sc.seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dir = dir
+	t.Cleanup(func() {
+		if t.Failed() || *flagKeep {
+			t.Logf("run folder kept: %s (broker logs, schedule, report)", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	r.bucket = fmt.Sprintf("faults-%s-%s", strings.ToLower(sc.name), r.id)
+	cfg := s3store.DefaultConfig()
+	cfg.Bucket, cfg.Endpoint, cfg.UsePathStyle, cfg.Region = r.bucket, s.minio.endpoint, true, "us-east-1"
+	cfg.AccessKeyID, cfg.SecretAccessKey = s.minio.accessKey, s.minio.secretKey
+	cfg.RequestTimeout = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := s3store.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(r.bucket)}); err != nil {
+		t.Fatalf("create bucket %s: %v", r.bucket, err)
+	}
+	r.store = st
+	r.slots = make([]*proc, sc.brokers)
+	r.gens = make([]int, sc.brokers)
+	return r
+}
+
+// execute runs the scenario to the end and returns the checker's report.
+func (r *run) execute() *Report {
+	t, sc := r.t, r.sc
+	t.Logf("scenario %s: seed %d, %d brokers on %d node IDs, lease %v, fault phase %v, mutation %q, gossip %v; reproduce with -seed %d",
+		sc.name, sc.seed, sc.brokers, sc.clusterSize, sc.lease, sc.duration, sc.mutation, sc.gossip, sc.seed)
+	t.Logf("schedule (seed %d):\n%s", sc.seed, FormatSchedule(sc.schedule))
+	_ = os.WriteFile(filepath.Join(r.dir, "schedule.txt"), []byte(FormatSchedule(sc.schedule)), 0o644)
+
+	r.start = time.Now()
+	r.faultCtx, r.endFaults = context.WithCancel(context.Background())
+	r.pollCtx, r.stopPolling = context.WithCancel(context.Background())
+	t.Cleanup(r.killAll)
+	r.bg.Add(1)
+	go r.poll()
+	for slot := range sc.brokers {
+		r.startSlot(slot)
+	}
+	for _, e := range sc.schedule {
+		if !sleepCtx(r.faultCtx, time.Until(r.start.Add(e.At))) {
+			break
+		}
+		r.events.Add(1)
+		go func() {
+			defer r.events.Done()
+			r.apply(e)
+		}()
+	}
+	sleepCtx(r.faultCtx, time.Until(r.start.Add(sc.duration)))
+	r.endFaults()
+	r.events.Wait()
+	// Let the last faults play out (a woken or healed broker loses its
+	// lease within the renew deadline) before the final SIGTERMs, so that
+	// each broker's exit code says what happened to it.
+	time.Sleep(sc.renewDeadline() + time.Second)
+	r.finish()
+	r.bg.Wait()
+	r.finalScan()
+
+	rep := Check(r.h)
+	r.report(rep)
+	return rep
+}
+
+// sleepCtx sleeps d or until ctx ends; false if ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *run) count(kind string) {
+	r.mu.Lock()
+	r.faults[kind]++
+	r.mu.Unlock()
+}
+
+func (r *run) note(format string, args ...any) {
+	msg := fmt.Sprintf("%s %s", fmtDur(r.since()), fmt.Sprintf(format, args...))
+	r.mu.Lock()
+	r.notes = append(r.notes, msg)
+	r.mu.Unlock()
+	r.t.Log(msg)
+}
+
+// startSlot starts the next generation of broker in slot.
+func (r *run) startSlot(slot int) {
+	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		return
+	}
+	gen := r.gens[slot]
+	r.gens[slot]++
+	n := r.started
+	r.started++
+	var join string
+	if r.sc.gossip {
+		for _, p := range r.all {
+			if p.gossipAddr != "" && !p.hasExited() && !p.paused.Load() {
+				join = p.gossipAddr // the most recent live one
+			}
+		}
+	}
+	r.mu.Unlock()
+
+	params := BrokerParams(r.sc.seed, slot, gen, r.sc.offsets, r.sc.startFaults)
+	if r.sc.offsetFor != nil {
+		params.ClockOffset = r.sc.offsetFor(n)
+	}
+	if _, err := r.launch(slot, gen, params, join); err != nil {
+		r.t.Errorf("start broker s%d.g%d: %v", slot, gen, err)
+	}
+}
+
+// launch starts a broker process behind a new proxy and its clients.
+func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, error) {
+	sc := r.sc
+	name := fmt.Sprintf("s%d.g%d", slot, gen)
+	px, err := NewProxy(r.suite.minio.endpoint, sc.seed^uint64(slot)<<40^uint64(gen)<<20^0xfa17)
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{
+		r: r, name: name, task: fmt.Sprintf("faults-%s-%s", r.id, name), slot: slot, gen: gen, params: params, proxy: px,
+		logPath: filepath.Join(r.dir, name+".log"), ready: make(chan struct{}), exited: make(chan struct{}), stopClient: make(chan struct{}),
+		client: &http.Client{
+			Timeout:   20 * time.Second, // longer than any pause: requests sent to a paused broker are answered when it wakes
+			Transport: &http.Transport{MaxIdleConnsPerHost: 8, DisableCompression: true, Proxy: nil},
+		},
+	}
+	p.node.Store(-1)
+	if params.Fault.Action != Forward {
+		// The broker starts behind a faulty proxy (to hit its acquisition);
+		// no other fault picks it meanwhile.
+		p.busy.Store(true)
+		r.count("start-" + params.Fault.Action.String())
+		_ = px.Inject(params.Fault)
+		r.bg.Add(1)
+		go func() {
+			defer r.bg.Done()
+			select {
+			case <-time.After(params.FaultFor):
+			case <-p.exited:
+			case <-r.faultCtx.Done():
+			}
+			_ = px.Heal()
+			p.busy.Store(false)
+		}()
+	}
+	args := []string{"serve",
+		"--http-addr", "127.0.0.1:0",
+		"--bucket", r.bucket, "--prefix", "nodeid/", "--region", "us-east-1",
+		"--s3-endpoint", px.URL(), "--s3-path-style",
+		"--cluster-size", strconv.Itoa(sc.clusterSize),
+		"--lease-duration", sc.lease.String(), "--renew-interval", sc.renew.String(),
+		"--drain-delay", "200ms", "--shutdown-timeout", "5s",
+		"--acquire-timeout", (sc.duration + 5*time.Minute).String(),
+		"--task-id", p.task,
+		"--debug-clock-offset", params.ClockOffset.String(),
+		"--log-level", "info",
+	}
+	if sc.gossip {
+		args = append(args, "--gossip-addr", "127.0.0.1:0", "--ready-timeout", "3s")
+		if join != "" {
+			args = append(args, "--join", join)
+		}
+	}
+	bin := r.suite.broker
+	home := filepath.Join(r.dir, "home")
+	_ = os.MkdirAll(home, 0o755)
+	env := []string{
+		"HOME=" + home,
+		"AWS_CONFIG_FILE=" + filepath.Join(home, "none"),
+		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none"),
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ACCESS_KEY_ID=" + r.suite.minio.accessKey,
+		"AWS_SECRET_ACCESS_KEY=" + r.suite.minio.secretKey,
+	}
+	if sc.mutation != "" {
+		bin = r.suite.mutant
+		env = append(env, "NODEID_MUTATION="+sc.mutation)
+	}
+	logf, err := os.Create(p.logPath)
+	if err != nil {
+		_ = px.Close()
+		return nil, err
+	}
+	fmt.Fprintf(logf, "# %s %s\n", bin, strings.Join(args, " "))
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = env
+	p.cmd.SysProcAttr = procAttr()
+	p.cmd.Stdout = logf
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		_ = px.Close()
+		_ = logf.Close()
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		_ = px.Close()
+		_ = logf.Close()
+		return nil, err
+	}
+	p.idx = r.h.AddBroker(BrokerRecord{Name: name, Task: p.task, ClockOffset: params.ClockOffset, Started: r.since()})
+	r.mu.Lock()
+	r.slots[slot] = p // before its watcher can see it exit
+	r.all = append(r.all, p)
+	r.mu.Unlock()
+	r.note("started %s (pid %d, clock offset %v, proxy %s%s)", name, p.cmd.Process.Pid, params.ClockOffset, px.URL(),
+		map[bool]string{true: ", starts with " + params.Fault.String(), false: ""}[params.Fault.Action != Forward])
+	scanned := make(chan struct{})
+	r.bg.Add(2)
+	go func() {
+		defer r.bg.Done()
+		defer close(scanned)
+		p.scan(stderr, logf)
+	}()
+	go func() {
+		defer r.bg.Done()
+		<-scanned
+		err := p.cmd.Wait()
+		_ = logf.Close()
+		p.exitCode = 0
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			p.exitCode = ee.ExitCode() // -1 when killed by a signal
+		default:
+			p.exitCode = -2
+		}
+		at := r.since()
+		r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.Exited, b.ExitedAt, b.ExitCode = true, at, p.exitCode })
+		close(p.exited)
+		r.onExit(p)
+	}()
+	select {
+	case <-p.ready:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		return p, fmt.Errorf("broker %s did not log its HTTP address within 30s (log %s)", name, p.logPath)
+	}
+	if p.addr != "" {
+		r.bg.Add(2)
+		go p.idsLoop()
+		go p.healthLoop()
+	}
+	return p, nil
+}
+
+// scan copies the broker's log to its file and picks up its addresses.
+func (p *proc) scan(stderr io.Reader, logf *os.File) {
+	readyOnce := sync.OnceFunc(func() { close(p.ready) })
+	defer readyOnce()
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		_, _ = logf.WriteString(line + "\n")
+		if !strings.Contains(line, "listening") {
+			continue
+		}
+		var m struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch m.Msg {
+		case "gossip listening":
+			p.r.mu.Lock()
+			p.gossipAddr = m.Addr
+			p.r.mu.Unlock()
+		case "http listening":
+			p.r.mu.Lock() // eligible reads it
+			p.addr = m.Addr
+			p.r.mu.Unlock()
+			if !p.r.sc.gossip {
+				readyOnce()
+			}
+		}
+		if p.addr != "" && (!p.r.sc.gossip || p.gossipAddr != "") {
+			readyOnce()
+		}
+	}
+}
+
+func (p *proc) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *proc) url(path string) string { return "http://" + p.addr + path }
+
+// idsLoop asks the broker for IDs until its clients stop, and records every
+// answer.
+func (p *proc) idsLoop() {
+	defer p.r.bg.Done()
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(p.idx)))
+	every, n := p.r.sc.idsEvery, p.r.sc.idsN
+	for {
+		wait := every[0] + time.Duration(rng.Int64N(int64(every[1]-every[0])+1))
+		start := p.r.since()
+		resp, err := p.client.Get(p.url("/ids?n=" + strconv.Itoa(n)))
+		if err == nil {
+			body, rerr := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			end := p.r.since()
+			if rerr == nil && resp.StatusCode == http.StatusOK {
+				p.record(start, end, body)
+			} else {
+				wait = 50 * time.Millisecond
+			}
+		} else {
+			wait = 50 * time.Millisecond
+		}
+		select {
+		case <-p.stopClient:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (p *proc) record(start, end time.Duration, body []byte) {
+	var a struct {
+		NodeID  int      `json:"nodeId"`
+		Version int64    `json:"version"`
+		IDs     []string `json:"ids"`
+	}
+	if err := json.Unmarshal(body, &a); err != nil {
+		p.r.h.AddCorrupt(fmt.Sprintf("%s: /ids answered 200 with %q: %v", p.name, body, err))
+		return
+	}
+	ids := make([]int64, 0, len(a.IDs))
+	for _, s := range a.IDs {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			p.r.h.AddCorrupt(fmt.Sprintf("%s: /ids answered a bad ID %q", p.name, s))
+			return
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	p.node.Store(int64(a.NodeID))
+	p.version.Store(a.Version)
+	p.r.h.AddIDs(IDBatch{Broker: p.idx, Start: start, End: end, Node: a.NodeID, Version: a.Version, Runs: RunsOf(ids)})
+}
+
+// healthLoop polls /health every 50 ms without waiting for the previous
+// answer (up to 128 in flight), so that requests sent while the broker is
+// paused are all answered when it wakes up.
+func (p *proc) healthLoop() {
+	defer p.r.bg.Done()
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	sem := make(chan struct{}, 128)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var lastEnd atomic.Int64
+	for {
+		select {
+		case <-p.stopClient:
+			return
+		case <-tick.C:
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			continue
+		}
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer func() { <-sem }()
+			start := p.r.since()
+			resp, err := p.client.Get(p.url("/health"))
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			end := p.r.since()
+			ok := resp.StatusCode == http.StatusOK
+			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
+				return
+			}
+			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok})
+			for {
+				last := lastEnd.Load()
+				if int64(end) < last {
+					break
+				}
+				if lastEnd.CompareAndSwap(last, int64(end)) {
+					p.healthy.Store(ok)
+					break
+				}
+			}
+			if ok && p.node.Load() < 0 {
+				p.learnClaim()
+			}
+		}()
+	}
+}
+
+// learnClaim reads the broker's node ID and version from /status.
+func (p *proc) learnClaim() {
+	resp, err := p.client.Get(p.url("/status"))
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var s struct {
+		State   string `json:"state"`
+		NodeID  int    `json:"nodeId"`
+		Version int64  `json:"version"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&s) == nil && s.State == "held" && s.NodeID >= 0 {
+		p.version.Store(s.Version)
+		p.node.CompareAndSwap(-1, int64(s.NodeID))
+	}
+}
+
+// stopClients stops the broker's /ids and /health clients.
+func (p *proc) stopClients() { p.stopOnce.Do(func() { close(p.stopClient) }) }
+
+// onExit stops the broker's clients, reads its lease after a SIGTERM and
+// starts its replacement.
+func (r *run) onExit(p *proc) {
+	p.stopClients()
+	p.client.CloseIdleConnections()
+	fate := Fate(p.fate.Load())
+	why := ""
+	if p.exitCode != 0 && p.exitCode != -1 {
+		why = ": " + lastError(p.logPath)
+	}
+	r.note("%s exited with %d (fate %v, node %d v%d)%s", p.name, p.exitCode, fateName(fate), p.node.Load(), p.version.Load(), why)
+	if fate == FateTerminated && p.node.Load() >= 0 {
+		r.readRelease(p)
+	}
+	go func() { // the proxy may still hold requests of a dead client
+		_ = p.proxy.Close()
+	}()
+	r.mu.Lock()
+	replace := !r.stopping && r.slots[p.slot] == p
+	r.mu.Unlock()
+	if replace {
+		// At once, but not in a tight loop when brokers cannot even start
+		// (MinIO restarting).
+		wait := 100 * time.Millisecond
+		if p.node.Load() < 0 && r.since()-r.h.Broker(p.idx).Started < 2*time.Second {
+			wait = time.Second
+		}
+		r.bg.Add(1)
+		go func() {
+			defer r.bg.Done()
+			if sleepCtx(r.faultCtx, wait) {
+				r.startSlot(p.slot)
+			}
+		}()
+	}
+}
+
+// lastError returns the last error line of a broker's log.
+func lastError(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	last := "(no error logged)"
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `"level":"ERROR"`) {
+			last = l
+		}
+	}
+	return last
+}
+
+func fateName(f Fate) string {
+	return [...]string{"none", "killed", "terminated"}[f]
+}
+
+// readRelease reads the lease object of a broker that exited after SIGTERM.
+func (r *run) readRelease(p *proc) {
+	node := int(p.node.Load())
+	o := ReleaseObs{Broker: p.idx, At: r.since(), Node: node}
+	for attempt := 0; attempt < 10; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		body, _, err := r.store.Get(ctx, lease.RecordKey(node))
+		cancel()
+		if err != nil {
+			time.Sleep(200 * time.Millisecond) // MinIO may be restarting
+			continue
+		}
+		rec, err := lease.DecodeRecord(body, node)
+		if err != nil {
+			r.h.AddCorrupt(fmt.Sprintf("node %d read after %s exited: %v", node, p.name, err))
+			break
+		}
+		o.Found, o.Version, o.Holder = true, rec.Version, rec.Holder
+		break
+	}
+	r.h.AddRelease(o)
+}
+
+// poll reads every lease object, one after the other, every 100 ms, from
+// MinIO directly, until the run ends.
+func (r *run) poll() {
+	defer r.bg.Done()
+	for {
+		for node := range r.sc.clusterSize {
+			if r.pollCtx.Err() != nil {
+				return
+			}
+			start := r.since()
+			ctx, cancel := context.WithTimeout(r.pollCtx, 2*time.Second)
+			body, _, err := r.store.Get(ctx, lease.RecordKey(node))
+			cancel()
+			end := r.since()
+			if err != nil {
+				continue // not created yet, MinIO restarting, or the run ending
+			}
+			rec, err := lease.DecodeRecord(body, node)
+			if err != nil {
+				r.h.AddCorrupt(fmt.Sprintf("node %d read at %s: %v: %q", node, fmtDur(start), err, body))
+				continue
+			}
+			r.h.AddLease(LeaseObs{Node: node, Start: start, End: end, Version: rec.Version, Holder: rec.Holder, Reserved: rec.ReservedUntilMs})
+		}
+		if !sleepCtx(r.pollCtx, 100*time.Millisecond) {
+			return
+		}
+	}
+}
+
+// eligible returns the brokers a fault may pick: alive, not owned by another
+// fault, serving HTTP; holders only when holders is set and there is one.
+func (r *run) eligible(holders bool) []*proc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var all, held []*proc
+	for _, p := range r.slots {
+		if p == nil || p.addr == "" || p.hasExited() || p.busy.Load() || Fate(p.fate.Load()) != FateNone {
+			continue
+		}
+		all = append(all, p)
+		if p.healthy.Load() {
+			held = append(held, p)
+		}
+	}
+	if holders && len(held) > 0 {
+		return held
+	}
+	return all
+}
+
+// apply runs one event of the schedule.
+func (r *run) apply(e Event) {
+	if e.Kind == KindMinIO {
+		r.count(string(e.Kind))
+		crash := e.Pick%2 == 0
+		r.note("MinIO restart (crash %v, down %v)", crash, e.For)
+		if err := r.suite.minio.restart(e.For, crash); err != nil {
+			r.t.Errorf("restart MinIO: %v", err)
+		}
+		r.note("MinIO is back")
+		return
+	}
+	holdersOnly := e.Kind == KindKill || e.Kind == KindTerm || e.Kind == KindPause || e.Kind == KindPartition || e.Kind == KindStall ||
+		e.Kind == KindSlowWrites || e.Kind == KindTermRenewing
+	cands := r.eligible(holdersOnly)
+	if len(cands) == 0 {
+		r.count("skipped")
+		return
+	}
+	p := cands[e.Pick%len(cands)]
+	if !p.busy.CompareAndSwap(false, true) {
+		r.count("skipped")
+		return
+	}
+	defer p.busy.Store(false)
+	r.count(string(e.Kind))
+	wasHeld := p.healthy.Load()
+	switch e.Kind {
+	case KindKill:
+		r.note("kill -9 %s (held %v)", p.name, wasHeld)
+		r.setFate(p, FateKilled)
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	case KindTerm:
+		r.note("SIGTERM %s (held %v)", p.name, wasHeld)
+		r.setFate(p, FateTerminated)
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	case KindTermRenewing:
+		_ = p.proxy.Inject(Fault{Action: SlowAnswer, Ops: []Op{OpUpdate}, Delay: 500 * time.Millisecond})
+		caught := false
+		for deadline := time.Now().Add(2 * r.sc.renew); time.Now().Before(deadline) && !p.hasExited(); time.Sleep(2 * time.Millisecond) {
+			if caught = p.proxy.Held(OpUpdate) > 0; caught {
+				break
+			}
+		}
+		r.note("SIGTERM %s while a renewal it sent has landed and waits for its answer (caught: %v, held %v)", p.name, caught, wasHeld)
+		r.setFate(p, FateTerminated)
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		r.waitFault(p, 10*time.Second)
+		_ = p.proxy.Heal()
+	case KindPause:
+		r.note("SIGSTOP %s for %v (held %v)", p.name, e.For, wasHeld)
+		began := time.Now()
+		p.paused.Store(true)
+		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		sleepCtx(r.faultCtx, e.For) // cut short at the end of the fault phase
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.paused.Store(false)
+		r.mustLose(p, wasHeld, "a SIGSTOP", time.Since(began))
+		r.note("SIGCONT %s", p.name)
+	case KindStall:
+		// The classic: a process paused (GC, CPU starvation) while a write
+		// hangs on a partitioned network. When it wakes up, its renewal
+		// is still in flight and its read-back hangs too: only the fence
+		// stops it from serving IDs meanwhile.
+		_ = p.proxy.Inject(Fault{Action: BlackHole})
+		caught := false
+		for deadline := time.Now().Add(2 * r.sc.renew); time.Now().Before(deadline) && !p.hasExited(); time.Sleep(2 * time.Millisecond) {
+			if caught = p.proxy.Held(OpUpdate) > 0; caught {
+				break
+			}
+		}
+		r.note("stall %s for %v: S3 black-holed, SIGSTOP (a renewal in flight: %v, held %v)", p.name, e.For, caught, wasHeld)
+		began := time.Now()
+		p.paused.Store(true)
+		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		sleepCtx(r.faultCtx, e.For)
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.paused.Store(false)
+		r.mustLose(p, wasHeld, "a stall", time.Since(began))
+		r.waitFault(p, r.sc.renewDeadline()) // the partition outlasts the pause
+		_ = p.proxy.Heal()
+		r.note("SIGCONT %s, then its S3 healed", p.name)
+	case KindSlowWrites:
+		r.note("slow S3 on %s for %v: latency %v+%v and %v", p.name, e.For, e.Latency, e.Jitter, e.Fault)
+		p.proxy.SetLatency(e.Latency, e.Jitter)
+		_ = p.proxy.Inject(e.Fault)
+		r.waitFault(p, e.For)
+		_ = p.proxy.Heal()
+	case KindLatency:
+		r.note("latency %v+%v on %s for %v", e.Latency, e.Jitter, p.name, e.For)
+		p.proxy.SetLatency(e.Latency, e.Jitter)
+		r.waitFault(p, e.For)
+		p.proxy.SetLatency(0, 0)
+	default: // proxy faults
+		r.note("%s on %s for %v: %v", e.Kind, p.name, e.For, e.Fault)
+		began := time.Now()
+		if err := p.proxy.Inject(e.Fault); err != nil {
+			r.t.Errorf("inject %v: %v", e.Fault, err)
+		}
+		r.waitFault(p, e.For)
+		if e.Kind == KindPartition {
+			r.mustLose(p, wasHeld, "an S3 partition", time.Since(began))
+		}
+		if err := p.proxy.Heal(); err != nil {
+			r.note("heal %s's proxy: %v", p.name, err)
+		}
+	}
+}
+
+// mustLose records that a broker holding a lease when a pause or partition
+// began, which lasted longer than the lease, must lose it (exit 3): its
+// last renewal was sent before the fault began, and its renew deadline is
+// shorter than the lease. Faults cut short at the end of the fault phase may
+// be too short for that.
+func (r *run) mustLose(p *proc, held bool, what string, lasted time.Duration) {
+	if !held || lasted <= r.sc.lease {
+		return
+	}
+	why := fmt.Sprintf("%s of %v (lease %v) ending at %s while holding", what, lasted.Round(time.Millisecond), r.sc.lease, fmtDur(r.since()))
+	r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.MustLose, b.MustLoseWhy = true, why })
+}
+
+// waitFault waits d, or less if the broker exits or the fault phase ends.
+func (r *run) waitFault(p *proc, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-p.exited:
+	case <-r.faultCtx.Done():
+	}
+}
+
+func (r *run) setFate(p *proc, f Fate) {
+	p.fate.Store(int32(f))
+	at := r.since()
+	r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.Fate, b.FateAt = f, at })
+}
+
+// finish stops every broker that is still alive with SIGTERM (each must
+// release its lease and exit 0) and waits for them.
+func (r *run) finish() {
+	r.mu.Lock()
+	r.stopping = true
+	live := slices.Clone(r.all)
+	r.mu.Unlock()
+	for _, p := range live {
+		if p.hasExited() {
+			continue
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		if Fate(p.fate.Load()) == FateNone {
+			r.setFate(p, FateTerminated)
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	r.note("SIGTERM to every live broker")
+	deadline := time.After(30 * time.Second)
+	for _, p := range live {
+		select {
+		case <-p.exited:
+		case <-deadline:
+			r.note("%s did not exit within 30s of the end", p.name)
+		}
+	}
+	r.stopPolling()
+	for _, p := range live {
+		p.stopClients()
+		if !p.hasExited() {
+			_ = p.cmd.Process.Kill()
+		}
+	}
+}
+
+// killAll kills whatever still runs (a failed or interrupted test).
+func (r *run) killAll() {
+	r.mu.Lock()
+	r.stopping = true
+	all := slices.Clone(r.all)
+	r.mu.Unlock()
+	if r.endFaults != nil {
+		r.endFaults()
+		r.stopPolling()
+	}
+	for _, p := range all {
+		if !p.hasExited() {
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			_ = p.cmd.Process.Kill()
+		}
+		p.stopClients()
+		_ = p.proxy.Close()
+	}
+}
+
+// finalScan decodes every object in the bucket.
+func (r *run) finalScan() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var l lease.Listing
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		if l, err = r.store.List(ctx); err == nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
+		r.h.AddCorrupt(fmt.Sprintf("final listing: %v", err))
+		return
+	}
+	n := 0
+	for _, o := range l.Objects {
+		body, _, err := r.store.Get(ctx, o.Key)
+		if err != nil {
+			r.h.AddCorrupt(fmt.Sprintf("final read of %s: %v", o.Key, err))
+			continue
+		}
+		if o.Key == lease.ManifestKey {
+			if _, err := lease.DecodeManifest(body); err != nil {
+				r.h.AddCorrupt(fmt.Sprintf("%s: %v", o.Key, err))
+			}
+			continue
+		}
+		id, ok := lease.ParseRecordKey(o.Key)
+		if !ok {
+			r.h.AddCorrupt(fmt.Sprintf("unexpected object %s", o.Key))
+			continue
+		}
+		if _, err := lease.DecodeRecord(body, id); err != nil {
+			r.h.AddCorrupt(fmt.Sprintf("%s: %v", o.Key, err))
+			continue
+		}
+		n++
+	}
+	r.h.FinalObjects = n
+	if n != r.sc.clusterSize {
+		r.h.AddCorrupt(fmt.Sprintf("the bucket holds %d lease objects, want %d", n, r.sc.clusterSize))
+	}
+}
+
+// report logs the summary and the violations and writes them to the run folder.
+func (r *run) report(rep *Report) {
+	r.mu.Lock()
+	faults := formatCounts(r.faults)
+	all := slices.Clone(r.all)
+	r.mu.Unlock()
+	exits := map[string]int{}
+	for _, b := range r.h.Brokers {
+		switch {
+		case b.Fate == FateKilled:
+			exits["killed"]++
+		case !b.Exited:
+			exits["running"]++
+		default:
+			exits[strconv.Itoa(b.ExitCode)]++
+		}
+	}
+	s3 := map[string]int{}
+	for _, p := range all {
+		for k, v := range p.proxy.Counts() {
+			s3[k] += v
+		}
+	}
+	summary := fmt.Sprintf("SUMMARY %s seed=%d: %.0fs; faults: %s; brokers: %d started, exits %s; IDs checked: %d in %d answers; duplicates: %d; violations: %s",
+		r.sc.name, r.sc.seed, r.since().Seconds(), faults, len(r.h.Brokers), formatCounts(exits), rep.IDs, rep.Batches, rep.Duplicates, rep.Summary())
+	details := rep.Details(5)
+	text := summary + "\nS3 requests through the proxies: " + formatCounts(s3) + "\n" + details
+	for _, n := range rep.Notes {
+		text += "note: " + n + "\n"
+	}
+	_ = os.WriteFile(filepath.Join(r.dir, "report.txt"), []byte(text+"\nevents:\n"+strings.Join(r.notes, "\n")+"\n"), 0o644)
+	r.t.Log(text)
+}
