@@ -255,11 +255,17 @@ func TestServeCluster(t *testing.T) {
 		if code, out, errOut := runBin(t, append(brokerEnv(t), "NODEID_HTTP_ADDR="+port), "healthcheck"); code != 0 {
 			t.Errorf("healthcheck with NODEID_HTTP_ADDR=%s: exit %d\n%s%s", port, code, out, errOut)
 		}
-		code, body, err := b.get("/metrics")
-		if err != nil || code != http.StatusOK {
-			t.Fatalf("/metrics: HTTP %d %v", code, err)
-		}
-		m := string(body)
+		// A broker that took a never-created ID wrote no update yet: wait for
+		// its first renewal.
+		var m string
+		waitFor(t, 10*time.Second, "a renewal in b's /metrics", func() (bool, string) {
+			code, body, err := b.get("/metrics")
+			if err != nil || code != http.StatusOK {
+				return false, fmt.Sprintf("HTTP %d %v", code, err)
+			}
+			m = string(body)
+			return strings.Contains(m, `nodeid_s3_requests_total{operation="update",outcome="ok"}`), "no update yet"
+		})
 		for _, want := range []string{
 			`nodeid_lease_state{state="held"} 1`,
 			`nodeid_lease_state{state="acquiring"} 0`,
