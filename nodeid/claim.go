@@ -26,6 +26,7 @@ type Claim struct {
 	validUntil  atomic.Int64
 	reservation atomic.Int64
 	issued      atomic.Pointer[func() int64]
+	closing     atomic.Bool // Close has begun: the release is being written
 
 	mu       sync.Mutex // guards the fields below and serialises writes
 	etag     string
@@ -137,8 +138,11 @@ func (c *Claim) SetIssuedFunc(f func() int64) { c.issued.Store(&f) }
 // ObserveVersion reports a version of this claim's node ID seen elsewhere (in
 // gossip). A higher version than the claim's means another task holds the ID:
 // the claim fences at once and ends as lost.
+//
+// During Close it is ignored: the release may land before its answer comes
+// back, and a successor's higher version is then expected, not a loss.
 func (c *Claim) ObserveVersion(v int64) {
-	if v > c.version {
+	if v > c.version && !c.closing.Load() {
 		c.lose(lostf("a peer runs node %d with version %d, above ours %d", c.id, v, c.version))
 	}
 }

@@ -486,3 +486,22 @@ func TestSlowRenewalDoesNotReviveTheFence(t *testing.T) {
 		t.Fatalf("revived %v, valid %v, err %v: want the claim lost, never valid after its fence fell", revived, c.Valid(), c.Err())
 	}
 }
+
+// A successor's version gossiped while Close is releasing (the release landed,
+// its answer is late) is not a loss: Close ends the claim as closed.
+func TestHigherVersionDuringCloseIsNotALoss(t *testing.T) {
+	e := newEnv(t)
+	c := e.acquire(e.provider(e.config("a")))
+	e.store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if op == storetest.OpUpdate {
+			c.ObserveVersion(c.Version() + 1) // the successor's gossip, while the release is in flight
+		}
+		return storetest.Fault{}
+	})
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !errors.Is(c.Err(), ErrClosed) {
+		t.Fatalf("Err after Close = %v, want ErrClosed", c.Err())
+	}
+}

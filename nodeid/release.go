@@ -22,6 +22,7 @@ func (c *Claim) Close(ctx context.Context) error {
 }
 
 func (c *Claim) release(ctx context.Context) error {
+	c.closing.Store(true)
 	c.fence()
 	c.stopLoop()
 	<-c.loopDone
