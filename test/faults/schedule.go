@@ -35,15 +35,12 @@ const (
 	KindTermRenewing Kind = "sigterm-renewing"
 )
 
-// DefaultKinds are the kinds of a schedule by default: every kind but
-// KindSlowWrites and KindTermRenewing, which make the current broker break
-// its contract (docs/faults.md, "Known failures"); add them back once that is
-// fixed.
+// DefaultKinds are the kinds of a schedule by default: every kind.
 var DefaultKinds = []Kind{KindKill, KindTerm, KindPause, KindPartition, KindStall, KindRefuse, KindReset, KindAmbiguous,
-	KindConflict, KindErrors, KindLatency, KindMinIO}
+	KindConflict, KindErrors, KindLatency, KindMinIO, KindSlowWrites, KindTermRenewing}
 
 // AllKinds is every kind of fault.
-var AllKinds = append(slices.Clone(DefaultKinds), KindSlowWrites, KindTermRenewing)
+var AllKinds = slices.Clone(DefaultKinds)
 
 // weights of the kinds in a schedule: how often each is drawn.
 var weights = map[Kind]int{
