@@ -81,6 +81,11 @@ if [[ ${NODEID_TEST_VERBOSE:-} == 1 ]]; then
 fi
 # The race detector needs cgo, hence a C compiler, which a machine with only Go
 # may lack (Go then turns cgo off).
+if [[ $(go env CGO_ENABLED) != 1 ]] && ! command -v cc >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+	echo "no C compiler: installing gcc for the race detector (apt-get)" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null
+	export CGO_ENABLED=1
+fi
 if [[ $(go env CGO_ENABLED) != 1 ]]; then
 	if [[ ${CI:-} == true ]]; then
 		echo "go test -race needs cgo and a C compiler (apt-get install -y gcc)" >&2
