@@ -66,22 +66,9 @@ func runFailover(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "nodeid-bench failover: want --ids in 1..1024 and --runs >= 1")
 		return 2
 	}
-	b, err := startBackend(ctx, o.common, true)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench failover: %v\n", err)
-		return 1
-	}
-	defer b.close()
-	rep, err := failover(ctx, b, o, args)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench failover: %v\n", err)
-		return 1
-	}
-	if err := emit(stdout, o.common, rep, func() { printFailover(stdout, rep) }); err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
-		return 1
-	}
-	return 0
+	_, code := runOnBackend(ctx, "failover", o.common, true, stdout, stderr,
+		func(b *backend) (*failoverReport, error) { return failover(ctx, b, o, args) }, printFailover)
+	return code
 }
 
 func (o failoverOpts) config(task string) nodeid.Config {

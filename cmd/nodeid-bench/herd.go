@@ -117,20 +117,10 @@ func runHerd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nodeid-bench herd: --tasks must be >= 1 and --ids in 1..1024")
 		return 2
 	}
-	b, err := startBackend(ctx, o.common, false)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench herd: %v\n", err)
-		return 1
-	}
-	defer b.close()
-	rep, err := herd(ctx, b, o, variants, args)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench herd: %v\n", err)
-		return 1
-	}
-	if err := emit(stdout, o.common, rep, func() { printHerd(stdout, rep) }); err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
-		return 1
+	rep, code := runOnBackend(ctx, "herd", o.common, false, stdout, stderr,
+		func(b *backend) (*herdReport, error) { return herd(ctx, b, o, variants, args) }, printHerd)
+	if code != 0 {
+		return code
 	}
 	for _, r := range rep.Runs {
 		if !r.Distinct || r.Acquired != r.Tasks {

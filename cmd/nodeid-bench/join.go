@@ -60,22 +60,9 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nodeid-bench join: want 0 <= --held < --ids <= 1024, 1 <= --runs <= free IDs, --free-age old or recent")
 		return 2
 	}
-	b, err := startBackend(ctx, o.common, false)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench join: %v\n", err)
-		return 1
-	}
-	defer b.close()
-	rep, err := join(ctx, b, o, args, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench join: %v\n", err)
-		return 1
-	}
-	if err := emit(stdout, o.common, rep, func() { printJoin(stdout, rep) }); err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
-		return 1
-	}
-	return 0
+	_, code := runOnBackend(ctx, "join", o.common, false, stdout, stderr,
+		func(b *backend) (*joinReport, error) { return join(ctx, b, o, args, stderr) }, printJoin)
+	return code
 }
 
 func (o joinOpts) config(task string) nodeid.Config {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -162,4 +163,27 @@ func newHeader(scenario string, b *backend, args []string) header {
 func printHeader(w io.Writer, h header) {
 	fmt.Fprintf(w, "%s on %s, %v round trip added per request, seed %d\n", h.Scenario, h.Server,
 		time.Duration(float64(h.Latency)*float64(time.Millisecond)), h.Seed)
+}
+
+// runOnBackend starts the S3 back end (record: count requests by task and
+// phase), runs the scenario on it and prints its report as a table or JSON. It
+// returns the report, or nil with the exit code to use.
+func runOnBackend[R any](ctx context.Context, name string, c common, record bool, stdout, stderr io.Writer,
+	scenario func(*backend) (R, error), table func(io.Writer, R)) (rep R, code int) {
+	var none R
+	b, err := startBackend(ctx, c, record)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodeid-bench %s: %v\n", name, err)
+		return none, 1
+	}
+	defer b.close()
+	if rep, err = scenario(b); err != nil {
+		fmt.Fprintf(stderr, "nodeid-bench %s: %v\n", name, err)
+		return none, 1
+	}
+	if err := emit(stdout, c, rep, func() { table(stdout, rep) }); err != nil {
+		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
+		return none, 1
+	}
+	return rep, 0
 }

@@ -82,22 +82,9 @@ func runSteady(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if o.window == 0 {
 		o.window = slices.Max(leases) + time.Second // 3 renew intervals of lease/3
 	}
-	b, err := startBackend(ctx, o.common, true)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench steady: %v\n", err)
-		return 1
-	}
-	defer b.close()
-	rep, err := steady(ctx, b, o, leases, args)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench steady: %v\n", err)
-		return 1
-	}
-	if err := emit(stdout, o.common, rep, func() { printSteady(stdout, rep) }); err != nil {
-		fmt.Fprintf(stderr, "nodeid-bench: %v\n", err)
-		return 1
-	}
-	return 0
+	_, code := runOnBackend(ctx, "steady", o.common, true, stdout, stderr,
+		func(b *backend) (*steadyReport, error) { return steady(ctx, b, o, leases, args) }, printSteady)
+	return code
 }
 
 func steady(ctx context.Context, b *backend, o steadyOpts, leases []time.Duration, args []string) (*steadyReport, error) {
