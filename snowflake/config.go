@@ -45,7 +45,9 @@ type Config struct {
 	Reservation func() int64
 
 	// Clock is the source of time. nil: NewSystemClock(), the wall clock
-	// read once plus the monotonic clock, which never steps.
+	// read once plus the monotonic clock, which never steps. A
+	// CoarseClock makes IDs cheaper where clock reads are slow, for
+	// timestamps up to its resolution late.
 	Clock Clock
 
 	// MaxClockWait is how long a call may wait for a clock that is behind

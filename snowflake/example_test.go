@@ -125,3 +125,22 @@ func ExampleLayout_Decode() {
 	// 6293553159 1500 1 7
 	// 41/1/21 epoch 2025-01-01T00:00:00.000Z
 }
+
+// A CoarseClock makes Next cheaper where reading the clock is slow, for
+// timestamps up to a millisecond late. Stop it after the generator's last use.
+func ExampleNewCoarseClock() {
+	clk := snowflake.NewCoarseClock(time.Millisecond)
+	defer clk.Stop()
+
+	cfg := snowflake.DefaultConfig()
+	cfg.NodeID = 3
+	cfg.Clock = clk
+	g, err := snowflake.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	a, _ := g.Next()
+	b, _ := g.Next()
+	fmt.Println(b > a, b.NodeID())
+	// Output: true 3
+}

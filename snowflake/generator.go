@@ -19,17 +19,19 @@ import (
 //
 // Timestamps are read fresh at every call: an ID's timestamp is the
 // millisecond its call read the clock (never earlier), or, after the clock
-// stepped back, the last issued timestamp, which is ahead of the clock.
+// stepped back, the last issued timestamp, which is ahead of the clock. With
+// a CoarseClock, "read the clock" means its last tick.
 type Generator struct {
 	_     [64]byte     // keep state alone on its cache line:
 	state atomic.Int64 // timestamp<<seqBits | sequence of the last ID issued
 	_     [56]byte     // it is the only word every call writes
 
 	// Read-only after New.
-	sys      bool      // the clock is a systemClock: read it directly
-	sysStart time.Time // its start (with the monotonic reading)
-	sysBase  int64     // its start in nanoseconds since the layout's epoch
-	clock    Clock
+	sys      bool         // the clock is a systemClock: read it directly
+	sysStart time.Time    // its start (with the monotonic reading)
+	sysBase  int64        // its start in nanoseconds since the layout's epoch
+	clock    Clock        // the precise clock: Config.Clock, or the one under a CoarseClock
+	coarse   *CoarseClock // Config.Clock when it is a CoarseClock
 	fence    Fence
 	reserve  func() int64
 
@@ -85,6 +87,9 @@ func New(cfg Config) (*Generator, error) {
 	}
 	if g.clock == nil {
 		g.clock = newSystemClock()
+	}
+	if c, ok := g.clock.(*CoarseClock); ok {
+		g.coarse, g.clock = c, c.base
 	}
 	if c, ok := g.clock.(*systemClock); ok {
 		g.sys, g.sysStart, g.sysBase = true, c.start, c.startNs-g.epochNs
@@ -173,7 +178,21 @@ func (g *Generator) id(s int64) ID {
 	return ID((s&^g.seqMask)<<g.nodeBits | g.nodePart | s&g.seqMask)
 }
 
-// nowNs returns the clock in nanoseconds since the layout's epoch.
+// fastNowNs returns the clock in nanoseconds since the layout's epoch, as
+// read on the way to an ID: a CoarseClock's cached reading when there is
+// one, else a precise reading.
+func (g *Generator) fastNowNs() int64 {
+	if g.coarse != nil {
+		ns := g.coarse.cached.Load()
+		if ns == 0 {
+			ns = g.coarse.wakeAndRead()
+		}
+		return ns - g.epochNs
+	}
+	return g.nowNs()
+}
+
+// nowNs returns the precise clock in nanoseconds since the layout's epoch.
 func (g *Generator) nowNs() int64 {
 	if g.sys {
 		return g.sysBase + int64(time.Since(g.sysStart))
@@ -200,8 +219,8 @@ func (g *Generator) take(n int64) (first, k int64, err error) {
 	if g.fence != nil && !g.fence.Valid() {
 		return 0, 0, ErrFenced
 	}
-	nowNs := g.nowNs()
-	entryNs := nowNs
+	nowNs := g.fastNowNs()
+	entryNs := int64(math.MinInt64) // set at the first wait
 	for {
 		now := floorMs(nowNs)
 		old := g.state.Load()
@@ -210,6 +229,9 @@ func (g *Generator) take(n int64) (first, k int64, err error) {
 			if now <= g.limit() {
 				k = min(n, g.seqMask+1)
 				if g.state.CompareAndSwap(old, now<<g.seqBits|(k-1)) {
+					if g.coarse != nil {
+						g.coarse.markUsed() // keeps it ticking
+					}
 					return now << g.seqBits, k, nil
 				}
 				continue
@@ -222,6 +244,9 @@ func (g *Generator) take(n int64) (first, k int64, err error) {
 				return old + 1, k, nil
 			}
 			continue
+		}
+		if entryNs == math.MinInt64 {
+			entryNs = g.nowNs()
 		}
 		if err := g.wait(entryNs); err != nil {
 			return 0, 0, err

@@ -18,3 +18,6 @@ func osSleepUntil(end time.Time) {
 		// EINTR: a signal arrived (the runtime uses them); sleep the rest.
 	}
 }
+
+// tickSleepUntil is how a CoarseClock sleeps between ticks: precisely.
+func tickSleepUntil(end time.Time) { osSleepUntil(end) }

@@ -9,3 +9,8 @@ import "time"
 // cost a millisecond of sequence numbers at every wait). That burns one core
 // while a generator waits; only one goroutine per generator ever does.
 func osSleepUntil(time.Time) {}
+
+// tickSleepUntil is how a CoarseClock sleeps between ticks: with
+// time.Sleep, which may wake up to a millisecond late, making the clock that
+// much coarser.
+func tickSleepUntil(end time.Time) { time.Sleep(time.Until(end)) }

@@ -10,7 +10,7 @@ import (
 // returns why it cannot. Only one caller at a time waits on the clock (the
 // leader); the others block on its channel and retry when it is done, so
 // waiting burns at most one core, and a call's own deadlines still hold: they
-// are measured from entryNs, when the call first read the clock.
+// are measured from entryNs, the precise clock when the call first had to wait.
 func (g *Generator) wait(entryNs int64) error {
 	g.mu.Lock()
 	if ch := g.waitCh; ch != nil {
