@@ -106,9 +106,22 @@ func (f *leaseFence) Valid() bool {
 // nodeidGen returns a generator for l; with lease set, it has a fence and a
 // reservation as it would under a lease (both far in the future).
 func nodeidGen(b *testing.B, l snowflake.Layout, lease bool) *snowflake.Generator {
+	return nodeidGenClock(b, l, lease, nil)
+}
+
+// nodeidCoarseGen returns a generator for l on a CoarseClock of 1 ms, which
+// is stopped when b ends.
+func nodeidCoarseGen(b *testing.B, l snowflake.Layout) *snowflake.Generator {
+	clk := snowflake.NewCoarseClock(time.Millisecond)
+	b.Cleanup(clk.Stop)
+	return nodeidGenClock(b, l, false, clk)
+}
+
+func nodeidGenClock(b *testing.B, l snowflake.Layout, lease bool, clk snowflake.Clock) *snowflake.Generator {
 	cfg := snowflake.DefaultConfig()
 	cfg.Layout = l
 	cfg.NodeID = 1
+	cfg.Clock = clk
 	if lease {
 		f := &leaseFence{start: time.Now()}
 		f.deadline.Store(int64(time.Hour))
@@ -158,6 +171,7 @@ func impls(b *testing.B, l snowflake.Layout) []struct {
 		{"bwmarrin", func() int64 { return int64(n.Generate()) }},
 		{"sonyflake", sonyNext(b, sonyGen(b, l))},
 		{"nodeid", nodeidNext(b, nodeidGen(b, l, false))},
+		{"nodeid-coarse", nodeidNext(b, nodeidCoarseGen(b, l))},
 		{"nodeid-lease", nodeidNext(b, nodeidGen(b, l, true))},
 	}
 }

@@ -1,6 +1,8 @@
 package snowflake
 
 import (
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -50,5 +52,45 @@ func BenchmarkNextCoarseClock(b *testing.B) {
 		if _, err := g.Next(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkNextCoarseClockLag issues IDs from GOMAXPROCS goroutines on a
+// CoarseClock, so that every processor is busy and the clock's goroutine
+// must wait for one, and reports how far the IDs' timestamps are behind the
+// precise clock read right after the call (every 256th call), in ms.
+func BenchmarkNextCoarseClockLag(b *testing.B) {
+	clk := NewCoarseClock(time.Millisecond)
+	defer clk.Stop()
+	cfg := DefaultConfig()
+	cfg.Layout = Layout{TimestampBits: 41, NodeBits: 1, SequenceBits: 21, EpochMs: DefaultEpochMs}
+	cfg.Clock = clk
+	g, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lags []int64
+	b.RunParallel(func(pb *testing.PB) {
+		var local []int64
+		for i := 0; pb.Next(); i++ {
+			id, err := g.Next()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if i%256 == 0 {
+				p, _ := cfg.Layout.Decode(id)
+				local = append(local, clk.base.Now().UnixMilli()-p.TimeMs)
+			}
+		}
+		mu.Lock()
+		lags = append(lags, local...)
+		mu.Unlock()
+	})
+	slices.Sort(lags)
+	if n := len(lags); n > 0 {
+		b.ReportMetric(float64(lags[n*99/100]), "lag-p99-ms")
+		b.ReportMetric(float64(lags[n-1]), "lag-max-ms")
 	}
 }

@@ -10,25 +10,28 @@ import (
 // A CoarseClock is a Clock that a goroutine of its own reads once every
 // resolution, so that reading it costs one atomic load instead of a monotonic
 // clock read. Where a clock read is slow (25 ns under the KVM hypervisor of
-// the benchmarks, most of what an ID costs) this makes Next about four times
+// the benchmarks, most of what an ID costs) this makes Next about three times
 // cheaper; see the README's figures.
 //
-// What it costs: its timestamps lag real time by up to the resolution (plus
-// the goroutine's wake-up latency, about 0.1 ms on Linux, and more while the
-// process is starved of CPU: the goroutine needs a processor to run, and when
-// every GOMAXPROCS thread is busy it may wait up to the Go scheduler's 10 ms
-// time slice); and while it is in use its goroutine wakes once per
-// resolution (3 to 4 % of a core at 1 ms on the benchmark VM). After
-// parkAfter (100 ms) without a read the goroutine parks and costs nothing;
-// reads are then precise, and the first one wakes it. Uniqueness does not
-// depend on any of this: a lagging clock only makes timestamps lower, and the
-// generator's own last ID, the floor and the reservation bound them as for
-// any clock.
+// What it costs: its timestamps lag real time by up to the resolution, plus
+// the goroutine's wake-up latency (about 0.1 ms on Linux with nanosleep),
+// plus however long the goroutine waits for a processor: when every
+// GOMAXPROCS thread is busy, up to the Go scheduler's 10 ms time slice. A
+// Generator bounds the last case for its own busy callers by reading the
+// precise clock at every 64th sequence number; a caller issuing few IDs in
+// a process whose processors are all busy with other work may still see
+// the lag. While in use the goroutine wakes once per resolution (3 to 4 % of
+// a core at 1 ms on the benchmark VM); after 100 ms without a
+// read it parks and costs nothing, reads are then precise, and the first
+// one wakes it. Uniqueness depends on none of this: a lagging clock only
+// makes timestamps lower, and the generator's own last ID, the floor and
+// the reservation bound them as for any clock.
 //
 // A Generator given a CoarseClock reads it on the way to an ID and reads the
-// precise clock underneath whenever it must wait (the millisecond's sequence
-// is used up, the clock is behind, the reservation is reached), so a
-// saturated generator still moves to the next millisecond on time.
+// precise clock underneath for its first ID, at every 64th sequence number
+// and whenever it must wait (the millisecond's sequence is used up, the clock
+// is behind, the reservation is reached), so a saturated generator still
+// moves to the next millisecond on time.
 //
 // Like NewSystemClock's clock it is the wall clock read once plus the
 // monotonic clock since then, and never steps. Stop ends the goroutine; a

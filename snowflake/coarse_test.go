@@ -2,6 +2,7 @@ package snowflake
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -77,7 +78,8 @@ func TestCoarseClockParksUnreadAndAGeneratorWakesIt(t *testing.T) {
 
 	waitFor(t, "it parks again", func() bool { return c.cached.Load() == 0 })
 	g := newGen(t, c, nil)
-	mustNext(t, g)
+	mustNext(t, g) // a generator's first ID is taken on a precise reading
+	mustNext(t, g) // the second reads the parked clock
 	waitFor(t, "Next wakes it", func() bool { return c.cached.Load() != 0 })
 }
 
@@ -110,45 +112,61 @@ func TestNewCoarseClockRejectsNonPositiveResolution(t *testing.T) {
 	NewCoarseClock(0)
 }
 
-// TestCoarseClockFastPathCachedSlowPathPrecise: the generator stamps IDs with
-// the cached reading, however stale, and when the sequence is used up it
-// reads the precise clock instead of waiting for a tick.
-func TestCoarseClockFastPathCachedSlowPathPrecise(t *testing.T) {
+// TestCoarseClockCachedReadingWithPreciseEvery64: the generator stamps IDs
+// with the cached reading, however stale, except that it reads the precise
+// clock for its first ID and then at every 64th sequence number (so a busy
+// generator's timestamps do not fall behind while the clock's goroutine
+// waits for a processor).
+func TestCoarseClockCachedReadingWithPreciseEvery64(t *testing.T) {
 	base := newFakeClock(t0 + 5)
-	g := newGen(t, frozenCoarse(base, t0), withLayout(tiny))
-	var got []Parts
-	for range 6 {
-		got = append(got, mustDecode(t, tiny, mustNext(t, g)))
+	g := newGen(t, frozenCoarse(base, t0), nil)
+	if p := mustDecode(t, DefaultLayout(), mustNext(t, g)); p.TimeMs != t0+5 {
+		t.Fatalf("first ID: time %d, want the precise %d", p.TimeMs, t0+5)
 	}
-	// tiny has 4 IDs per millisecond: 4 stamped t0 (cached), then the
-	// precise t0+5, whose sequence the next call continues from the cached
-	// reading, which is behind it.
-	want := []int64{t0, t0, t0, t0, t0 + 5, t0 + 5}
-	for i, p := range got {
-		if p.TimeMs != want[i] {
-			t.Fatalf("ID %d: time %d, want %d (all: %+v)", i, p.TimeMs, want[i], got)
+	base.advance(4 * time.Millisecond)
+	for i := 1; i < preciseEvery; i++ {
+		// The cached t0 is behind the last issued t0+5: continue its sequence.
+		if p := mustDecode(t, DefaultLayout(), mustNext(t, g)); p.TimeMs != t0+5 || p.Seq != int64(i) {
+			t.Fatalf("ID %d: %+v, want time %d seq %d", i, p, t0+5, i)
 		}
 	}
+	if p := mustDecode(t, DefaultLayout(), mustNext(t, g)); p.TimeMs != t0+9 || p.Seq != 0 {
+		t.Fatalf("ID %d: %+v, want the precise time %d, seq 0", preciseEvery, p, t0+9)
+	}
 	if s := base.sleptTotal(); s != 0 {
-		t.Fatalf("slept %v; the precise clock was already past t0", s)
+		t.Fatalf("slept %v; no wait was needed", s)
 	}
 }
 
 // TestCoarseClockWaitsAreTimedOnThePreciseClock: a cached reading that lags
-// by more than MaxClockWait must not count as time already waited, or a
-// floor within MaxClockWait would fail at once.
+// by more than MaxReservationWait must not count as time already waited, or
+// a reservation that a renewal raises within MaxReservationWait would fail.
 func TestCoarseClockWaitsAreTimedOnThePreciseClock(t *testing.T) {
-	base := newFakeClock(t0)
-	g := newGen(t, frozenCoarse(base, t0-10_000), func(c *Config) {
-		c.FloorMs = t0 + 3000
-		c.MaxClockWait = 5 * time.Second
-	})
-	p := mustDecode(t, DefaultLayout(), mustNext(t, g))
-	if p.TimeMs != t0+3001 {
-		t.Fatalf("time %d, want %d (just above the floor)", p.TimeMs, t0+3001)
+	base := newFakeClock(t0 - 20_000)
+	clk := frozenCoarse(base, t0-20_000)
+	var reserved atomic.Int64
+	reserved.Store(t0 - 20_000)
+	base.onSleep = func(time.Duration) {
+		if base.sleptTotal() >= time.Second { // a renewal, a second in
+			reserved.Store(t0 + 15_000)
+		}
 	}
-	if s := base.sleptTotal(); s < 3*time.Second || s > 3*time.Second+2*time.Millisecond {
-		t.Fatalf("slept %v, want about 3 s", s)
+	g := newGen(t, clk, func(c *Config) {
+		c.Reservation = reserved.Load
+		c.MaxReservationWait = 5 * time.Second
+	})
+	mustNext(t, g) // at t0-20s, within the reservation
+
+	// 20 s later by the precise clock; the cached reading lags by 10 s and
+	// is past the reservation.
+	base.set(t0, 0)
+	clk.cached.Store(time.UnixMilli(t0 - 10_000).UnixNano())
+	p := mustDecode(t, DefaultLayout(), mustNext(t, g))
+	if s := base.sleptTotal(); s < time.Second || s > time.Second+2*time.Millisecond {
+		t.Fatalf("slept %v, want about 1 s (until the reservation moved)", s)
+	}
+	if p.TimeMs < t0+1000 {
+		t.Fatalf("time %d, want at least %d (after the wait, on the precise clock)", p.TimeMs, t0+1000)
 	}
 }
 

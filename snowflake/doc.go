@@ -56,7 +56,7 @@
 // timestamps never lag real time by more than the call's own duration. A
 // Clock can be injected (tests drive a fake one by hand). Where a clock read
 // is slow (25 ns under some hypervisors, more than the rest of an ID), a
-// CoarseClock, read by a goroutine once per millisecond, makes Next about four
+// CoarseClock, read by a goroutine once per millisecond, makes Next about three
 // times cheaper for timestamps up to a millisecond late.
 //
 // # Concurrency and cost

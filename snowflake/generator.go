@@ -38,12 +38,15 @@ type Generator struct {
 	seqBits  uint  // Layout.SequenceBits
 	nodeBits uint  // Layout.NodeBits
 	seqMask  int64 // Layout.MaxSequence()
-	nodePart int64 // NodeID << seqBits
-	epochMs  int64 // Layout.EpochMs
-	epochNs  int64 // Layout.EpochMs in nanoseconds
-	maxTs    int64 // last issuable timestamp, in ms since the epoch
-	floorMs  int64 // Config.FloorMs
-	initial  int64 // state before the first ID: the floor, sequence used up
+	// preciseMask: with a CoarseClock, a call that finds the last issued
+	// sequence number's low bits all set reads the precise clock.
+	preciseMask int64
+	nodePart    int64 // NodeID << seqBits
+	epochMs     int64 // Layout.EpochMs
+	epochNs     int64 // Layout.EpochMs in nanoseconds
+	maxTs       int64 // last issuable timestamp, in ms since the epoch
+	floorMs     int64 // Config.FloorMs
+	initial     int64 // state before the first ID: the floor, sequence used up
 
 	maxClockWait int64 // nanoseconds
 	maxResWait   int64 // nanoseconds
@@ -59,6 +62,10 @@ type Generator struct {
 // its timestamp is beyond any the generator issues (maxTs is capped below
 // it), so every call takes the slow path, which sees it.
 const stopped = math.MaxInt64
+
+// preciseEvery is how often, in sequence numbers, a generator on a
+// CoarseClock reads the precise clock anyway (a power of two).
+const preciseEvery = 64
 
 // pollInterval bounds each sleep of a waiting caller, which then checks the
 // fence, the clock and the reservation again.
@@ -77,6 +84,7 @@ func New(cfg Config) (*Generator, error) {
 		seqBits:      uint(l.SequenceBits),
 		nodeBits:     uint(l.NodeBits),
 		seqMask:      l.MaxSequence(),
+		preciseMask:  min(l.MaxSequence(), preciseEvery-1),
 		nodePart:     cfg.NodeID << l.SequenceBits,
 		epochMs:      l.EpochMs,
 		epochNs:      l.EpochMs * int64(time.Millisecond),
@@ -180,9 +188,13 @@ func (g *Generator) id(s int64) ID {
 
 // fastNowNs returns the clock in nanoseconds since the layout's epoch, as
 // read on the way to an ID: a CoarseClock's cached reading when there is
-// one, else a precise reading.
+// one, else a precise reading. Every preciseEvery'th sequence number is
+// taken after a precise reading even with a CoarseClock: when every
+// processor is busy issuing IDs, the clock's goroutine may not run for up to
+// the scheduler's 10 ms time slice, and this bounds how far the timestamps of
+// a busy generator fall behind by the time 64 IDs take instead.
 func (g *Generator) fastNowNs() int64 {
-	if g.coarse != nil {
+	if g.coarse != nil && g.state.Load()&g.preciseMask != g.preciseMask {
 		ns := g.coarse.cached.Load()
 		if ns == 0 {
 			ns = g.coarse.wakeAndRead()
