@@ -3,7 +3,7 @@
 # summarises them with benchstat, one column per generator (bwmarrin first:
 # the base of every "vs base" ratio).
 #
-#   bench/run.sh                      # -benchtime=1s -count=6, about 4 minutes
+#   bench/run.sh                      # -benchtime=1s -count=6, about 3.5 minutes
 #   COUNT=10 BENCHTIME=2s bench/run.sh
 #
 # Writes bench/results.txt (raw) and bench/benchstat.txt (the table).
