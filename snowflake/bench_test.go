@@ -10,9 +10,14 @@ import (
 // Quick in-package benchmarks for the hot path; the comparison with other
 // generators lives in the bench module (../bench).
 
-func benchGen(b *testing.B) *Generator {
+// wide is a layout whose 2^21 IDs per millisecond no benchmark reaches.
+var wide = Layout{TimestampBits: 41, NodeBits: 1, SequenceBits: 21, EpochMs: DefaultEpochMs}
+
+// benchGen returns a generator on the wide layout and clk (nil: the default).
+func benchGen(b *testing.B, clk Clock) *Generator {
 	cfg := DefaultConfig()
-	cfg.Layout = Layout{TimestampBits: 41, NodeBits: 1, SequenceBits: 21, EpochMs: DefaultEpochMs}
+	cfg.Layout = wide
+	cfg.Clock = clk
 	g, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -20,36 +25,29 @@ func benchGen(b *testing.B) *Generator {
 	return g
 }
 
-func BenchmarkNext(b *testing.B) {
-	g := benchGen(b)
+// coarseClock returns a 1 ms CoarseClock that is stopped when b ends.
+func coarseClock(b *testing.B) *CoarseClock {
+	clk := NewCoarseClock(time.Millisecond)
+	b.Cleanup(clk.Stop)
+	return clk
+}
+
+func benchNext(b *testing.B, g *Generator) {
 	for b.Loop() {
 		if _, err := g.Next(); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
+
+func BenchmarkNext(b *testing.B) { benchNext(b, benchGen(b, nil)) }
+
+func BenchmarkNextCoarseClock(b *testing.B) { benchNext(b, benchGen(b, coarseClock(b))) }
 
 func BenchmarkNextN4096(b *testing.B) {
-	g := benchGen(b)
+	g := benchGen(b, nil)
 	for b.Loop() {
 		if _, err := g.NextN(4096); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkNextCoarseClock(b *testing.B) {
-	clk := NewCoarseClock(time.Millisecond)
-	defer clk.Stop()
-	cfg := DefaultConfig()
-	cfg.Layout = Layout{TimestampBits: 41, NodeBits: 1, SequenceBits: 21, EpochMs: DefaultEpochMs}
-	cfg.Clock = clk
-	g, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if _, err := g.Next(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -60,15 +58,8 @@ func BenchmarkNextCoarseClock(b *testing.B) {
 // must wait for one, and reports how far the IDs' timestamps are behind the
 // precise clock read right after the call (every 256th call), in ms.
 func BenchmarkNextCoarseClockLag(b *testing.B) {
-	clk := NewCoarseClock(time.Millisecond)
-	defer clk.Stop()
-	cfg := DefaultConfig()
-	cfg.Layout = Layout{TimestampBits: 41, NodeBits: 1, SequenceBits: 21, EpochMs: DefaultEpochMs}
-	cfg.Clock = clk
-	g, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	clk := coarseClock(b)
+	g := benchGen(b, clk)
 	var mu sync.Mutex
 	var lags []int64
 	b.RunParallel(func(pb *testing.PB) {
@@ -80,7 +71,7 @@ func BenchmarkNextCoarseClockLag(b *testing.B) {
 				return
 			}
 			if i%256 == 0 {
-				p, _ := cfg.Layout.Decode(id)
+				p, _ := wide.Decode(id)
 				local = append(local, clk.base.Now().UnixMilli()-p.TimeMs)
 			}
 		}
