@@ -138,8 +138,39 @@ health_path() {
 	esac
 }
 
+# await_ready NAME PID PORT DATA POLL: wait until the server launched as PID
+# answers its health check on PORT (polling every POLL seconds), then record
+# it in NAME.env. Returns 0 once ready and 1 when the process exited first; a
+# process still not ready after ready_timeout seconds is killed, its log
+# printed, and 2 returned.
+await_ready() {
+	local name=$1 pid=$2 port=$3 data=$4 poll=$5 deadline=$((SECONDS + ready_timeout)) code
+	while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+		code=$(http_status "$port" "$(health_path "$name")" 2>/dev/null || true)
+		if [[ $code == 200 ]]; then
+			printf 'PID=%s\nPORT=%s\nDATA=%s\nENDPOINT=http://127.0.0.1:%s\n' "$pid" "$port" "$data" "$port" >"$state_dir/$name.env"
+			return 0
+		fi
+		sleep "$poll"
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		log "$name: not ready after ${ready_timeout}s; its log:"
+		cat "$state_dir/$name.log" >&2
+		return 2
+	fi
+	wait "$pid" 2>/dev/null || true
+	return 1
+}
+
+# port_taken LOG: whether a server that exited says its port was in use.
+port_taken() {
+	grep -qiE 'address already in use|port is already in use' "$1"
+}
+
 start_one() {
-	local name=$1 port data pid logf=$state_dir/$1.log attempt deadline code
+	local name=$1 port data logf=$state_dir/$1.log attempt rc
 	if alive "$name"; then
 		log "$name: already running ($(grep '^ENDPOINT=' "$state_dir/$name.env"))"
 		return
@@ -149,27 +180,17 @@ start_one() {
 	for attempt in 1 2 3; do
 		port=$(free_port)
 		launch "$name" "$port" "$data" "$logf"
-		pid=$launched_pid
-		deadline=$((SECONDS + ready_timeout))
-		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
-			code=$(http_status "$port" "$(health_path "$name")" 2>/dev/null || true)
-			if [[ $code == 200 ]]; then
-				printf 'PID=%s\nPORT=%s\nDATA=%s\nENDPOINT=http://127.0.0.1:%s\n' "$pid" "$port" "$data" "$port" >"$state_dir/$name.env"
-				log "$name: ready at http://127.0.0.1:$port (pid $pid, data $data)"
-				return
-			fi
-			sleep 0.2
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			kill "$pid" 2>/dev/null || true
-			wait "$pid" 2>/dev/null || true
-			log "$name: not ready after ${ready_timeout}s; its log:"
-			cat "$logf" >&2
+		rc=0
+		await_ready "$name" "$launched_pid" "$port" "$data" 0.2 || rc=$?
+		if ((rc == 0)); then
+			log "$name: ready at http://127.0.0.1:$port (pid $launched_pid, data $data)"
+			return
+		fi
+		if ((rc == 2)); then
 			rm -rf "$data"
 			die "$name: failed to start"
 		fi
-		wait "$pid" 2>/dev/null || true
-		if grep -qiE 'address already in use|port is already in use' "$logf" && ((attempt < 3)); then
+		if port_taken "$logf" && ((attempt < 3)); then
 			log "$name: port $port was taken, trying another"
 			continue
 		fi
@@ -212,7 +233,7 @@ stop_one() {
 restart_one() {
 	local name=$1 f=$state_dir/$1.env logf=$state_dir/$1.log
 	local sig=${NODEID_SERVER_RESTART_SIGNAL:-TERM} pause=${NODEID_SERVER_RESTART_PAUSE:-0}
-	local pid port data i attempt deadline code
+	local pid port data i attempt rc
 	alive "$name" || die "$name is not running: run '$0 start $name' first"
 	pid=$(sed -n 's/^PID=//p' "$f")
 	port=$(sed -n 's/^PORT=//p' "$f")
@@ -237,26 +258,14 @@ restart_one() {
 	fi
 	for attempt in 1 2 3 4 5; do
 		launch "$name" "$port" "$data" "$logf"
-		pid=$launched_pid
-		deadline=$((SECONDS + ready_timeout))
-		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
-			code=$(http_status "$port" "$(health_path "$name")" 2>/dev/null || true)
-			if [[ $code == 200 ]]; then
-				printf 'PID=%s\nPORT=%s\nDATA=%s\nENDPOINT=http://127.0.0.1:%s\n' "$pid" "$port" "$data" "$port" >"$f"
-				log "$name: restarted at http://127.0.0.1:$port (SIG$sig, ${pause}s down, pid $pid)"
-				return
-			fi
-			sleep 0.05
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			kill "$pid" 2>/dev/null || true
-			wait "$pid" 2>/dev/null || true
-			log "$name: not ready after ${ready_timeout}s; its log:"
-			cat "$logf" >&2
-			die "$name: failed to restart"
+		rc=0
+		await_ready "$name" "$launched_pid" "$port" "$data" 0.05 || rc=$?
+		if ((rc == 0)); then
+			log "$name: restarted at http://127.0.0.1:$port (SIG$sig, ${pause}s down, pid $launched_pid)"
+			return
 		fi
-		wait "$pid" 2>/dev/null || true
-		if grep -qiE 'address already in use|port is already in use' "$logf" && ((attempt < 5)); then
+		((rc == 2)) && die "$name: failed to restart"
+		if port_taken "$logf" && ((attempt < 5)); then
 			log "$name: port $port is still taken, trying again"
 			sleep 0.5
 			continue
