@@ -27,7 +27,8 @@ type clusterView struct {
 	manifestMeta lease.Meta // of the read (or the create): its ETag guards the fill
 	manifestAge  time.Duration
 	created      bool  // this task created the manifest
-	createdIDs   []int // lease objects this task created (free or recreated)
+	createdIDs   []int // lease objects this task created free
+	recreatedIDs []int // deleted lease objects this task recreated held
 	size         int
 	listing      lease.Listing
 	objects      map[int]lease.ObjectInfo // lease objects by ID, < size
@@ -259,9 +260,12 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 			raced.Store(yield)
 		case err != nil:
 			errs = append(errs, err)
-		case info.ETag != "":
+		case info.ETag != "" && filling:
 			v.objects[id] = info
 			v.createdIDs = append(v.createdIDs, id)
+		case info.ETag != "":
+			v.objects[id] = info
+			v.recreatedIDs = append(v.recreatedIDs, id)
 		}
 	}
 	for _, id := range missing {
@@ -326,9 +330,13 @@ type InitReport struct {
 	Manifest lease.Manifest
 	// ManifestCreated is true when Init created the manifest.
 	ManifestCreated bool
-	// Created lists the lease objects Init created, in ID order: free in a
-	// cluster that was not filled, held by RecreatedHolder in one that was.
+	// Created lists the lease objects Init created free, in ID order: the
+	// missing ones of a cluster that was not filled yet.
 	Created []int
+	// Recreated lists, in ID order, the lease objects missing from a filled
+	// cluster (deleted by someone), which Init recreated held by
+	// RecreatedHolder; an operator should find out who deleted them.
+	Recreated []int
 }
 
 // Init bootstraps the cluster at once, as an operator would (nodeidctl init):
@@ -346,9 +354,10 @@ func Init(ctx context.Context, store lease.Store, cfg Config) (InitReport, error
 		return InitReport{}, err
 	}
 	slices.Sort(v.createdIDs)
+	slices.Sort(v.recreatedIDs)
+	rep := InitReport{Manifest: v.manifest, ManifestCreated: v.created, Created: v.createdIDs, Recreated: v.recreatedIDs}
 	if !v.manifest.Filled {
-		return InitReport{Manifest: v.manifest, ManifestCreated: v.created, Created: v.createdIDs},
-			errors.New("nodeid: init: not every lease object could be created yet; run it again")
+		return rep, errors.New("nodeid: init: not every lease object could be created yet; run it again")
 	}
-	return InitReport{Manifest: v.manifest, ManifestCreated: v.created, Created: v.createdIDs}, nil
+	return rep, nil
 }

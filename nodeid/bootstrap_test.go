@@ -124,16 +124,17 @@ func TestInitFillsAtOnceAndIsIdempotent(t *testing.T) {
 	cfg := e.config("operator")
 	cfg.ClusterSize = 5
 	r, err := Init(context.Background(), e.store, cfg)
-	if err != nil || !r.ManifestCreated || !r.Manifest.Filled || fmt.Sprint(r.Created) != "[0 1 2 3 4]" {
+	if err != nil || !r.ManifestCreated || !r.Manifest.Filled || fmt.Sprint(r.Created) != "[0 1 2 3 4]" || len(r.Recreated) != 0 {
 		t.Fatalf("Init = %+v, %v; want the manifest created, filled, objects 0..4 created", r, err)
 	}
 	r, err = Init(context.Background(), e.store, cfg)
-	if err != nil || r.ManifestCreated || len(r.Created) != 0 || !r.Manifest.Filled {
+	if err != nil || r.ManifestCreated || len(r.Created)+len(r.Recreated) != 0 || !r.Manifest.Filled {
 		t.Fatalf("second Init = %+v, %v; want nothing created", r, err)
 	}
 	e.mem.Delete(lease.RecordKey(3))
+	e.mem.Delete(lease.RecordKey(1))
 	r, err = Init(context.Background(), e.store, cfg)
-	if err != nil || fmt.Sprint(r.Created) != "[3]" {
+	if err != nil || len(r.Created) != 0 || fmt.Sprint(r.Recreated) != "[1 3]" {
 		t.Fatalf("Init after a deletion = %+v, %v", r, err)
 	}
 	if rec, _ := e.record(3); rec.Holder != RecreatedHolder {

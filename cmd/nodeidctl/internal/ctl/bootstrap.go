@@ -61,20 +61,6 @@ type staticPeers map[int]int64
 
 func (p staticPeers) KnownNodes() map[int]int64 { return p }
 
-// recreateWatch records the lease objects nodeid.Init is about to recreate (it
-// reports each as an anomaly), to tell them from the ones it creates free.
-type recreateWatch struct {
-	nodeid.NopObserver
-	mu   sync.Mutex
-	keys map[string]bool
-}
-
-func (w *recreateWatch) Anomaly(key string, _ error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.keys[key] = true
-}
-
 // noteHandler prints the provider's warnings (why a create or the fill failed,
 // a cluster size that differs) as notes on stderr; other levels are dropped,
 // since nodeidctl reports what Init did itself.
@@ -106,42 +92,25 @@ func (h noteHandler) Handle(_ context.Context, r slog.Record) error {
 func (h noteHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h noteHandler) WithGroup(string) slog.Handler      { return h }
 
-// bootstrapped is what one nodeid.Init did.
-type bootstrapped struct {
-	report    nodeid.InitReport
-	free      []int // lease objects created free (never created before)
-	recreated []int // deleted lease objects recreated held by nodeid.RecreatedHolder
-}
-
 // bootstrap runs nodeid.Init with cfg. mv is the manifest as read just before
 // (missing, or ok). When it is filled and lease objects are missing, those were
 // deleted and Init recreates them: the highest versions the bucket has seen
 // (records and their gossip maps) are read first, so that each recreated object
 // starts at the highest version seen for it. The result is valid, as far as it
 // goes, when Init fails too.
-func (a *app) bootstrap(ctx context.Context, st lease.Store, c *commonFlags, cfg nodeid.Config, mv manifestView) (bootstrapped, error) {
+func (a *app) bootstrap(ctx context.Context, st lease.Store, c *commonFlags, cfg nodeid.Config, mv manifestView) (nodeid.InitReport, error) {
 	if mv.state == manifestOK && mv.m.Filled {
 		peers, err := versionsIfMissing(ctx, st, c, mv.m.ClusterSize)
 		if err != nil {
-			return bootstrapped{}, err
+			return nodeid.InitReport{}, err
 		}
 		if peers != nil {
 			cfg.Peers = peers
 		}
 	}
-	watch := &recreateWatch{keys: map[string]bool{}}
-	cfg.Observer = watch
 	cfg.Logger = slog.New(noteHandler{a: a, mu: &sync.Mutex{}})
 	rep, err := nodeid.Init(ctx, st, cfg)
-	b := bootstrapped{report: rep}
-	for _, id := range rep.Created {
-		if watch.keys[lease.RecordKey(id)] {
-			b.recreated = append(b.recreated, id)
-		} else {
-			b.free = append(b.free, id)
-		}
-	}
-	return b, err
+	return rep, err
 }
 
 // versionsIfMissing lists the prefix and, when a lease object below size is
@@ -174,16 +143,16 @@ func versionsIfMissing(ctx context.Context, st lease.Store, c *commonFlags, size
 
 // reportObjects prints what bootstrap created. quiet (or a failed Init, err)
 // omits the line saying that nothing needed creating.
-func (a *app) reportObjects(b bootstrapped, c *commonFlags, quiet bool, err error) {
-	if len(b.free) > 0 {
-		a.out("created %d lease object(s), free: IDs %s", len(b.free), idRanges(b.free))
+func (a *app) reportObjects(r nodeid.InitReport, c *commonFlags, quiet bool, err error) {
+	if len(r.Created) > 0 {
+		a.out("created %d lease object(s), free: IDs %s", len(r.Created), idRanges(r.Created))
 	}
-	if len(b.recreated) > 0 {
-		a.out("recreated %d deleted lease object(s) held by %q: IDs %s", len(b.recreated), nodeid.RecreatedHolder, idRanges(b.recreated))
+	if len(r.Recreated) > 0 {
+		a.out("recreated %d deleted lease object(s) held by %q: IDs %s", len(r.Recreated), nodeid.RecreatedHolder, idRanges(r.Recreated))
 		a.note("a lease object missing from a filled cluster was deleted by someone; no task takes a recreated one "+
 			"until it is %v old on the store's clock (nodeidctl release --force --id N frees it at once)", c.maxLease)
 	}
-	if len(b.report.Created) == 0 && !quiet && err == nil && b.report.Manifest.ClusterSize > 0 {
-		a.out("all lease objects %s exist: nothing to create", idRanges(seq(0, b.report.Manifest.ClusterSize)))
+	if len(r.Created)+len(r.Recreated) == 0 && !quiet && err == nil && r.Manifest.ClusterSize > 0 {
+		a.out("all lease objects %s exist: nothing to create", idRanges(seq(0, r.Manifest.ClusterSize)))
 	}
 }

@@ -85,9 +85,9 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	}
 
 	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, size, layout), mv)
-	m := b.report.Manifest
+	m := b.Manifest
 	switch {
-	case b.report.ManifestCreated:
+	case b.ManifestCreated:
 		a.out("created cluster manifest %s%s: cluster size %d, %s", c.prefix, lease.ManifestKey, m.ClusterSize, m.LayoutString())
 	case mv.state == StateMissing && m.ClusterSize > 0:
 		a.out("cluster manifest exists (created meanwhile by a task, or by this init when the answer to its create was lost): cluster size %d, %s",

@@ -100,6 +100,6 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("the cluster size is %d now, but %w (tasks create the rest as they start; or run nodeidctl init)", next.ClusterSize, err)
 	}
-	a.out("the cluster manifest is filled again: lease objects %s all exist", idRanges(seq(0, b.report.Manifest.ClusterSize)))
+	a.out("the cluster manifest is filled again: lease objects %s all exist", idRanges(seq(0, b.Manifest.ClusterSize)))
 	return nil
 }
