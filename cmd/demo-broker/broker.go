@@ -51,12 +51,14 @@ type broker struct {
 	gate     atomic.Pointer[gossip.Gate] // readiness gate after taking over an expired lease
 	stopping atomic.Bool                 // set first on shutdown: health 503, no more IDs
 	issued   atomic.Int64                // IDs handed out
+	renewed  chan struct{}               // a renewal succeeded (buffered 1): refresh the id file
+	idFileUp bool                        // the id file was written (the floor passed); lifecycle goroutine only
 
 	released chan struct{} // closed when the lifecycle is over (released, lost or never held)
 }
 
 func newBroker(cfg serveConfig, log *slog.Logger) *broker {
-	b := &broker{cfg: cfg, log: log.With("task", cfg.taskID), rawLog: log, released: make(chan struct{})}
+	b := &broker{cfg: cfg, log: log.With("task", cfg.taskID), rawLog: log, released: make(chan struct{}), renewed: make(chan struct{}, 1)}
 	b.metrics = b.newMetrics()
 	return b
 }
@@ -212,8 +214,24 @@ func (b *broker) providerConfig() nodeid.Config {
 	pc.StoreTimeout = min(pc.StoreTimeout, c.renewDeadline/2)
 	pc.Clock = nodeid.SystemClock(c.clockOffset)
 	pc.Logger = b.rawLog.With("component", "nodeid") // it adds the task itself
-	pc.Observer = b.metrics
+	pc.Observer = renewSignal{Observer: b.metrics, renewed: b.renewed}
 	return pc
+}
+
+// renewSignal passes the provider's events on to the metrics and signals each
+// successful renewal on renewed, without blocking.
+type renewSignal struct {
+	nodeid.Observer
+	renewed chan<- struct{}
+}
+
+// Renewed implements nodeid.Observer.
+func (s renewSignal) Renewed(id int, latency time.Duration) {
+	s.Observer.Renewed(id, latency)
+	select {
+	case s.renewed <- struct{}{}:
+	default:
+	}
 }
 
 // activate builds the generator for claim and starts serving: /health turns
@@ -285,11 +303,29 @@ func (b *broker) writeIDFile(ctx context.Context, claim *nodeid.Claim, clock nod
 		case <-time.After(ahead):
 		}
 	}
-	if err := writeIDFile(b.cfg.idFile, idFileContent{NodeID: claim.NodeID(), Version: claim.Version()}); err != nil {
+	c := idFileContent{NodeID: claim.NodeID(), Version: claim.Version(), ValidUntilMs: idFileValidUntilMs(claim, clock)}
+	if err := writeIDFile(b.cfg.idFile, c); err != nil {
 		return err
 	}
-	b.log.Info("id file written", "path", b.cfg.idFile, "nodeId", claim.NodeID(), "version", claim.Version())
+	b.idFileUp = true
+	b.log.Info("id file written", "path", b.cfg.idFile, "nodeId", c.NodeID, "version", c.Version, "validUntilMs", c.ValidUntilMs)
 	return nil
+}
+
+// refreshIDFile rewrites --id-file after a renewal, with the later
+// validUntilMs. A failure only logs: the file on disk expires earlier, which
+// stops the application early, never late.
+func (b *broker) refreshIDFile(claim *nodeid.Claim) {
+	if !b.idFileUp { // not written yet: activate was still waiting for the floor
+		return
+	}
+	clock := b.provider.Config().Clock
+	c := idFileContent{NodeID: claim.NodeID(), Version: claim.Version(), ValidUntilMs: idFileValidUntilMs(claim, clock)}
+	if err := writeIDFile(b.cfg.idFile, c); err != nil {
+		b.log.Error("could not refresh the id file: the application will stop at its old validUntilMs", "path", b.cfg.idFile, "err", err)
+		return
+	}
+	b.log.Debug("id file refreshed", "validUntilMs", c.ValidUntilMs)
 }
 
 // shiftedClock is a snowflake clock shifted by --debug-clock-offset.

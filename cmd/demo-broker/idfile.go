@@ -7,14 +7,35 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/nodeid/nodeid/nodeid"
 )
 
-// idFileContent is the JSON of --id-file: the held node ID and its version
-// (the fencing token). A sidecar application reads it, uses the node ID while
-// the file exists, and stops the moment it disappears.
+// idFileContent is the JSON of --id-file: the held node ID, its version (the
+// fencing token) and how long it may be used. A sidecar application reads it,
+// uses the node ID while the file exists with that content and its clock is
+// before ValidUntilMs, and stops the moment either ends. The broker rewrites
+// the file after every renewal, with a later ValidUntilMs.
 type idFileContent struct {
 	NodeID  int   `json:"nodeId"`
 	Version int64 `json:"version"`
+	// ValidUntilMs, in Unix ms on the host's clock, is when the broker's own
+	// fence falls unless a renewal succeeds first, capped by the lease's
+	// reservation: a broker that crashed or froze cannot remove the file, but
+	// the application stops here by itself, before another task can take
+	// the lease, and below the floor any successor starts from.
+	ValidUntilMs int64 `json:"validUntilMs"`
+}
+
+// idFileValidUntilMs returns ValidUntilMs for claim now: its monotonic fence
+// deadline moved onto clock's wall clock, capped by its reservation; 0 once
+// the claim is fenced.
+func idFileValidUntilMs(claim *nodeid.Claim, clock nodeid.Clock) int64 {
+	until := claim.ValidUntil()
+	if until.IsZero() {
+		return 0
+	}
+	return min(claim.Reservation(), clock.Wall().Add(until.Sub(clock.Now())).UnixMilli())
 }
 
 // writeIDFile writes the file atomically: a temporary file in the same

@@ -122,18 +122,26 @@ func (b *broker) lifecycle(ctx context.Context, spawn func(func() error)) error 
 	return b.watch(ctx, claim)
 }
 
-// watch waits for the end: the claim lost, or ctx done (a signal, or another
-// part failed), in which case it releases the claim.
+// watch refreshes the id file after each renewal and waits for the end: the
+// claim lost, or ctx done (a signal, or another part failed), in which case
+// it releases the claim. The id file is only ever written and removed here
+// (after activate), so a refresh cannot bring back a removed file.
 func (b *broker) watch(ctx context.Context, claim *nodeid.Claim) error {
-	select {
-	case <-claim.Done():
-		b.removeIDFile()
-		err := claim.Err()
-		b.log.Error("lease lost: stopped issuing IDs", "nodeId", claim.NodeID(), "version", claim.Version(), "err", err)
-		return err
-	case <-ctx.Done():
-		b.log.Info("stopping: fencing and releasing the node ID", "nodeId", claim.NodeID(), "version", claim.Version())
-		return b.stop(claim)
+	for {
+		select {
+		case <-b.renewed:
+			if claim.Valid() && !b.stopping.Load() {
+				b.refreshIDFile(claim)
+			}
+		case <-claim.Done():
+			b.removeIDFile()
+			err := claim.Err()
+			b.log.Error("lease lost: stopped issuing IDs", "nodeId", claim.NodeID(), "version", claim.Version(), "err", err)
+			return err
+		case <-ctx.Done():
+			b.log.Info("stopping: fencing and releasing the node ID", "nodeId", claim.NodeID(), "version", claim.Version())
+			return b.stop(claim)
+		}
 	}
 }
 
@@ -161,6 +169,7 @@ func (b *broker) removeIDFile() bool {
 	if b.cfg.idFile == "" {
 		return false
 	}
+	b.idFileUp = false // for good: watch refreshes no more
 	removed, err := removeIDFile(b.cfg.idFile)
 	switch {
 	case err != nil:

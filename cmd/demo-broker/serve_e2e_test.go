@@ -357,6 +357,10 @@ func TestServeCluster(t *testing.T) {
 // connections and then black-holes them): it fences at the renew deadline,
 // answers 503 on /health and /ids from then on (never an ID after /health
 // went 503), removes its id file and exits 3; healthcheck fails against it.
+// Before the cut, renewals push the id file's validUntilMs forward; the last
+// one written is no later than the moment /health went 503, so an application
+// that stops there by itself (a frozen broker cannot remove the file) stops
+// no later than the broker does.
 func TestServeS3CutOff(t *testing.T) {
 	t.Parallel()
 	srv, err := s3fake.Start(s3fake.Config{})
@@ -373,13 +377,23 @@ func TestServeS3CutOff(t *testing.T) {
 	s := p.waitHeld(15 * time.Second)
 
 	var f idFileContent
-	waitFor(t, 5*time.Second, "the id file", func() (bool, string) {
+	readIDFile := func() (bool, string) {
 		b, err := os.ReadFile(idFile)
 		return err == nil && json.Unmarshal(b, &f) == nil, fmt.Sprint(err)
-	})
+	}
+	waitFor(t, 5*time.Second, "the id file", readIDFile)
 	if f.NodeID != s.NodeID || f.Version != s.Version {
 		t.Fatalf("id file %+v, want node %d version %d", f, s.NodeID, s.Version)
 	}
+	// The lease is 2 s: valid from now, for less than that.
+	if now := time.Now().UnixMilli(); f.ValidUntilMs <= now || f.ValidUntilMs > now+2000 {
+		t.Fatalf("id file validUntilMs %d, want within 2 s after now (%d)", f.ValidUntilMs, now)
+	}
+	first := f.ValidUntilMs
+	waitFor(t, 5*time.Second, "a renewal to refresh the id file", func() (bool, string) {
+		ok, msg := readIDFile()
+		return ok && f.ValidUntilMs > first, msg
+	})
 	if code, _, err := p.get("/ids?n=5"); err != nil || code != http.StatusOK {
 		t.Fatalf("/ids before the cut: HTTP %d %v", code, err)
 	}
@@ -388,6 +402,7 @@ func TestServeS3CutOff(t *testing.T) {
 	cut := time.Now()
 	var healthDown, idsRefused, idsAfterDown int
 	var hcRan bool
+	var firstDownMs int64 // when /health was first seen 503
 	for done := false; !done; {
 		select {
 		case <-p.exited:
@@ -399,7 +414,13 @@ func TestServeS3CutOff(t *testing.T) {
 		if herr != nil {
 			continue // shutting down: connection refused
 		}
+		if hcode == http.StatusOK {
+			readIDFile() // the last content before the fence
+		}
 		if hcode == http.StatusServiceUnavailable {
+			if healthDown == 0 {
+				firstDownMs = time.Now().UnixMilli()
+			}
 			healthDown++
 			if !hcRan {
 				hcRan = true
@@ -428,6 +449,9 @@ func TestServeS3CutOff(t *testing.T) {
 	}
 	if idsAfterDown > 0 {
 		t.Errorf("%d /ids requests got IDs after /health answered 503", idsAfterDown)
+	}
+	if f.ValidUntilMs > firstDownMs {
+		t.Errorf("the id file said valid until %d, after /health went 503 at %d", f.ValidUntilMs, firstDownMs)
 	}
 	if fileExists(idFile) {
 		t.Errorf("the id file %s is still there after the broker fenced", idFile)
