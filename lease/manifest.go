@@ -27,7 +27,10 @@ type Manifest struct {
 	// by creating it held (If-None-Match: *), which is what lets a whole fleet
 	// start at once without creating every object N times. After, a missing
 	// object was deleted by someone and is recreated so that it becomes
-	// acquirable only once any holder of the deleted one has stopped.
+	// acquirable only once any holder of the deleted one has stopped. Before
+	// Filled, deletion is seen only when gossip knows a version of the ID
+	// (nodeid then treats it as deleted too); an object deleted while held
+	// and unknown to gossip is taken as never created.
 	Filled bool
 	// WriteID is new at every write, as in Record.
 	WriteID string

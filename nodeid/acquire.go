@@ -168,8 +168,11 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			id := order[i]
 			tried[id] = true
 			i++
-			if v.manifest.Filled {
-				continue // deleted, and not recreated yet: never taken as free
+			if v.manifest.Filled || p.knownNodes()[id] > 0 {
+				// Deleted (the cluster is filled, or gossip has seen a
+				// version of it), and not recreated yet: never taken as
+				// never-created.
+				continue
 			}
 			c, err := p.tryCreate(ctx, id)
 			switch {

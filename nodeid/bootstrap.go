@@ -251,8 +251,12 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 		sem   = make(chan struct{}, bootstrapParallelism)
 		raced atomic.Bool
 	)
+	known := p.knownNodes()
 	create := func(id int) {
-		info, err := p.createRecord(ctx, id, filling)
+		// An ID gossip has seen a version of was created once: it is
+		// missing because someone deleted it, filled or not.
+		free := filling && known[id] == 0
+		info, err := p.createRecord(ctx, id, free)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -260,7 +264,7 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 			raced.Store(yield)
 		case err != nil:
 			errs = append(errs, err)
-		case info.ETag != "" && filling:
+		case info.ETag != "" && free:
 			v.objects[id] = info
 			v.createdIDs = append(v.createdIDs, id)
 		case info.ETag != "":
@@ -292,17 +296,17 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 // errFillRaced means another task was creating the missing objects too.
 var errFillRaced = errors.New("nodeid: another task is creating the missing lease objects")
 
-// createRecord creates one missing lease object. A lost race is errTaken (the
-// object exists); an unknown outcome is not an error: the object exists, or a
-// later bootstrap creates it.
-func (p *Provider) createRecord(ctx context.Context, id int, filling bool) (lease.ObjectInfo, error) {
+// createRecord creates one missing lease object: free, or else recreated held
+// by RecreatedHolder. A lost race is errTaken (the object exists); an unknown
+// outcome is not an error: the object exists, or a later bootstrap creates it.
+func (p *Provider) createRecord(ctx context.Context, id int, free bool) (lease.ObjectInfo, error) {
 	r := lease.Record{NodeID: id, WriteID: lease.NewWriteID()}
-	if !filling {
+	if !free {
 		r.Holder = RecreatedHolder
 		r.Version = p.knownNodes()[id] // the version gossip last saw, if any: versions never go back
 		r.LeaseMillis = p.cfg.MaxLeaseDuration.Milliseconds()
 		r.ReservedUntilMs = p.clock.Wall().UnixMilli() + r.LeaseMillis
-		err := fmt.Errorf("lease object %s missing from a filled cluster: deleted by someone", lease.RecordKey(id))
+		err := fmt.Errorf("lease object %s missing, though it existed (the cluster is filled, or gossip saw version %d): deleted by someone", lease.RecordKey(id), r.Version)
 		p.log.Error("recreating a deleted lease object; it becomes acquirable after the maximum lease",
 			"nodeId", id, "maxLease", p.cfg.MaxLeaseDuration)
 		p.cfg.Observer.Anomaly(lease.RecordKey(id), err)

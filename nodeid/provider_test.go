@@ -434,6 +434,34 @@ func TestDeletedObjectIsRecreatedAndAgedBeforeReuse(t *testing.T) {
 	}
 }
 
+// Before the cluster is filled, a missing object is never-created and free,
+// unless gossip has seen a version of its ID: then it was deleted, perhaps
+// while held, and is neither taken nor created free by the fill, but
+// recreated held like a deleted object of a filled cluster.
+func TestDeletedBeforeFilledIsNotTakenWhenGossipKnowsIt(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("a")
+	cfg.ClusterSize = 1
+	a := e.acquire(e.provider(cfg)) // creates its object held: the cluster is not filled
+	e.mem.Delete(lease.RecordKey(0))
+
+	cfg.TaskID = "b"
+	cfg.Peers = staticPeers{0: a.Version()} // a advertises its claim
+	cfg.BootstrapWindow = time.Hour         // no fill yet
+	if c, err := e.provider(cfg).Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
+		t.Fatalf("Acquire = %v, %v; want ErrClusterFull: the deleted object is held by a, as gossip says", c, err)
+	}
+	if _, _, err := e.mem.Get(context.Background(), lease.RecordKey(0)); !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("the deleted object is there before the fill (%v)", err)
+	}
+
+	cfg.BootstrapWindow = 0
+	e.fill(cfg)
+	if r, _ := e.record(0); r.Holder != RecreatedHolder || r.Version != a.Version() || r.Lease() != cfg.MaxLeaseDuration {
+		t.Fatalf("after the fill: %+v; want recreated held by %q, version %d, for the max lease", r, RecreatedHolder, a.Version())
+	}
+}
+
 type staticPeers map[int]int64
 
 func (s staticPeers) KnownNodes() map[int]int64 { return s }
