@@ -93,13 +93,14 @@ func (h noteHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h noteHandler) WithGroup(string) slog.Handler      { return h }
 
 // bootstrap runs nodeid.Init with cfg. mv is the manifest as read just before
-// (missing, or ok). When it is filled and lease objects are missing, those were
-// deleted and Init recreates them: the highest versions the bucket has seen
-// (records and their gossip maps) are read first, so that each recreated object
-// starts at the highest version seen for it. The result is valid, as far as it
+// (missing, or ok). When lease objects are missing, the highest versions the
+// bucket has seen (records and their gossip maps) are read first and given to
+// Init as gossip's view: a missing object with a version seen was deleted (in
+// a filled cluster, every missing one was), and Init recreates it held,
+// starting at the highest version seen for it. The result is valid, as far as it
 // goes, when Init fails too.
 func (a *app) bootstrap(ctx context.Context, st lease.Store, c *commonFlags, cfg nodeid.Config, mv manifestView) (nodeid.InitReport, error) {
-	if mv.state == manifestOK && mv.m.Filled {
+	if mv.state == manifestOK {
 		peers, err := versionsIfMissing(ctx, st, c, mv.m.ClusterSize)
 		if err != nil {
 			return nodeid.InitReport{}, err
@@ -149,7 +150,7 @@ func (a *app) reportObjects(r nodeid.InitReport, c *commonFlags, quiet bool, err
 	}
 	if len(r.Recreated) > 0 {
 		a.out("recreated %d deleted lease object(s) held by %q: IDs %s", len(r.Recreated), nodeid.RecreatedHolder, idRanges(r.Recreated))
-		a.note("a lease object missing from a filled cluster was deleted by someone; no task takes a recreated one "+
+		a.note("a lease object that existed (the cluster is filled, or a version of it was seen) was deleted by someone; no task takes a recreated one "+
 			"until it is %v old on the store's clock (nodeidctl release --force --id N frees it at once)", c.maxLease)
 	}
 	if len(r.Created)+len(r.Recreated) == 0 && !quiet && err == nil && r.Manifest.ClusterSize > 0 {

@@ -134,6 +134,17 @@ func TestInitBootstraps(t *testing.T) {
 			free: []int{0, 2},
 			stdout: []string{"cluster manifest exists: cluster size 4, layout 41/10/12 epoch 1735689600000, not filled",
 				"created 2 lease object(s), free: IDs 0, 2", "the cluster manifest is now filled"}},
+		{name: "not filled, an object a gossip map knows is recreated, not created free",
+			plant: func(h *harness) {
+				h.putManifest(4)
+				gossip := held(1, "task-a", 1)
+				gossip.KnownNodes = map[int]int64{1: 1, 3: 4}
+				h.put(gossip)
+			},
+			free:      []int{0, 2},
+			recreated: map[int]int64{3: 4},
+			stdout:    []string{"created 2 lease object(s), free: IDs 0, 2", `recreated 1 deleted lease object(s) held by "nodeid:recreated": IDs 3`},
+			stderr:    "deleted by someone"},
 		{name: "not filled, every ID taken",
 			plant: func(h *harness) {
 				h.putManifest(2)
