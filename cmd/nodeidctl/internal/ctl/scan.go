@@ -28,12 +28,14 @@ const (
 	// a lease above --max-lease-duration. No task takes it; see repair.
 	StateCorrupt State = "corrupt"
 	// StateUnused: no object for an ID below the cluster size while the
-	// manifest is not filled: it was never created, and is free; a task takes
-	// it by creating it (If-None-Match: *).
+	// manifest is not filled, and no record's gossip map names it: it was
+	// never created, and is free; a task takes it by creating it
+	// (If-None-Match: *).
 	StateUnused State = "unused"
 	// StateMissing: no object for an ID below the cluster size of a filled
-	// manifest (or when the manifest is missing or corrupt): it was deleted by
-	// someone; the next task to start, or nodeidctl init, recreates it.
+	// manifest (or when the manifest is missing or corrupt, or a record's
+	// gossip map has seen a version of it): it was deleted by someone; the
+	// next task to start, or nodeidctl init, recreates it.
 	StateMissing State = "missing"
 	// StateUnknown: the object could not be read (the error says why).
 	StateUnknown State = "unknown"
@@ -189,8 +191,11 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 	}
 	// An object listed above the size but deleted before its GET is noise.
 	s.objects = slices.DeleteFunc(s.objects, func(o object) bool { return o.id >= s.size && o.state == StateMissing })
+	// Missing below the size of an unfilled cluster: never created, unless a
+	// record's gossip map has seen a version of it (then it was deleted).
+	seen, _ := s.highestVersions()
 	for i := range s.objects {
-		if o := &s.objects[i]; o.state == StateMissing && unusedIn(mv, o.id) {
+		if o := &s.objects[i]; o.state == StateMissing && unusedIn(mv, o.id) && seen[o.id] == 0 {
 			o.state = StateUnused
 		}
 	}

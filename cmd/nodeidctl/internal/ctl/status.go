@@ -93,8 +93,9 @@ flight), then prints the manifest (with its filled flag) and one line per node
 ID: its state (free, held, expired, corrupt, unused, missing, or unknown when it
 could not be read), holder, version, age and lease, and reservation. An ID
 without a lease object is unused while the manifest is not filled (never
-created: free, a task takes it by creating it) and missing once it is filled
-(deleted: the next task to start, or nodeidctl init, recreates it). Held and expired are judged on the
+created: free, a task takes it by creating it) and missing once it is filled,
+or when a record's gossip map has seen a version of it (deleted: the next task
+to start, or nodeidctl init, recreates it). Held and expired are judged on the
 store's clock only: Date - Last-Modified of the object's own GET against
 leaseMillis + 1s + --clock-margin. Objects above the cluster size are listed
 apart; other keys under the prefix are named in a note. status never writes.
@@ -238,7 +239,7 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
 		fmt.Fprintln(w, "unused IDs were never created: they are free, and a task takes one by creating its lease object")
 	}
 	if j.Counts[StateMissing] > 0 {
-		fmt.Fprintln(w, "missing objects were deleted from a filled cluster: the next task that starts, or nodeidctl init, recreates them")
+		fmt.Fprintln(w, "missing objects were deleted (the cluster is filled, or a version of them was seen): the next task that starts, or nodeidctl init, recreates them")
 	}
 }
 

@@ -151,7 +151,7 @@ func TestStatusText(t *testing.T) {
 		"cluster size  7", "layout        41/10/12 bits", "filled        yes",
 		"ID  STATE    VERSION  AGE", "task-a", "expired", "error: lease: corrupt object",
 		"at or above the cluster size 7", "8 lease objects: 2 free, 1 held, 1 expired, 3 corrupt, 1 missing",
-		"nodeidctl repair", "missing objects were deleted from a filled cluster")
+		"nodeidctl repair", "missing objects were deleted (the cluster is filled, or a version of them was seen)")
 	contains(t, "stderr", stderr, "1 other object(s) under the prefix", "notes.txt")
 	if i, j := strings.Index(stdout, "\n9 "), strings.Index(stdout, "at or above"); i < j {
 		t.Errorf("extra ID 9 is not listed apart:\n%s", stdout)
@@ -174,7 +174,7 @@ func TestStatusUnusedVersusMissing(t *testing.T) {
 				"unused IDs were never created: they are free, and a task takes one by creating its lease object"}},
 		{name: "filled", filled: true, state: StateMissing, filledJSON: "true",
 			text: []string{"filled        yes", "1   missing", "4 lease objects: 1 free, 1 held, 2 missing",
-				"missing objects were deleted from a filled cluster"}},
+				"missing objects were deleted (the cluster is filled, or a version of them was seen)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,6 +199,23 @@ func TestStatusUnusedVersusMissing(t *testing.T) {
 			stdout, _ = h.mustRun(ExitOK, "status")
 			contains(t, "status", stdout, tc.text...)
 		})
+	}
+}
+
+// TestStatusMissingWhenAGossipMapKnowsIt: in a cluster that is not filled, an
+// ID without an object that a record's gossip map has seen a version of was
+// deleted: missing, not unused.
+func TestStatusMissingWhenAGossipMapKnowsIt(t *testing.T) {
+	h := newHarness(t)
+	h.plantManifest(4, false)
+	r := held(2, "task-a", 1)
+	r.KnownNodes = map[int]int64{2: 1, 3: 5}
+	h.put(r)
+	s := h.status()
+	for id, want := range map[int]State{0: StateUnused, 1: StateUnused, 3: StateMissing} {
+		if got := s.Leases[id].State; got != want {
+			t.Errorf("lease %d is %s, want %s", id, got, want)
+		}
 	}
 }
 
