@@ -91,12 +91,20 @@ func TestCoarseClockKeepsTickingWhileAGeneratorUsesIt(t *testing.T) {
 	defer c.Stop()
 	g := newGen(t, c, nil)
 	end := c.base.Now().Add(4 * parkAfter)
-	parked := 0
-	for c.base.Now().Before(end) {
+	parked, excused := 0, false
+	for last := c.base.Now(); last.Before(end); {
 		mustNext(t, g)
-		if c.cached.Load() == 0 {
+		now := c.base.Now()
+		// A park after this goroutine itself stalled for half of parkAfter
+		// (a loaded machine) is not the generator's fault: excuse it until
+		// the clock ticks again.
+		excused = excused || now.Sub(last) >= parkAfter/2
+		if c.cached.Load() != 0 {
+			excused = false
+		} else if !excused {
 			parked++
 		}
+		last = now
 	}
 	if parked > 0 {
 		t.Fatalf("the clock was parked at %d of the generator's calls", parked)
