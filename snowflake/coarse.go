@@ -130,11 +130,18 @@ func (c *CoarseClock) sleepUntil(end time.Time) (stopped bool) {
 	}
 }
 
-// nowNs returns the cached reading in Unix nanoseconds, or, while the clock
-// is parked (which it wakes from) or stopped, a precise one.
+// nowNs returns reading and marks the clock used.
 func (c *CoarseClock) nowNs() int64 {
+	ns := c.reading()
+	c.markUsed()
+	return ns
+}
+
+// reading returns the cached reading in Unix nanoseconds, or, while the
+// clock is parked (which it wakes) or stopped, a precise one. It does not
+// mark the clock used: a Generator does that once per millisecond it starts.
+func (c *CoarseClock) reading() int64 {
 	if ns := c.cached.Load(); ns != 0 {
-		c.markUsed()
 		return ns
 	}
 	return c.wakeAndRead()

@@ -195,11 +195,7 @@ func (g *Generator) id(s int64) ID {
 // a busy generator fall behind by the time 64 IDs take instead.
 func (g *Generator) fastNowNs() int64 {
 	if g.coarse != nil && g.state.Load()&g.preciseMask != g.preciseMask {
-		ns := g.coarse.cached.Load()
-		if ns == 0 {
-			ns = g.coarse.wakeAndRead()
-		}
-		return ns - g.epochNs
+		return g.coarse.reading() - g.epochNs
 	}
 	return g.nowNs()
 }
