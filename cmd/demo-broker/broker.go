@@ -303,7 +303,7 @@ func (b *broker) writeIDFile(ctx context.Context, claim *nodeid.Claim, clock nod
 		case <-time.After(ahead):
 		}
 	}
-	c := idFileContent{NodeID: claim.NodeID(), Version: claim.Version(), ValidUntilMs: idFileValidUntilMs(claim, clock)}
+	c := idFileFor(claim, clock)
 	if err := writeIDFile(b.cfg.idFile, c); err != nil {
 		return err
 	}
@@ -319,8 +319,7 @@ func (b *broker) refreshIDFile(claim *nodeid.Claim) {
 	if !b.idFileUp { // not written yet: activate was still waiting for the floor
 		return
 	}
-	clock := b.provider.Config().Clock
-	c := idFileContent{NodeID: claim.NodeID(), Version: claim.Version(), ValidUntilMs: idFileValidUntilMs(claim, clock)}
+	c := idFileFor(claim, b.provider.Config().Clock)
 	if err := writeIDFile(b.cfg.idFile, c); err != nil {
 		b.log.Error("could not refresh the id file: the application will stop at its old validUntilMs", "path", b.cfg.idFile, "err", err)
 		return

@@ -27,15 +27,15 @@ type idFileContent struct {
 	ValidUntilMs int64 `json:"validUntilMs"`
 }
 
-// idFileValidUntilMs returns ValidUntilMs for claim now: its monotonic fence
-// deadline moved onto clock's wall clock, capped by its reservation; 0 once
-// the claim is fenced.
-func idFileValidUntilMs(claim *nodeid.Claim, clock nodeid.Clock) int64 {
-	until := claim.ValidUntil()
-	if until.IsZero() {
-		return 0
+// idFileFor returns the id file of claim now. ValidUntilMs is the claim's
+// monotonic fence deadline moved onto clock's wall clock, capped by its
+// reservation; 0 once the claim is fenced.
+func idFileFor(claim *nodeid.Claim, clock nodeid.Clock) idFileContent {
+	c := idFileContent{NodeID: claim.NodeID(), Version: claim.Version()}
+	if until := claim.ValidUntil(); !until.IsZero() {
+		c.ValidUntilMs = min(claim.Reservation(), clock.Wall().Add(until.Sub(clock.Now())).UnixMilli())
 	}
-	return min(claim.Reservation(), clock.Wall().Add(until.Sub(clock.Now())).UnixMilli())
+	return c
 }
 
 // writeIDFile writes the file atomically: a temporary file in the same
