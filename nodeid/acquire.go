@@ -58,9 +58,10 @@ func (w *watched) note(r readResult, leaseDur, clockMargin time.Duration) {
 // the leases seen held earlier in this Acquire that the listing shows unchanged
 // and expired by their own lease, then objects the listing shows untouched for
 // longer than any lease (each confirmed by a GET), then the rest, and last the
-// IDs gossip knows to be live, each class in the task's spread permutation.
-// OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider does.
-func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched) []int {
+// IDs gossip knows to be live (known), each class in the task's spread
+// permutation. OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider
+// does.
+func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
 	var order []int
 	for _, id := range p.visitOrder(v.size) {
 		if !tried[id] {
@@ -69,10 +70,6 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched) []
 	}
 	if p.cfg.Order != OrderSpread {
 		return order
-	}
-	var known map[int]int64
-	if p.cfg.Peers != nil {
-		known = p.cfg.Peers.KnownNodes()
 	}
 	class := func(id int) int {
 		o, exists := v.objects[id]
@@ -158,7 +155,8 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 // visit makes one pass over the untried candidates. lostRace reports a create
 // lost to another task: the pass stops there, as the listing is stale.
 func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool, errs *[]error, w *watched) (c *Claim, lostRace bool, err error) {
-	order := p.candidates(v, tried, w)
+	known := p.knownNodes() // one view of gossip per pass
+	order := p.candidates(v, tried, w, known)
 	batch := 1
 	for i := 0; i < len(order); {
 		if ctx.Err() != nil {
@@ -168,7 +166,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			id := order[i]
 			tried[id] = true
 			i++
-			if v.manifest.Filled || p.knownNodes()[id] > 0 {
+			if v.manifest.Filled || known[id] > 0 {
 				// Deleted (the cluster is filled, or gossip has seen a
 				// version of it), and not recreated yet: never taken as
 				// never-created.
@@ -332,7 +330,9 @@ func (p *Provider) stamp(r *lease.Record, wall time.Time) {
 	r.ReservedUntilMs = max(r.ReservedUntilMs, wall.UnixMilli()+p.cfg.LeaseDuration.Milliseconds())
 }
 
-// knownNodes returns the gossip view to write into the record, or nil.
+// knownNodes returns gossip's view (node ID -> highest version seen): written
+// into records, and used to tell a deleted object from a never-created one.
+// nil without Peers. It builds a new map at each call.
 func (p *Provider) knownNodes() map[int]int64 {
 	if p.cfg.Peers == nil {
 		return nil

@@ -256,7 +256,7 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 		// An ID gossip has seen a version of was created once: it is
 		// missing because someone deleted it, filled or not.
 		free := filling && known[id] == 0
-		info, err := p.createRecord(ctx, id, free)
+		info, err := p.createRecord(ctx, id, free, known[id])
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -297,13 +297,15 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 var errFillRaced = errors.New("nodeid: another task is creating the missing lease objects")
 
 // createRecord creates one missing lease object: free, or else recreated held
-// by RecreatedHolder. A lost race is errTaken (the object exists); an unknown
-// outcome is not an error: the object exists, or a later bootstrap creates it.
-func (p *Provider) createRecord(ctx context.Context, id int, free bool) (lease.ObjectInfo, error) {
+// by RecreatedHolder at knownVersion, the version gossip last saw (0 if none:
+// versions never go back). A lost race is errTaken (the object exists); an
+// unknown outcome is not an error: the object exists, or a later bootstrap
+// creates it.
+func (p *Provider) createRecord(ctx context.Context, id int, free bool, knownVersion int64) (lease.ObjectInfo, error) {
 	r := lease.Record{NodeID: id, WriteID: lease.NewWriteID()}
 	if !free {
 		r.Holder = RecreatedHolder
-		r.Version = p.knownNodes()[id] // the version gossip last saw, if any: versions never go back
+		r.Version = knownVersion
 		r.LeaseMillis = p.cfg.MaxLeaseDuration.Milliseconds()
 		r.ReservedUntilMs = p.clock.Wall().UnixMilli() + r.LeaseMillis
 		err := fmt.Errorf("lease object %s missing, though it existed (the cluster is filled, or gossip saw version %d): deleted by someone", lease.RecordKey(id), r.Version)
