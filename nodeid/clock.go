@@ -3,6 +3,8 @@ package nodeid
 import (
 	"context"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/ctxtime"
 )
 
 // Clock is the time source of a Provider. Now is used only for durations (the
@@ -28,13 +30,4 @@ type systemClock struct{ offset time.Duration }
 func (systemClock) Now() time.Time    { return time.Now() }
 func (c systemClock) Wall() time.Time { return time.Now().Round(0).Add(c.offset) }
 
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error { return ctxtime.Sleep(ctx, d) }

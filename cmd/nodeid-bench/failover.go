@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
+	"github.com/nodeid/nodeid/internal/ctxtime"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -143,7 +144,7 @@ func failover(ctx context.Context, b *backend, o failoverOpts, args []string) (*
 		// Let the waiter find the cluster full and settle into its waiting,
 		// and kill at a random point of the victims' renewal cycle.
 		settle := 2*time.Second + time.Duration(rng.Int64N(int64(o.renewInterval)))
-		if err := sleepCtx(ctx, settle); err != nil {
+		if err := ctxtime.Sleep(ctx, settle); err != nil {
 			return nil, err
 		}
 		vi := rng.IntN(len(holders))

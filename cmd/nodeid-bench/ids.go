@@ -25,6 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/ctxtime"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
@@ -303,7 +304,7 @@ func idsOneBroker(ctx context.Context, o idsOpts, bin, mode string) (*idsBroker,
 		return br, fmt.Errorf("first /ids request: %s", l.FirstFail)
 	}
 	br.NodeID, br.Version = ledger.node, ledger.version
-	if err := sleepCtx(ctx, o.settle); err != nil {
+	if err := ctxtime.Sleep(ctx, o.settle); err != nil {
 		return br, err
 	}
 	br.IdleRSSMB = p.rssMB()
@@ -328,7 +329,7 @@ func idsOneBroker(ctx context.Context, o idsOpts, bin, mode string) (*idsBroker,
 			return br, ctx.Err()
 		}
 	}
-	if sleepCtx(ctx, o.settle) == nil {
+	if ctxtime.Sleep(ctx, o.settle) == nil {
 		br.AfterRSSMB = p.rssMB()
 	}
 	br.PeakRSSMB = p.statusMB("VmHWM")

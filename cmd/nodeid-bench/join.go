@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
+	"github.com/nodeid/nodeid/internal/ctxtime"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 )
@@ -100,7 +101,7 @@ func join(ctx context.Context, b *backend, o joinOpts, args []string, stderr io.
 	default:
 		wait := setupCfg.MaxLeaseDuration + 3*time.Second
 		fmt.Fprintf(stderr, "nodeid-bench join: waiting %v so that the free objects are older than any lease (the server's clock cannot be moved)\n", wait)
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := ctxtime.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 		rep.Setup = fmt.Sprintf("nodeid.Init, a %v wait, then held records written", wait)
@@ -173,17 +174,6 @@ func holdDirect(ctx context.Context, st lease.Store, id int, leaseDur time.Durat
 	}
 	_, err = st.Update(ctx, key, nb, meta.ETag)
 	return err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func printJoin(w io.Writer, r *joinReport) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
+	"github.com/nodeid/nodeid/internal/ctxtime"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -124,7 +125,7 @@ func steady(ctx context.Context, b *backend, o steadyOpts, leases []time.Duratio
 	}
 	before := b.proxy.Counts()
 	from := time.Now()
-	if err := sleepCtx(ctx, o.window); err != nil {
+	if err := ctxtime.Sleep(ctx, o.window); err != nil {
 		return nil, err
 	}
 	to := time.Now()

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/ctxtime"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -51,7 +52,7 @@ type FaultStore struct {
 
 // NewFaultStore wraps inner; with nothing injected it passes every call through.
 func NewFaultStore(inner lease.Store) *FaultStore {
-	return &FaultStore{inner: inner, Sleep: sleepCtx, queued: map[Op][]Fault{}}
+	return &FaultStore{inner: inner, Sleep: ctxtime.Sleep, queued: map[Op][]Fault{}}
 }
 
 // SetInjector sets the function consulted for every operation that has no queued
@@ -132,15 +133,4 @@ func (f *FaultStore) Create(ctx context.Context, key string, body []byte) (m lea
 func (f *FaultStore) Update(ctx context.Context, key string, body []byte, etag string) (m lease.Meta, err error) {
 	err = f.apply(ctx, OpUpdate, key, func() (e error) { m, e = f.inner.Update(ctx, key, body, etag); return e })
 	return m, err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
