@@ -201,21 +201,32 @@ start_one() {
 	done
 }
 
+# terminate NAME PID SIG: send SIG to the running server NAME (PID) and wait
+# up to 10 s for it to exit, then SIGKILL it and wait up to 5 s more. Returns 1
+# if it is still alive after that.
+terminate() {
+	local name=$1 pid=$2 sig=$3 i
+	kill -"$sig" "$pid" 2>/dev/null || true
+	for i in $(seq 1 100); do
+		alive "$name" || return 0
+		sleep 0.1
+	done
+	log "$name: pid $pid ignored SIG$sig for 10 s, killing it"
+	kill -KILL "$pid" 2>/dev/null || true
+	for i in $(seq 1 50); do
+		alive "$name" || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 stop_one() {
-	local name=$1 f=$state_dir/$1.env pid data i
+	local name=$1 f=$state_dir/$1.env pid data
 	[[ -f $f ]] || return 0
 	pid=$(sed -n 's/^PID=//p' "$f")
 	data=$(sed -n 's/^DATA=//p' "$f")
 	if alive "$name"; then
-		kill "$pid" 2>/dev/null || true
-		for i in $(seq 1 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			log "$name: pid $pid ignored SIGTERM for 10 s, killing it"
-			kill -KILL "$pid" 2>/dev/null || true
-		fi
+		terminate "$name" "$pid" TERM || log "$name: pid $pid survived SIGKILL"
 		log "$name: stopped (pid $pid)"
 	fi
 	# Only ever remove a folder this script made.
@@ -233,25 +244,12 @@ stop_one() {
 restart_one() {
 	local name=$1 f=$state_dir/$1.env logf=$state_dir/$1.log
 	local sig=${NODEID_SERVER_RESTART_SIGNAL:-TERM} pause=${NODEID_SERVER_RESTART_PAUSE:-0}
-	local pid port data i attempt rc
+	local pid port data attempt rc
 	alive "$name" || die "$name is not running: run '$0 start $name' first"
 	pid=$(sed -n 's/^PID=//p' "$f")
 	port=$(sed -n 's/^PORT=//p' "$f")
 	data=$(sed -n 's/^DATA=//p' "$f")
-	kill -"$sig" "$pid" 2>/dev/null || true
-	for i in $(seq 1 100); do
-		alive "$name" || break
-		sleep 0.1
-	done
-	if alive "$name"; then
-		log "$name: pid $pid ignored SIG$sig for 10 s, killing it"
-		kill -KILL "$pid" 2>/dev/null || true
-		for i in $(seq 1 50); do
-			alive "$name" || break
-			sleep 0.1
-		done
-	fi
-	alive "$name" && die "$name: pid $pid does not stop"
+	terminate "$name" "$pid" "$sig" || die "$name: pid $pid does not stop"
 	sleep "$pause"
 	if [[ -f $logf ]]; then
 		mv -f "$logf" "$logf.1"
