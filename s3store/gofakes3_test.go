@@ -17,12 +17,19 @@ import (
 
 // fakeTarget runs the conformance suite on gofakes3: one server per suite run,
 // one bucket per test (the suite's namespace), the prefix as given.
-func fakeTarget(t *testing.T, cfg s3fake.Config) storetest.Target {
+// startFake starts gofakes3 with cfg for the test and closes it at the end.
+func startFake(t *testing.T, cfg s3fake.Config) *s3fake.Server {
+	t.Helper()
 	srv, err := s3fake.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+func fakeTarget(t *testing.T, cfg s3fake.Config) storetest.Target {
+	srv := startFake(t, cfg)
 	var (
 		mu      sync.Mutex
 		buckets = map[string]string{}
@@ -63,11 +70,7 @@ func TestConformanceGofakes3FakeClock(t *testing.T) {
 }
 
 func TestCheckGofakes3(t *testing.T) {
-	srv, err := s3fake.Start(s3fake.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startFake(t, s3fake.Config{})
 	ok, err := s3store.New(context.Background(), srv.StoreConfig("nodeid/"))
 	if err != nil {
 		t.Fatal(err)
@@ -104,13 +107,10 @@ func TestCheckGofakes3(t *testing.T) {
 // connections, to create one key and then to update it from one ETag: exactly
 // one wins each race (litestream's TestLeaser_ConcurrentAcquisition).
 func TestTenClientsRace(t *testing.T) {
-	srv, err := s3fake.Start(s3fake.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startFake(t, s3fake.Config{})
 	stores := make([]*s3store.Store, 10)
 	for i := range stores {
+		var err error
 		if stores[i], err = s3store.New(context.Background(), srv.StoreConfig("race/")); err != nil {
 			t.Fatal(err)
 		}
@@ -156,11 +156,7 @@ func TestTenClientsRace(t *testing.T) {
 func TestStaticCredentialsIgnoreSharedConfig(t *testing.T) {
 	t.Setenv("AWS_PROFILE", "no-such-profile")
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/config")
-	srv, err := s3fake.Start(s3fake.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startFake(t, s3fake.Config{})
 	s, err := s3store.New(context.Background(), srv.StoreConfig("p/"))
 	if err != nil {
 		t.Fatalf("New with static credentials and AWS_PROFILE=no-such-profile: %v", err)

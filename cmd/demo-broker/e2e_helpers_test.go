@@ -363,3 +363,15 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// startFakeS3 starts an embedded S3 (gofakes3) on 127.0.0.1 for the test and
+// closes it at the end.
+func startFakeS3(t *testing.T) *s3fake.Server {
+	t.Helper()
+	srv, err := s3fake.Start(s3fake.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}

@@ -363,11 +363,7 @@ func TestServeCluster(t *testing.T) {
 // no later than the broker does.
 func TestServeS3CutOff(t *testing.T) {
 	t.Parallel()
-	srv, err := s3fake.Start(s3fake.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv := startFakeS3(t)
 	proxy := newCutProxy(t, strings.TrimPrefix(srv.URL(), "http://"))
 	idFile := filepath.Join(t.TempDir(), "nodeid.json")
 	env := brokerEnv(t)
@@ -511,11 +507,7 @@ func TestServeBadInput(t *testing.T) {
 // full cluster: it exits 0 at once, having held nothing.
 func TestServeSignalWhileAcquiring(t *testing.T) {
 	t.Parallel()
-	srv, err := s3fake.Start(s3fake.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv := startFakeS3(t)
 	env := brokerEnv(t)
 	args := append([]string{"--bucket", srv.Bucket(), "--s3-endpoint", srv.URL(), "--s3-path-style", "--cluster-size", "1"}, shortLease...)
 	first := startBroker(t, "first", env, args...)
@@ -542,11 +534,7 @@ func TestServeSignalWhileAcquiring(t *testing.T) {
 // behind. On SIGTERM, the id file is removed before the release is written.
 func TestServeClockSkewHandover(t *testing.T) {
 	t.Parallel()
-	srv, err := s3fake.Start(s3fake.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv := startFakeS3(t)
 	env := brokerEnv(t)
 	args := slices.Concat([]string{"--bucket", srv.Bucket(), "--s3-endpoint", srv.URL(), "--s3-path-style", "--cluster-size", "1"}, shortLease)
 	idFile := filepath.Join(t.TempDir(), "id.json")
