@@ -140,8 +140,9 @@ func DefaultLocalConfig() Config {
 	return c
 }
 
-// validate checks c and fills in the optional fields.
-func (c *Config) validate() error {
+// Validate checks c and fills in the optional fields; Start calls it. The
+// error wraps ErrInvalidConfig and names each field at fault.
+func (c *Config) Validate() error {
 	var errs []error
 	check := func(ok bool, format string, args ...any) {
 		if !ok {

@@ -42,7 +42,7 @@ func TestConfigValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := testConfig("n")
 			tt.modify(&c)
-			err := c.validate()
+			err := c.Validate()
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("validate = %v, want nil", err)
@@ -66,11 +66,11 @@ func TestStartRefusesBadConfig(t *testing.T) {
 
 func TestDefaultConfigValidatesWithName(t *testing.T) {
 	c := DefaultConfig()
-	if err := c.validate(); !errors.Is(err, ErrInvalidConfig) {
+	if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("DefaultConfig without a name validates: %v", err)
 	}
 	c.Name = "task"
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		t.Fatalf("DefaultConfig with a name: %v", err)
 	}
 	if c.Logger == nil {

@@ -37,7 +37,7 @@ type Node struct {
 // Start validates cfg, starts a member listening on cfg.BindAddr:BindPort and
 // joins cfg.Join. The member advertises no node ID until SetClaim.
 func Start(cfg Config) (*Node, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	n := &Node{

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/ctxtime"
+	"github.com/nodeid/nodeid/snowflake"
 )
 
 // Clock is the time source of a Provider. Now is used only for durations (the
@@ -16,18 +17,60 @@ type Clock interface {
 	// used, so it should carry a monotonic reading.
 	Now() time.Time
 	// Wall returns the wall-clock time (Unix ms feed Snowflake reservations).
+	// The Snowflake generator of a claim must read the same wall clock
+	// (SnowflakeClock), and it should not step: a reservation stamped
+	// from a clock that stepped back falls below the timestamps already
+	// issued, and the generator waits for renewals that never catch up.
 	Wall() time.Time
 	// Sleep waits for d or until ctx is done, and then returns ctx.Err().
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// SystemClock returns the system clock, its wall clock shifted by wallOffset (zero
-// in production; demo-broker's --debug-clock-offset sets it to test clock skew).
-func SystemClock(wallOffset time.Duration) Clock { return systemClock{wallOffset} }
+// SystemClock returns the system clock, its wall clock shifted by wallOffset
+// (zero in production; demo-broker's --debug-clock-offset sets it to test
+// clock skew).
+//
+// Its wall clock is read once, now, and then advanced by the monotonic clock,
+// like snowflake.NewSystemClock: it never steps, so NTP steps and manual
+// changes of the host's clock after this call are not seen (slewing is, as the
+// monotonic clock follows it). A fresh process reads the wall clock again; the
+// Snowflake floor covers the difference between two processes' clocks.
+func SystemClock(wallOffset time.Duration) Clock {
+	return &systemClock{start: time.Now(), offset: wallOffset}
+}
 
-type systemClock struct{ offset time.Duration }
+type systemClock struct {
+	start  time.Time // wall and monotonic reading at creation
+	offset time.Duration
+}
 
-func (systemClock) Now() time.Time    { return time.Now() }
-func (c systemClock) Wall() time.Time { return time.Now().Round(0).Add(c.offset) }
+func (*systemClock) Now() time.Time { return time.Now() }
 
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error { return ctxtime.Sleep(ctx, d) }
+func (c *systemClock) Wall() time.Time {
+	return c.start.Add(time.Since(c.start) + c.offset).Round(0)
+}
+
+func (*systemClock) Sleep(ctx context.Context, d time.Duration) error { return ctxtime.Sleep(ctx, d) }
+
+// SnowflakeClock returns c's wall clock as the clock of a snowflake.Generator:
+// the generator of a claim must read the clock its reservations were stamped
+// with (Clock.Wall), or a step of one against the other stalls it. On the
+// system clock its Sleep is the generator's precise one (waits for the next
+// millisecond); on another Clock it is c.Sleep.
+func SnowflakeClock(c Clock) snowflake.Clock {
+	if _, ok := c.(*systemClock); ok {
+		return generatorClock{wall: c, sleep: preciseSleep.Sleep}
+	}
+	return generatorClock{wall: c, sleep: func(d time.Duration) { _ = c.Sleep(context.Background(), d) }}
+}
+
+// preciseSleep lends its Sleep to SnowflakeClock on the system clock.
+var preciseSleep = snowflake.NewSystemClock()
+
+type generatorClock struct {
+	wall  Clock
+	sleep func(time.Duration)
+}
+
+func (g generatorClock) Now() time.Time        { return g.wall.Wall() }
+func (g generatorClock) Sleep(d time.Duration) { g.sleep(d) }

@@ -57,19 +57,20 @@ type Config struct {
 	LeaseDuration time.Duration
 
 	// RenewInterval is the time from one successful write to the next renewal.
-	// Default LeaseDuration / 3.
+	// Zero: LeaseDuration / 3.
 	RenewInterval time.Duration
 
 	// RenewDeadline is how long after its last successful write a holder keeps
 	// retrying a failing renewal before it fences itself and the claim ends.
-	// RenewInterval < RenewDeadline <= LeaseDuration - SafetyMargin. Default
-	// LeaseDuration * 2 / 3.
+	// RenewInterval < RenewDeadline <= LeaseDuration - SafetyMargin. Zero: the
+	// lesser of LeaseDuration * 2 / 3 and LeaseDuration - SafetyMargin.
 	RenewDeadline time.Duration
 
 	// SafetyMargin is subtracted from the lease on this task's own monotonic
 	// clock: the claim is valid only until t0 + LeaseDuration - SafetyMargin,
 	// t0 being when its last successful write was sent. It must cover the
-	// clock's rate error over one lease. Default 1 s.
+	// clock's rate error over one lease. Zero: the lesser of 1 s and
+	// LeaseDuration / 4.
 	SafetyMargin time.Duration
 
 	// ClockMargin is added to the lease when judging another holder's lease
@@ -110,7 +111,8 @@ type Config struct {
 	BootstrapWindow time.Duration
 
 	// StoreTimeout bounds each store request made by the renewal loop and by
-	// Close. Default 2 s.
+	// Close; below RenewDeadline, so that a renewal can be tried again before
+	// the deadline. Zero: the lesser of 2 s and RenewDeadline / 2.
 	StoreTimeout time.Duration
 
 	// Clock is the time source. Default SystemClock(0).
@@ -123,16 +125,16 @@ type Config struct {
 	Peers Peers
 }
 
-// DefaultConfig returns the defaults documented on each Config field.
+// DefaultConfig returns the defaults documented on each Config field. The
+// timings that derive from LeaseDuration (RenewInterval, RenewDeadline,
+// SafetyMargin, StoreTimeout) are left zero, so that setting LeaseDuration
+// alone is enough: Validate (and New) derive them.
 func DefaultConfig() Config {
 	return Config{
 		TaskID:           DefaultTaskID(),
 		ClusterSize:      1024,
 		Layout:           DefaultLayout,
 		LeaseDuration:    15 * time.Second,
-		RenewInterval:    5 * time.Second,
-		RenewDeadline:    10 * time.Second,
-		SafetyMargin:     time.Second,
 		ClockMargin:      time.Second,
 		MaxLeaseDuration: 60 * time.Second,
 		Order:            OrderSpread,
@@ -141,7 +143,6 @@ func DefaultConfig() Config {
 		AcquireBackoff:   500 * time.Millisecond,
 		MaxClockWait:     5 * time.Second,
 		BootstrapWindow:  10 * time.Second,
-		StoreTimeout:     2 * time.Second,
 	}
 }
 
@@ -166,37 +167,76 @@ func DefaultTaskID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// validate checks the configuration and fills in the optional fields.
-func (c *Config) validate() error {
+// FieldError is one reason a configuration is invalid: the field, and what is
+// wrong with its value. Validate joins them, so that a caller (a command-line
+// layer) can name its own flag for each field with errors.As.
+type FieldError struct {
+	// Field is the name of the Config field ("LeaseDuration"); a rule that
+	// relates two fields names the one it is about.
+	Field string
+	// Reason says what is wrong, with the value.
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// FieldErrors returns the FieldErrors err joins or wraps, in order.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		switch x := err.(type) {
+		case nil:
+		case *FieldError:
+			out = append(out, x)
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				walk(e)
+			}
+		default:
+			walk(errors.Unwrap(err))
+		}
+	}
+	walk(err)
+	return out
+}
+
+// Validate fills in the timings left zero (see each field) and the optional
+// fields, and checks the configuration; New calls it. The error joins one
+// *FieldError per broken rule (see FieldErrors).
+func (c *Config) Validate() error {
+	c.deriveTimings()
 	var errs []error
-	check := func(ok bool, format string, args ...any) {
+	check := func(ok bool, field, format string, args ...any) {
 		if !ok {
-			errs = append(errs, fmt.Errorf(format, args...))
+			errs = append(errs, &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
 		}
 	}
 	l := c.Layout
 	check(l.TimestampBits > 0 && l.NodeBits > 0 && l.SequenceBits > 0 && l.NodeBits <= 22 &&
 		l.TimestampBits+l.NodeBits+l.SequenceBits == 63,
-		"Layout %d/%d/%d: widths must be positive, node bits at most 22, and sum to 63", l.TimestampBits, l.NodeBits, l.SequenceBits)
-	check(l.EpochMs >= 0, "Layout.EpochMs %d is negative", l.EpochMs)
+		"Layout", "%d/%d/%d: widths must be positive, node bits at most 22, and sum to 63", l.TimestampBits, l.NodeBits, l.SequenceBits)
+	check(l.EpochMs >= 0, "Layout", "EpochMs %d is negative", l.EpochMs)
 	if l.NodeBits > 0 && l.NodeBits <= 22 {
-		check(c.ClusterSize >= 1 && c.ClusterSize <= 1<<l.NodeBits, "ClusterSize %d outside 1..%d (2^NodeBits)", c.ClusterSize, 1<<l.NodeBits)
+		check(c.ClusterSize >= 1 && c.ClusterSize <= 1<<l.NodeBits, "ClusterSize", "%d outside 1..%d (2^NodeBits)", c.ClusterSize, 1<<l.NodeBits)
 	}
-	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID must be 1..1024 bytes")
-	check(c.LeaseDuration >= time.Second, "LeaseDuration %v below 1s", c.LeaseDuration)
-	check(c.LeaseDuration <= c.MaxLeaseDuration, "LeaseDuration %v above MaxLeaseDuration %v", c.LeaseDuration, c.MaxLeaseDuration)
-	check(c.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration %v above 24h", c.MaxLeaseDuration)
-	check(c.SafetyMargin > 0 && c.SafetyMargin < c.LeaseDuration, "SafetyMargin %v must be in (0, LeaseDuration)", c.SafetyMargin)
-	check(c.ClockMargin >= 0, "ClockMargin %v is negative", c.ClockMargin)
+	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID", "must be 1..1024 bytes")
+	check(c.LeaseDuration >= time.Second, "LeaseDuration", "%v below 1s", c.LeaseDuration)
+	check(c.LeaseDuration <= c.MaxLeaseDuration, "LeaseDuration", "%v above MaxLeaseDuration %v", c.LeaseDuration, c.MaxLeaseDuration)
+	check(c.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration", "%v above 24h", c.MaxLeaseDuration)
+	check(c.SafetyMargin > 0 && c.SafetyMargin < c.LeaseDuration, "SafetyMargin", "%v must be in (0, LeaseDuration %v)", c.SafetyMargin, c.LeaseDuration)
+	check(c.ClockMargin >= 0, "ClockMargin", "%v is negative", c.ClockMargin)
 	check(c.RenewInterval > 0 && c.RenewInterval < c.RenewDeadline,
-		"RenewInterval %v must be positive and below RenewDeadline %v", c.RenewInterval, c.RenewDeadline)
+		"RenewInterval", "%v must be positive and below RenewDeadline %v", c.RenewInterval, c.RenewDeadline)
 	check(c.RenewDeadline <= c.LeaseDuration-c.SafetyMargin,
-		"RenewDeadline %v above LeaseDuration - SafetyMargin (%v)", c.RenewDeadline, c.LeaseDuration-c.SafetyMargin)
-	check(c.Order == OrderSpread || c.Order == OrderLowestFirst, "Order %q is not %q or %q", c.Order, OrderSpread, OrderLowestFirst)
-	check(c.MaxReadsInFlight >= 1, "MaxReadsInFlight %d below 1", c.MaxReadsInFlight)
-	check(c.AcquireTimeout >= 0 && c.AcquireBackoff > 0, "AcquireTimeout must be >= 0 and AcquireBackoff > 0")
-	check(c.MaxClockWait >= 0 && c.BootstrapWindow >= 0, "MaxClockWait and BootstrapWindow must be >= 0")
-	check(c.StoreTimeout > 0 && c.StoreTimeout < c.RenewDeadline, "StoreTimeout %v must be in (0, RenewDeadline)", c.StoreTimeout)
+		"RenewDeadline", "%v above LeaseDuration - SafetyMargin (%v)", c.RenewDeadline, c.LeaseDuration-c.SafetyMargin)
+	check(c.Order == OrderSpread || c.Order == OrderLowestFirst, "Order", "%q is not %q or %q", c.Order, OrderSpread, OrderLowestFirst)
+	check(c.MaxReadsInFlight >= 1, "MaxReadsInFlight", "%d below 1", c.MaxReadsInFlight)
+	check(c.AcquireTimeout >= 0, "AcquireTimeout", "%v is negative", c.AcquireTimeout)
+	check(c.AcquireBackoff > 0, "AcquireBackoff", "%v must be positive", c.AcquireBackoff)
+	check(c.MaxClockWait >= 0, "MaxClockWait", "%v is negative", c.MaxClockWait)
+	check(c.BootstrapWindow >= 0, "BootstrapWindow", "%v is negative", c.BootstrapWindow)
+	check(c.StoreTimeout > 0 && c.StoreTimeout < c.RenewDeadline, "StoreTimeout", "%v must be in (0, RenewDeadline %v)", c.StoreTimeout, c.RenewDeadline)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("nodeid: invalid config: %w", err)
 	}
@@ -210,4 +250,23 @@ func (c *Config) validate() error {
 		c.Observer = NopObserver{}
 	}
 	return nil
+}
+
+// deriveTimings fills in the timings left zero from LeaseDuration.
+func (c *Config) deriveTimings() {
+	if c.LeaseDuration <= 0 {
+		return // Validate reports it
+	}
+	if c.SafetyMargin == 0 {
+		c.SafetyMargin = min(time.Second, c.LeaseDuration/4)
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = c.LeaseDuration / 3
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = min(c.LeaseDuration*2/3, c.LeaseDuration-c.SafetyMargin)
+	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = min(2*time.Second, c.RenewDeadline/2)
+	}
 }

@@ -16,12 +16,12 @@ func TestConfigValidation(t *testing.T) {
 		{"local", func(c *Config) { *c = DefaultLocalConfig() }, ""},
 		{"renew interval not below deadline", func(c *Config) { c.RenewInterval = c.RenewDeadline }, "RenewInterval"},
 		{"deadline above lease-safety", func(c *Config) { c.RenewDeadline = c.LeaseDuration }, "RenewDeadline"},
-		{"safety margin zero", func(c *Config) { c.SafetyMargin = 0 }, "SafetyMargin"},
+		{"safety margin negative", func(c *Config) { c.SafetyMargin = -time.Second }, "SafetyMargin"},
 		{"safety margin above lease", func(c *Config) { c.SafetyMargin = c.LeaseDuration }, "SafetyMargin"},
 		{"lease too short", func(c *Config) { c.LeaseDuration = 500 * time.Millisecond }, "LeaseDuration"},
 		{"lease above max", func(c *Config) { c.MaxLeaseDuration = 10 * time.Second }, "MaxLeaseDuration"},
-		{"cluster too big", func(c *Config) { c.ClusterSize = 1025 }, "ClusterSize 1025"},
-		{"cluster empty", func(c *Config) { c.ClusterSize = 0 }, "ClusterSize 0"},
+		{"cluster too big", func(c *Config) { c.ClusterSize = 1025 }, "ClusterSize: 1025"},
+		{"cluster empty", func(c *Config) { c.ClusterSize = 0 }, "ClusterSize: 0"},
 		{"cluster fits wider layout", func(c *Config) {
 			c.ClusterSize, c.Layout.NodeBits, c.Layout.SequenceBits = 4096, 12, 10
 		}, ""},
@@ -35,8 +35,11 @@ func TestConfigValidation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
+			if err := c.Validate(); err != nil { // derive the timings the edits refer to
+				t.Fatal(err)
+			}
 			tc.edit(&c)
-			err := c.validate()
+			err := c.Validate()
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("valid config refused: %v", err)
@@ -44,6 +47,47 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatalf("error = %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestConfigDerivesTimingsFromLease: a user who sets only LeaseDuration gets
+// the documented derived timings, not a validation error.
+func TestConfigDerivesTimingsFromLease(t *testing.T) {
+	tests := []struct {
+		lease                               time.Duration
+		interval, deadline, safety, storeTO time.Duration
+	}{
+		{15 * time.Second, 5 * time.Second, 10 * time.Second, time.Second, 2 * time.Second},
+		{5 * time.Second, 5 * time.Second / 3, 5 * time.Second * 2 / 3, time.Second, 5 * time.Second / 3},
+		{2 * time.Second, 2 * time.Second / 3, 2 * time.Second * 2 / 3, 500 * time.Millisecond, 2 * time.Second / 3},
+	}
+	for _, tc := range tests {
+		c := DefaultConfig()
+		c.LeaseDuration = tc.lease
+		if err := c.Validate(); err != nil {
+			t.Fatalf("LeaseDuration %v alone: %v", tc.lease, err)
+		}
+		got := []time.Duration{c.RenewInterval, c.RenewDeadline, c.SafetyMargin, c.StoreTimeout}
+		want := []time.Duration{tc.interval, tc.deadline, tc.safety, tc.storeTO}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("LeaseDuration %v: RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout = %v, want %v", tc.lease, got, want)
+				break
+			}
+		}
+	}
+}
+
+// TestFieldErrors: every broken rule is one FieldError naming its field.
+func TestFieldErrors(t *testing.T) {
+	c := DefaultConfig()
+	c.Order, c.MaxReadsInFlight, c.LeaseDuration = "x", 0, 500*time.Millisecond
+	var fields []string
+	for _, fe := range FieldErrors(c.Validate()) {
+		fields = append(fields, fe.Field)
+	}
+	if got, want := strings.Join(fields, ","), "LeaseDuration,Order,MaxReadsInFlight"; got != want {
+		t.Fatalf("fields = %s, want %s", got, want)
 	}
 }
 

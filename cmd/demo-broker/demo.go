@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 	"github.com/nodeid/nodeid/snowflake"
@@ -222,7 +223,7 @@ func (d *demo) shutdown(ctx context.Context) (int, error) {
 	var wg sync.WaitGroup
 	for i, b := range brokers {
 		wg.Go(func() {
-			releases[i] = b.getState() == stateHeld
+			releases[i] = b.getState() == node.StateHeld
 			errs[i] = b.shutdown(ctx)
 		})
 	}

@@ -11,30 +11,32 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
-// The states of a demo broker, as the table shows them: those of a served
-// broker (broker.go: acquiring, held, lost, released) and these.
+// The states of a demo broker, as the table shows them: those of a node
+// (node.StateAcquiring, StateHeld, StateLost, StateReleased) and these.
 const (
 	stateKilled   = "killed"   // died abruptly (kill -9): no release
 	stateStopping = "stopping" // graceful stop: releasing its lease
 	stateFailed   = "failed"   // it never got a node ID
 )
 
-// demoBroker is one broker of the demo, in process: its own S3 client, task
-// identity, Provider, Claim and Snowflake generator, and a goroutine that
-// issues batches of IDs until it is stopped or killed.
+// demoBroker is one broker of the demo, in process: a node.Node with its own
+// S3 client and task identity, and a goroutine that issues batches of IDs
+// until it is stopped or killed.
 type demoBroker struct {
 	name  string
 	skew  time.Duration // its wall clock is this far behind
 	store *killableStore
-	prov  *nodeid.Provider
+	node  *node.Node
 	tl    timeline
 
 	cancel   context.CancelFunc // stops the issuing goroutine
@@ -46,8 +48,6 @@ type demoBroker struct {
 
 	mu       sync.Mutex // guards the fields below
 	state    string
-	claim    *nodeid.Claim
-	gen      *snowflake.Generator
 	err      error
 	heldAt   time.Time // when it got its node ID
 	issueErr int       // NextN errors other than fenced
@@ -63,19 +63,21 @@ func newDemoBroker(name string, srv *s3fake.Server, prefix string, clusterSize i
 		return nil, err
 	}
 	ks := &killableStore{inner: st}
-	cfg := nodeid.DefaultLocalConfig()
-	cfg.TaskID = name
-	cfg.ClusterSize = clusterSize
-	cfg.LeaseDuration, cfg.RenewInterval, cfg.RenewDeadline = tl.lease, tl.renew, tl.renewDeadline
-	cfg.SafetyMargin, cfg.StoreTimeout = tl.safety, tl.storeTimeout
-	cfg.AcquireBackoff, cfg.AcquireTimeout = tl.acquireBackoff, tl.acquireTimeout
-	cfg.Clock = nodeid.SystemClock(-skew)
-	p, err := nodeid.New(ks, cfg)
+	cfg := node.DefaultLocalConfig()
+	pc := &cfg.Provider
+	pc.TaskID = name
+	pc.ClusterSize = clusterSize
+	pc.LeaseDuration, pc.RenewInterval, pc.RenewDeadline = tl.lease, tl.renew, tl.renewDeadline
+	pc.SafetyMargin, pc.StoreTimeout = tl.safety, tl.storeTimeout
+	pc.AcquireBackoff, pc.AcquireTimeout = tl.acquireBackoff, tl.acquireTimeout
+	pc.Clock = nodeid.SystemClock(-skew) // the generator reads it too
+	cfg.Metrics = prometheus.NewRegistry()
+	n, err := node.New(ks, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &demoBroker{
-		name: name, skew: skew, store: ks, prov: p, tl: tl, state: stateAcquiring,
+		name: name, skew: skew, store: ks, node: n, tl: tl, state: node.StateAcquiring,
 		acquired: make(chan struct{}), firstID: make(chan struct{}), done: make(chan struct{}),
 		stream: idStream{broker: name, node: -1},
 	}, nil
@@ -106,44 +108,28 @@ func (b *demoBroker) start(ctx context.Context) {
 
 func (b *demoBroker) run(ctx context.Context) {
 	defer close(b.done)
-	claim, err := b.prov.Acquire(ctx)
-	if err != nil {
+	if err := b.node.Start(ctx); err != nil {
 		b.setState(stateFailed, err)
 		return
 	}
-	sc := snowflake.DefaultConfig()
-	sc.NodeID = int64(claim.NodeID())
-	sc.Fence = claim
-	sc.FloorMs = claim.Floor()
-	sc.Reservation = claim.Reservation
-	if b.skew != 0 {
-		sc.Clock = skewedClock{behind: b.skew}
-	}
-	gen, err := snowflake.New(sc)
-	if err != nil {
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.tl.lease)
-		_ = claim.Close(closeCtx)
-		cancel()
-		b.setState(stateFailed, err)
-		return
-	}
-	claim.SetIssuedFunc(gen.Stop) // a release lowers the reservation to the last ID issued
-	b.stream.node, b.stream.version = int64(claim.NodeID()), claim.Version()
+	b.stream.node, b.stream.version = int64(b.node.NodeID()), b.node.Version()
 	b.mu.Lock()
-	b.claim, b.gen, b.state, b.heldAt = claim, gen, stateHeld, time.Now()
+	if b.state == node.StateAcquiring {
+		b.state, b.heldAt = node.StateHeld, time.Now()
+	}
 	b.mu.Unlock()
 	close(b.acquired)
-	b.issue(ctx, gen)
+	b.issue(ctx)
 }
 
-// issue calls NextN every pace until ctx ends or the generator is fenced
-// (stopped by kill, or the claim ended). The pace keeps the demo frugal: a
-// few hundred thousand IDs per second per broker, not millions.
-func (b *demoBroker) issue(ctx context.Context, gen *snowflake.Generator) {
+// issue calls NextN every pace until ctx ends or the node is fenced (stopped
+// by kill, or the claim ended). The pace keeps the demo frugal: a few
+// hundred thousand IDs per second per broker, not millions.
+func (b *demoBroker) issue(ctx context.Context) {
 	tick := time.NewTicker(b.tl.pace)
 	defer tick.Stop()
 	for {
-		r, err := gen.NextN(b.tl.batch)
+		r, err := b.node.NextN(b.tl.batch)
 		switch {
 		case err == nil:
 			b.stream.add(r)
@@ -153,8 +139,8 @@ func (b *demoBroker) issue(ctx context.Context, gen *snowflake.Generator) {
 			}
 		case errors.Is(err, snowflake.ErrFenced):
 			b.mu.Lock()
-			if b.state == stateHeld { // neither killed nor stopping: the claim ended
-				b.state, b.err = stateLost, b.claim.Err()
+			if b.state == node.StateHeld { // neither killed nor stopping: the claim ended
+				b.state, b.err = node.StateLost, b.node.Claim().Err()
 			}
 			b.mu.Unlock()
 			return
@@ -173,66 +159,46 @@ func (b *demoBroker) issue(ctx context.Context, gen *snowflake.Generator) {
 }
 
 // kill makes the broker die as with kill -9: from now on none of its requests
-// reach S3 (its renewals fail, nothing is released), and its generator stops
-// at once. Its lease stays in the bucket until it expires on the store's clock.
+// reach S3 (its renewals fail, nothing is released), and it stops issuing at
+// once. Its lease stays in the bucket until it expires on the store's clock.
 func (b *demoBroker) kill() {
 	b.store.kill()
-	b.mu.Lock()
-	b.state = stateKilled
-	gen := b.gen
-	b.mu.Unlock()
-	if gen != nil {
-		gen.Stop()
-	}
+	b.setState(stateKilled, nil)
 	b.cancel()
+	// Close fences at once; its release cannot reach S3 and gives up.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	_ = b.node.Close(ctx)
+	cancel()
 	<-b.done
 }
 
 // stop stops the broker gracefully: it stops issuing, then releases its lease
-// (Claim.Close), so that the ID is free at once.
+// (node.Close), so that the ID is free at once.
 func (b *demoBroker) stop(ctx context.Context) error {
 	b.setState(stateStopping, nil)
 	b.cancel()
-	b.mu.Lock()
-	gen := b.gen
-	b.mu.Unlock()
-	if gen != nil {
-		gen.Stop() // a NextN waiting on the clock returns at once; Close gets the same value again
-	}
+	err := b.node.Close(ctx) // fences first: a NextN waiting on the clock returns at once
 	<-b.done
-	claim := b.getClaim()
-	if claim == nil {
-		return nil
-	}
-	err := claim.Close(ctx)
-	b.setState(stateReleased, err)
+	b.setState(node.StateReleased, err)
 	return err
 }
 
 // shutdown ends the broker at the end of the demo: a live one is stopped
-// gracefully; a killed one's claim is closed without effect (its store fails
-// every request), only to end its renewal goroutine.
+// gracefully; a killed or released one is already closed.
 func (b *demoBroker) shutdown(ctx context.Context) error {
 	switch b.getState() {
-	case stateKilled:
-		claim := b.getClaim()
-		if claim != nil {
-			kctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-			_ = claim.Close(kctx)
-			cancel()
-		}
+	case stateKilled, node.StateReleased:
 		return nil
-	case stateReleased:
-		return nil
-	case stateHeld:
+	case node.StateHeld:
 		return b.stop(ctx)
 	default: // acquiring, failed or lost: nothing to release
 		b.cancel()
+		err := b.node.Close(ctx)
 		<-b.done
-		if claim := b.getClaim(); claim != nil {
-			return claim.Close(ctx)
+		if errors.Is(err, nodeid.ErrLeaseLost) {
+			return nil // reported as lost already
 		}
-		return nil
+		return err
 	}
 }
 
@@ -246,12 +212,6 @@ func (b *demoBroker) getState() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.state
-}
-
-func (b *demoBroker) getClaim() *nodeid.Claim {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.claim
 }
 
 // brokerView is a snapshot of a broker for the table.
@@ -270,10 +230,10 @@ func (b *demoBroker) view() brokerView {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	v := brokerView{name: b.name, state: b.state, node: -1, issued: b.issued.Load(), skew: b.skew, err: b.err}
-	if b.claim != nil {
-		st := b.claim.Status()
+	if c := b.node.Claim(); c != nil {
+		st := c.Status()
 		v.node, v.version, v.lastWrite = st.NodeID, st.Version, st.SinceWrite
-		v.expired = b.claim.TookOverExpired()
+		v.expired = c.TookOverExpired()
 	}
 	return v
 }
@@ -321,10 +281,3 @@ func (k *killableStore) Update(ctx context.Context, key string, body []byte, eta
 	}
 	return k.inner.Update(ctx, key, body, etag)
 }
-
-// skewedClock is a snowflake.Clock whose wall clock is behind by a fixed
-// amount, as on a host with a slow clock.
-type skewedClock struct{ behind time.Duration }
-
-func (c skewedClock) Now() time.Time        { return time.Now().Add(-c.behind) }
-func (c skewedClock) Sleep(d time.Duration) { time.Sleep(d) }

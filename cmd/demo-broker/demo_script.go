@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -250,7 +251,7 @@ func (d *demo) pick() (*demoBroker, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, b := range d.brokers {
-		if !d.subjects[b] && b.getState() == stateHeld {
+		if !d.subjects[b] && b.getState() == node.StateHeld {
 			d.subjects[b] = true
 			return b, nil
 		}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -85,13 +86,13 @@ func (s *screen) paint(code, text string) string {
 // stateColor is the color of a broker or lease state.
 func stateColor(state string) string {
 	switch state {
-	case stateHeld:
+	case node.StateHeld:
 		return colorGreen
-	case stateAcquiring, stateStopping, "expired":
+	case node.StateAcquiring, stateStopping, "expired":
 		return colorYellow
-	case stateKilled, stateLost, stateFailed, "missing", "unreadable":
+	case stateKilled, node.StateLost, stateFailed, "missing", "unreadable":
 		return colorRed
-	case stateReleased, "free":
+	case node.StateReleased, "free":
 		return colorCyan
 	}
 	return ""
@@ -305,9 +306,9 @@ func (d *demo) tables(ctx context.Context) []string {
 // note explains a broker's row.
 func (d *demo) note(v brokerView, row leaseRow, mine bool) string {
 	switch v.state {
-	case stateAcquiring:
+	case node.StateAcquiring:
 		return "waiting for a free ID"
-	case stateHeld:
+	case node.StateHeld:
 		if v.skew > 0 {
 			if v.issued == 0 {
 				return fmt.Sprintf("clock %v behind: waiting", v.skew)
@@ -325,7 +326,7 @@ func (d *demo) note(v brokerView, row leaseRow, mine bool) string {
 		return "dead"
 	case stateStopping:
 		return "releasing its lease"
-	case stateReleased:
+	case node.StateReleased:
 		return "lease released"
 	}
 	if v.err != nil {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
@@ -192,8 +193,8 @@ func (p *proc) getJSON(path string, v any) (int, error) {
 }
 
 // status returns GET /status.
-func (p *proc) status() (StatusResponse, error) {
-	var s StatusResponse
+func (p *proc) status() (node.StatusResponse, error) {
+	var s node.StatusResponse
 	code, err := p.getJSON("/status", &s)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("GET /status: HTTP %d", code)
@@ -202,9 +203,9 @@ func (p *proc) status() (StatusResponse, error) {
 }
 
 // waitHeld waits until the broker's state is held and returns its status.
-func (p *proc) waitHeld(timeout time.Duration) StatusResponse {
+func (p *proc) waitHeld(timeout time.Duration) node.StatusResponse {
 	p.t.Helper()
-	var s StatusResponse
+	var s node.StatusResponse
 	waitFor(p.t, timeout, "broker "+p.name+" to hold a node ID", func() (bool, string) {
 		select {
 		case <-p.exited:
@@ -216,7 +217,7 @@ func (p *proc) waitHeld(timeout time.Duration) StatusResponse {
 		if err != nil {
 			return false, err.Error()
 		}
-		return s.State == stateHeld, fmt.Sprintf("%+v", s)
+		return s.State == node.StateHeld, fmt.Sprintf("%+v", s)
 	})
 	return s
 }

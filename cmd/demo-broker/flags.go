@@ -13,35 +13,24 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/gossip"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
-// serveConfig is what the flags of demo-broker serve say, validated, with the
-// derived defaults filled in.
+// serveConfig is what the flags of demo-broker serve say, validated.
 type serveConfig struct {
+	// node is the node's configuration, checked by node.Config.Validate;
+	// New validates it again once the task ID and the loggers are set.
+	node node.Config
+
 	bucket, prefix, region, s3Endpoint string
 	s3PathStyle                        bool
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
 
-	clusterSize                                               int
-	leaseDuration, renewInterval, renewDeadline, safetyMargin time.Duration
-	clockMargin, maxLeaseDuration, acquireTimeout             time.Duration
-	order                                                     nodeid.Order
-
-	taskID string // "" until resolved at start (ECS metadata, else host+pid+random)
-
-	httpAddr     string
-	gossipHost   string // "" when gossip is off
-	gossipPort   int
-	join         []string
-	gossipKey    []byte
-	readyTimeout time.Duration
-
-	idFile      string
-	idFileGrace time.Duration
-
+	httpAddr        string
+	gossipAddr      string // "" when gossip is off
 	clockOffset     time.Duration
 	logLevel        slog.Level
 	shutdownTimeout time.Duration
@@ -49,7 +38,7 @@ type serveConfig struct {
 }
 
 // gossipOn reports whether --gossip-addr enables gossip.
-func (c *serveConfig) gossipOn() bool { return c.gossipHost != "" }
+func (c *serveConfig) gossipOn() bool { return c.node.Gossip != nil }
 
 const serveHelp = `Usage: demo-broker serve [flags]
 
@@ -70,11 +59,14 @@ Flags:
 // -h prints the help on stdout and returns flag.ErrHelp.
 func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (serveConfig, error) {
 	var (
-		c                    serveConfig
-		order, join, key     string
-		gossipAddr, logLevel string
+		c                             serveConfig
+		order, join, key              string
+		logLevel                      string
+		readyTimeout, grace, maxLease time.Duration
 	)
-	def := nodeid.DefaultConfig()
+	c.node = node.DefaultConfig()
+	pc := &c.node.Provider
+	pc.TaskID = "" // resolved at start (ECS metadata, else host+pid+random)
 	f := newEnvFlags("demo-broker serve", lookupEnv)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
 	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects, used as given")
@@ -82,23 +74,23 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	f.StringVar(&c.s3Endpoint, "s3-endpoint", "", "base URL of an S3-compatible server (empty: AWS S3)")
 	f.BoolVar(&c.s3PathStyle, "s3-path-style", false, "address the bucket in the URL path (MinIO, versitygw, gofakes3)")
 	f.StringVar(&c.embeddedS3, "embedded-s3", "", "serve an in-process S3 (gofakes3, in memory) on this address, create the bucket and use it; other brokers may point --s3-endpoint at it (demos and tests only)")
-	f.IntVar(&c.clusterSize, "cluster-size", def.ClusterSize, "number of node IDs, 1..1024, written into the cluster manifest by the first broker (afterwards the manifest's value wins)")
-	f.DurationVar(&c.leaseDuration, "lease-duration", def.LeaseDuration, "lease duration: how long after its last renewal a vanished broker's ID stays taken")
-	f.DurationVar(&c.renewInterval, "renew-interval", 0, "time between renewals (0: lease-duration/3)")
-	f.DurationVar(&c.renewDeadline, "renew-deadline", 0, "how long after its last successful renewal the broker keeps retrying before it fences itself and exits 3 (0: the lesser of 2/3 of the lease and lease-duration - safety-margin)")
-	f.DurationVar(&c.safetyMargin, "safety-margin", 0, "taken off the lease on this broker's monotonic clock: it stops issuing IDs this long before others may take its ID (0: the lesser of 1s and lease-duration/4)")
-	f.DurationVar(&c.clockMargin, "clock-margin", def.ClockMargin, "extra margin when judging another broker's lease expired on the store's clock (the same for every broker and nodeidctl)")
-	f.DurationVar(&c.maxLeaseDuration, "max-lease-duration", def.MaxLeaseDuration, "longest lease a record may state; a record stating more is reported corrupt and never taken (the same for every broker and nodeidctl)")
-	f.DurationVar(&c.acquireTimeout, "acquire-timeout", def.AcquireTimeout, "how long to keep looking for a free node ID before exiting 1")
+	f.IntVar(&pc.ClusterSize, "cluster-size", pc.ClusterSize, "number of node IDs, 1..1024, written into the cluster manifest by the first broker (afterwards the manifest's value wins)")
+	f.DurationVar(&pc.LeaseDuration, "lease-duration", pc.LeaseDuration, "lease duration: how long after its last renewal a vanished broker's ID stays taken")
+	f.DurationVar(&pc.RenewInterval, "renew-interval", 0, "time between renewals (0: lease-duration/3)")
+	f.DurationVar(&pc.RenewDeadline, "renew-deadline", 0, "how long after its last successful renewal the broker keeps retrying before it fences itself and exits 3 (0: the lesser of 2/3 of the lease and lease-duration - safety-margin)")
+	f.DurationVar(&pc.SafetyMargin, "safety-margin", 0, "taken off the lease on this broker's monotonic clock: it stops issuing IDs this long before others may take its ID (0: the lesser of 1s and lease-duration/4)")
+	f.DurationVar(&pc.ClockMargin, "clock-margin", pc.ClockMargin, "extra margin when judging another broker's lease expired on the store's clock (the same for every broker and nodeidctl)")
+	f.DurationVar(&maxLease, "max-lease-duration", pc.MaxLeaseDuration, "longest lease a record may state; a record stating more is reported corrupt and never taken (the same for every broker and nodeidctl)")
+	f.DurationVar(&pc.AcquireTimeout, "acquire-timeout", pc.AcquireTimeout, "how long to keep looking for a free node ID before exiting 1")
 	f.StringVar(&order, "order", string(nodeid.OrderSpread), "order in which node IDs are tried: spread (from an offset derived from the task ID) or lowest-first (dense IDs)")
-	f.StringVar(&c.taskID, "task-id", "", "this broker's identity in the lease it holds and in gossip (default: the ECS task ARN from $ECS_CONTAINER_METADATA_URI_V4, else host name, pid and random bytes)")
+	f.StringVar(&pc.TaskID, "task-id", "", "this broker's identity in the lease it holds and in gossip (default: the ECS task ARN from $ECS_CONTAINER_METADATA_URI_V4, else host name, pid and random bytes)")
 	f.StringVar(&c.httpAddr, "http-addr", ":8080", "address of the HTTP server (/ids, /status, /health, /ready, /metrics)")
-	f.StringVar(&gossipAddr, "gossip-addr", "", "IP:port to gossip on (TCP and UDP), for example :7946 or 0.0.0.0:7946 (empty: no gossip; gossip is advisory)")
+	f.StringVar(&c.gossipAddr, "gossip-addr", "", "IP:port to gossip on (TCP and UDP), for example :7946 or 0.0.0.0:7946 (empty: no gossip; gossip is advisory)")
 	f.StringVar(&join, "join", "", "comma-separated host:port list of gossip members to join at start (needs --gossip-addr)")
 	f.StringVar(&key, "gossip-key", "", "base64 of a 16, 24 or 32-byte key that encrypts gossip (AES-GCM); every broker needs the same (empty: plain text)")
-	f.DurationVar(&c.readyTimeout, "ready-timeout", 10*time.Second, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")
-	f.StringVar(&c.idFile, "id-file", "", "write {\"nodeId\":..,\"version\":..} to this file (atomically) once the lease is held, and remove it the moment the broker fences: for sidecar use")
-	f.DurationVar(&c.idFileGrace, "id-file-grace", time.Second, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID")
+	f.DurationVar(&readyTimeout, "ready-timeout", c.node.ReadyTimeout, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")
+	f.StringVar(&c.node.IDFile, "id-file", "", "write {\"nodeId\":..,\"version\":..,\"validUntilMs\":..} to this file (atomically) once the lease is held, rewrite it after every renewal, and remove it the moment the broker fences: for sidecar use")
+	f.DurationVar(&grace, "id-file-grace", c.node.IDFileGrace, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID; above its re-read period (1s) with slack")
 	f.DurationVar(&c.clockOffset, "debug-clock-offset", 0, "testing only: shift this broker's wall clock (Snowflake timestamps and reservations) by this much, to simulate clock skew")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
@@ -114,33 +106,45 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, usagef("%s %q: want debug, info, warn or error", f.source("log-level"), logLevel)
 	}
-	c.order = nodeid.Order(order)
-	if err := c.fill(f, gossipAddr, join, key); err != nil {
+	pc.Order, pc.MaxLeaseDuration = nodeid.Order(order), maxLease
+	c.node.ReadyTimeout, c.node.IDFileGrace = readyTimeout, grace
+	pc.Clock = nodeid.SystemClock(c.clockOffset)
+	if err := c.fill(f, join, key); err != nil {
 		return c, err
 	}
 	return c, nil
 }
 
-// fill checks the values and derives the defaults that depend on others.
-func (c *serveConfig) fill(f *envFlags, gossipAddr, join, key string) error {
+// fieldFlags maps the fields of node.Config (and nodeid.Config, its
+// Provider) to the flags that set them: node.Config.Validate's errors name
+// fields, the user typed flags.
+var fieldFlags = map[string]string{
+	"ClusterSize": "cluster-size", "LeaseDuration": "lease-duration", "RenewInterval": "renew-interval",
+	"RenewDeadline": "renew-deadline", "SafetyMargin": "safety-margin", "ClockMargin": "clock-margin",
+	"MaxLeaseDuration": "max-lease-duration", "AcquireTimeout": "acquire-timeout", "Order": "order",
+	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.ReadyTimeout": "ready-timeout",
+}
+
+// fieldFlagNames rewrites the field names in a reason into flag names.
+var fieldFlagNames = func() *strings.Replacer {
+	var pairs []string
+	for field, fl := range fieldFlags {
+		pairs = append(pairs, strings.TrimPrefix(field, "Node."), "--"+fl)
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// fill checks the values the node's configuration does not cover, builds the
+// gossip configuration, and validates the whole as node.New will.
+func (c *serveConfig) fill(f *envFlags, join, key string) error {
 	src := f.source
 	switch {
 	case c.embeddedS3 != "" && c.s3Endpoint != "":
 		return usagef("%s and %s exclude each other: a broker either serves the embedded S3 or uses another", src("embedded-s3"), src("s3-endpoint"))
 	case c.bucket == "" && c.embeddedS3 == "":
 		return usagef("--bucket (or %s) is required", envName("bucket"))
-	case c.order != nodeid.OrderSpread && c.order != nodeid.OrderLowestFirst:
-		return usagef("%s %q: want %q or %q", src("order"), c.order, nodeid.OrderSpread, nodeid.OrderLowestFirst)
-	case c.clusterSize < 1 || c.clusterSize > 1<<nodeid.DefaultLayout.NodeBits:
-		return usagef("%s %d: want 1..%d (%d node bits)", src("cluster-size"), c.clusterSize, 1<<nodeid.DefaultLayout.NodeBits, nodeid.DefaultLayout.NodeBits)
-	case c.leaseDuration < time.Second:
-		return usagef("%s %v: want at least 1s", src("lease-duration"), c.leaseDuration)
-	case c.leaseDuration > c.maxLeaseDuration:
-		return usagef("%s %v is above %s %v", src("lease-duration"), c.leaseDuration, src("max-lease-duration"), c.maxLeaseDuration)
-	case c.renewInterval < 0 || c.renewDeadline < 0 || c.safetyMargin < 0 || c.clockMargin < 0:
-		return usagef("--renew-interval, --renew-deadline, --safety-margin and --clock-margin must not be negative")
-	case c.acquireTimeout < 0 || c.readyTimeout < 0 || c.idFileGrace < 0 || c.drainDelay < 0:
-		return usagef("--acquire-timeout, --ready-timeout, --id-file-grace and --drain-delay must not be negative")
+	case c.drainDelay < 0:
+		return usagef("%s %v must not be negative", src("drain-delay"), c.drainDelay)
 	case c.shutdownTimeout <= 0:
 		return usagef("%s %v: want a positive duration", src("shutdown-timeout"), c.shutdownTimeout)
 	}
@@ -152,27 +156,10 @@ func (c *serveConfig) fill(f *envFlags, gossipAddr, join, key string) error {
 			return usagef("%s %q is not host:port: %v", src("embedded-s3"), c.embeddedS3, err)
 		}
 	}
-	if c.safetyMargin == 0 {
-		c.safetyMargin = min(time.Second, c.leaseDuration/4)
-	}
-	if c.renewInterval == 0 {
-		c.renewInterval = c.leaseDuration / 3
-	}
-	if c.renewDeadline == 0 {
-		c.renewDeadline = min(c.leaseDuration*2/3, c.leaseDuration-c.safetyMargin)
-	}
-	switch {
-	case c.safetyMargin >= c.leaseDuration:
-		return usagef("%s %v must be below --lease-duration %v", src("safety-margin"), c.safetyMargin, c.leaseDuration)
-	case c.renewInterval >= c.renewDeadline:
-		return usagef("%s %v must be below --renew-deadline %v", src("renew-interval"), c.renewInterval, c.renewDeadline)
-	case c.renewDeadline > c.leaseDuration-c.safetyMargin:
-		return usagef("%s %v must be at most --lease-duration - --safety-margin (%v)", src("renew-deadline"), c.renewDeadline, c.leaseDuration-c.safetyMargin)
-	}
 	if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
 		return usagef("%s %q is not host:port: %v", src("http-addr"), c.httpAddr, err)
 	}
-	if err := c.fillGossip(f, gossipAddr, join, key); err != nil {
+	if err := c.fillGossip(f, join, key); err != nil {
 		return err
 	}
 	sc := s3store.DefaultConfig()
@@ -180,40 +167,39 @@ func (c *serveConfig) fill(f *envFlags, gossipAddr, join, key string) error {
 	if err := sc.Validate(); err != nil {
 		return usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
 	}
-	if c.taskID != "" && len(c.taskID) > gossip.MaxNameLen {
-		return usagef("%s is %d bytes: want at most %d", src("task-id"), len(c.taskID), gossip.MaxNameLen)
+	check := c.node // validated as a copy: New fills in the task ID and the loggers first
+	if check.Provider.TaskID == "" {
+		check.Provider.TaskID = "task"
 	}
-	return nil
+	return flagErrors(check.Validate(), f)
 }
 
-// fillGossip checks --gossip-addr, --join and --gossip-key.
-func (c *serveConfig) fillGossip(f *envFlags, addr, join, key string) error {
+// flagErrors turns the errors of node.Config.Validate into one usage error
+// that names the flags (or variables) at fault.
+func flagErrors(err error, f *envFlags) error {
+	if err == nil {
+		return nil
+	}
+	var msgs []string
+	for _, fe := range nodeid.FieldErrors(err) {
+		if fl, ok := fieldFlags[fe.Field]; ok {
+			msgs = append(msgs, f.source(fl)+" "+fieldFlagNames.Replace(fe.Reason))
+		} else {
+			msgs = append(msgs, fe.Error())
+		}
+	}
+	if len(msgs) == 0 {
+		return usagef("%v", err)
+	}
+	return usagef("%s", strings.Join(msgs, "; "))
+}
+
+// fillGossip checks --gossip-addr, --join and --gossip-key and builds the
+// gossip configuration: memberlist's LAN timings, or its local ones on a
+// loopback address.
+func (c *serveConfig) fillGossip(f *envFlags, join, key string) error {
 	src := f.source
-	if addr != "" {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return usagef("%s %q is not IP:port: %v", src("gossip-addr"), addr, err)
-		}
-		if host == "" {
-			host = "0.0.0.0"
-		}
-		if net.ParseIP(host) == nil {
-			return usagef("%s %q: the host must be an IP address (or empty for all interfaces)", src("gossip-addr"), addr)
-		}
-		p, err := strconv.Atoi(port)
-		if err != nil || p < 0 || p > 65535 {
-			return usagef("%s %q: the port must be 0..65535", src("gossip-addr"), addr)
-		}
-		c.gossipHost, c.gossipPort = host, p
-	}
-	for _, j := range strings.Split(join, ",") {
-		if j = strings.TrimSpace(j); j != "" {
-			c.join = append(c.join, j)
-		}
-	}
-	if len(c.join) > 0 && !c.gossipOn() {
-		return usagef("%s needs --gossip-addr (gossip is off without it)", src("join"))
-	}
+	var secret []byte
 	if key != "" {
 		b, err := base64.StdEncoding.DecodeString(key)
 		if err != nil {
@@ -222,7 +208,44 @@ func (c *serveConfig) fillGossip(f *envFlags, addr, join, key string) error {
 		if n := len(b); n != 16 && n != 24 && n != 32 {
 			return usagef("%s is %d bytes once decoded: want 16, 24 or 32", src("gossip-key"), n)
 		}
-		c.gossipKey = b
+		secret = b
+	}
+	var joins []string
+	for _, j := range strings.Split(join, ",") {
+		if j = strings.TrimSpace(j); j != "" {
+			joins = append(joins, j)
+		}
+	}
+	if c.gossipAddr == "" {
+		if len(joins) > 0 {
+			return usagef("%s needs --gossip-addr (gossip is off without it)", src("join"))
+		}
+		return nil
+	}
+	host, port, err := net.SplitHostPort(c.gossipAddr)
+	if err != nil {
+		return usagef("%s %q is not IP:port: %v", src("gossip-addr"), c.gossipAddr, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return usagef("%s %q: the host must be an IP address (or empty for all interfaces)", src("gossip-addr"), c.gossipAddr)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return usagef("%s %q: the port must be 0..65535", src("gossip-addr"), c.gossipAddr)
+	}
+	gc := gossip.DefaultConfig()
+	if ip.IsLoopback() {
+		gc = gossip.DefaultLocalConfig()
+	}
+	gc.BindAddr, gc.BindPort, gc.Join = host, p, joins
+	gc.SecretKey = secret
+	c.node.Gossip = &gc
+	if t := c.node.Provider.TaskID; len(t) > gossip.MaxNameLen {
+		return usagef("%s is %d bytes: want at most %d", src("task-id"), len(t), gossip.MaxNameLen)
 	}
 	return nil
 }

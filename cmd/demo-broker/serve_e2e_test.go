@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 	"github.com/nodeid/nodeid/snowflake"
@@ -34,7 +35,7 @@ type idLedger struct {
 }
 
 // add records the IDs of one /ids answer from broker name, which holds node.
-func (l *idLedger) add(t *testing.T, name string, node int, r IDsResponse) {
+func (l *idLedger) add(t *testing.T, name string, nodeID int, r node.IDsResponse) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -51,8 +52,8 @@ func (l *idLedger) add(t *testing.T, name string, node int, r IDsResponse) {
 			t.Errorf("broker %s issued %q: %v", name, s, err)
 			continue
 		}
-		if id.NodeID() != int64(node) {
-			t.Errorf("broker %s holding node %d issued %s with node ID %d", name, node, s, id.NodeID())
+		if id.NodeID() != int64(nodeID) {
+			t.Errorf("broker %s holding node %d issued %s with node ID %d", name, nodeID, s, id.NodeID())
 		}
 	}
 }
@@ -78,7 +79,7 @@ var idsPerFetch = func() (n int64) {
 
 // fetchIDs asks broker p for IDs in a few batch sizes from two goroutines and
 // records them.
-func fetchIDs(t *testing.T, p *proc, node int, l *idLedger) {
+func fetchIDs(t *testing.T, p *proc, nodeID int, l *idLedger) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for _, sizes := range fetchSizes {
@@ -86,13 +87,13 @@ func fetchIDs(t *testing.T, p *proc, node int, l *idLedger) {
 		go func() {
 			defer wg.Done()
 			for _, n := range sizes {
-				var r IDsResponse
+				var r node.IDsResponse
 				code, err := p.getJSON("/ids?n="+strconv.Itoa(n), &r)
-				if err != nil || code != http.StatusOK || len(r.IDs) != n || r.NodeID != node {
+				if err != nil || code != http.StatusOK || len(r.IDs) != n || r.NodeID != nodeID {
 					t.Errorf("broker %s: /ids?n=%d: HTTP %d, %d IDs, node %d, err %v", p.name, n, code, len(r.IDs), r.NodeID, err)
 					return
 				}
-				l.add(t, p.name, node, r)
+				l.add(t, p.name, nodeID, r)
 			}
 		}()
 	}
@@ -153,7 +154,7 @@ func TestServeCluster(t *testing.T) {
 	b := startBroker(t, "b", env, peerArgs...)
 	c := startBroker(t, "c", env, peerArgs...)
 
-	st := map[*proc]StatusResponse{}
+	st := map[*proc]node.StatusResponse{}
 	got := map[int]bool{}
 	for _, p := range []*proc{a, b, c} {
 		s := p.waitHeld(15 * time.Second)
@@ -224,7 +225,7 @@ func TestServeCluster(t *testing.T) {
 
 	t.Run("bad requests", func(t *testing.T) {
 		for _, q := range []string{"n=0", "n=10001", "n=abc", "n=", "n=1&n=2", "n=-5"} {
-			var e ErrorResponse
+			var e node.ErrorResponse
 			code, err := a.getJSON("/ids?"+q, &e)
 			if err != nil || code != http.StatusBadRequest || e.Status != "bad_request" || !strings.Contains(e.Reason, "n") {
 				t.Errorf("/ids?%s: HTTP %d %+v, err %v; want 400 with a reason", q, code, e, err)
@@ -372,7 +373,7 @@ func TestServeS3CutOff(t *testing.T) {
 	p := startBroker(t, "cut", env, args...)
 	s := p.waitHeld(15 * time.Second)
 
-	var f idFileContent
+	var f node.IDFileContent
 	readIDFile := func() (bool, string) {
 		b, err := os.ReadFile(idFile)
 		return err == nil && json.Unmarshal(b, &f) == nil, fmt.Sprint(err)
@@ -425,7 +426,7 @@ func TestServeS3CutOff(t *testing.T) {
 				}
 			}
 		}
-		var r IDsResponse
+		var r node.IDsResponse
 		icode, ierr := p.getJSON("/ids?n=3", &r)
 		switch {
 		case ierr != nil && icode == 0:
@@ -514,14 +515,14 @@ func TestServeSignalWhileAcquiring(t *testing.T) {
 	first.waitHeld(15 * time.Second)
 	second := startBroker(t, "second", env, args...)
 	second.waitLog("acquiring a node ID", 10*time.Second)
-	if s, err := second.status(); err != nil || s.State != stateAcquiring || s.NodeID != -1 || s.Ready {
+	if s, err := second.status(); err != nil || s.State != node.StateAcquiring || s.NodeID != -1 || s.Ready {
 		t.Fatalf("second: %+v %v, want acquiring", s, err)
 	}
 	second.signal(syscall.SIGINT)
 	if code := second.waitExit(10 * time.Second); code != 0 {
 		t.Fatalf("second exited %d after SIGINT while acquiring, want 0", code)
 	}
-	if s, err := first.status(); err != nil || s.State != stateHeld {
+	if s, err := first.status(); err != nil || s.State != node.StateHeld {
 		t.Fatalf("first: %+v %v", s, err)
 	}
 }
@@ -543,7 +544,7 @@ func TestServeClockSkewHandover(t *testing.T) {
 	ahead.waitLog("id file written", 5*time.Second)
 	var ids idLedger
 	fetchIDs(t, ahead, 0, &ids)
-	var last IDsResponse
+	var last node.IDsResponse
 	if code, err := ahead.getJSON("/ids", &last); err != nil || code != http.StatusOK {
 		t.Fatalf("/ids: HTTP %d %v", code, err)
 	}
@@ -567,7 +568,7 @@ func TestServeClockSkewHandover(t *testing.T) {
 	if s.Version != 2 || s.FloorMs < lastID.Time().UnixMilli() {
 		t.Fatalf("successor: version %d floor %d; want version 2 and a floor at or above the last ID's time %d", s.Version, s.FloorMs, lastID.Time().UnixMilli())
 	}
-	var first IDsResponse
+	var first node.IDsResponse
 	if code, err := behind.getJSON("/ids", &first); err != nil || code != http.StatusOK { // waits for its clock to pass the floor
 		t.Fatalf("/ids: HTTP %d %v", code, err)
 	}

@@ -1,4 +1,4 @@
-package metrics_test
+package node
 
 import (
 	"context"
@@ -9,29 +9,40 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/metrics"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )
 
-func scrape(t *testing.T, m *metrics.Metrics) string {
+// newTestMetrics returns a node that holds nothing, with metrics on a
+// registry of its own (Config.Metrics nil).
+func newTestMetrics(t *testing.T) *Node {
+	t.Helper()
+	cfg := testConfig("a", 1)
+	cfg.Metrics = nil
+	n, err := New(storetest.NewMemStore(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func scrape(t *testing.T, n *Node) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	n.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	b, _ := io.ReadAll(rec.Body)
 	return string(b)
 }
 
 func TestMetrics(t *testing.T) {
-	state := "acquiring"
-	m := metrics.New(func() string { return state })
-	out := scrape(t, m)
+	n := newTestMetrics(t)
+	m := n.metrics
+	out := scrape(t, n)
 	for _, want := range []string{`nodeid_lease_state{state="acquiring"} 1`, `nodeid_lease_state{state="held"} 0`, "nodeid_node_id -1", "nodeid_node_version 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("before: no %q", want)
 		}
 	}
-	state = "held"
 	m.Acquired(5, 3, 40*time.Millisecond)
 	m.Renewed(5, 10*time.Millisecond)
 	m.RenewFailed(5, errors.New("x"))
@@ -39,11 +50,10 @@ func TestMetrics(t *testing.T) {
 	m.Anomaly("9.json", errors.New("corrupt"))
 	m.Lost(5, errors.New("lost"))
 	m.Released(5)
-	m.IDsIssued(100)
-	m.FencedRefusal()
-	out = scrape(t, m)
+	n.countIssued(100)
+	m.fencedRefusals.Inc()
+	out = scrape(t, n)
 	for _, want := range []string{
-		`nodeid_lease_state{state="held"} 1`, `nodeid_lease_state{state="acquiring"} 0`,
 		"nodeid_node_id 5", "nodeid_node_version 3", "nodeid_lease_acquisitions_total 1",
 		"nodeid_lease_acquire_duration_seconds_count 1", "nodeid_lease_renewals_total 1",
 		"nodeid_lease_renew_duration_seconds_count 1", "nodeid_lease_renewal_failures_total 2",
@@ -57,8 +67,8 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestStore(t *testing.T) {
-	m := metrics.New(nil)
-	s := m.Store(storetest.NewMemStore())
+	n := newTestMetrics(t)
+	s := n.metrics.Store(storetest.NewMemStore())
 	ctx := context.Background()
 	meta, err := s.Create(ctx, "0.json", []byte("a"))
 	if err != nil {
@@ -76,7 +86,7 @@ func TestStore(t *testing.T) {
 	if _, err := s.List(ctx); err != nil {
 		t.Fatal(err)
 	}
-	out := scrape(t, m)
+	out := scrape(t, n)
 	for _, want := range []string{
 		`nodeid_s3_requests_total{operation="create",outcome="ok"} 1`,
 		`nodeid_s3_requests_total{operation="create",outcome="precondition_failed"} 1`,
@@ -93,7 +103,7 @@ func TestStore(t *testing.T) {
 		nil: "ok", lease.ErrNotFound: "not_found", lease.ErrPreconditionFailed: "precondition_failed",
 		&lease.UnknownOutcomeError{Op: "update", Err: errors.New("reset")}: "unknown_outcome", errors.New("403"): "error",
 	} {
-		if got := metrics.Outcome(err); got != want {
+		if got := outcome(err); got != want {
 			t.Errorf("Outcome(%v) = %q, want %q", err, got, want)
 		}
 	}

@@ -1,29 +1,29 @@
-package main
+package node
 
-// StatusResponse is the JSON body of GET /status: a contract that the demo,
-// nodeidctl's tests and black-box tests rely on.
+// StatusResponse is the JSON body of GET /status (and Node.Status): a
+// contract that the demo, nodeidctl's tests and black-box tests rely on.
 type StatusResponse struct {
-	// Task is the broker's task identity (the lease holder).
+	// Task is the node's task identity (the lease holder).
 	Task string `json:"task"`
-	// State is "acquiring", "held", "fenced", "lost" or "released".
+	// State is one of States: "acquiring", "held", "fenced", "lost" or
+	// "released".
 	State string `json:"state"`
 	// NodeID and Version are -1 and 0 before an ID is held.
 	NodeID  int   `json:"nodeId"`
 	Version int64 `json:"version"`
-	// LeaseAgeMs is the time since the last successful lease write, on the
-	// store's clock when known (Date of the write's response plus the local
-	// monotonic time since), in ms.
+	// LeaseAgeMs is the time since the last successful lease write was
+	// sent, on this task's monotonic clock, in ms.
 	LeaseAgeMs int64 `json:"leaseAgeMs"`
 	// FloorMs and ReservedUntilMs are the Snowflake floor and reservation (Unix ms).
 	FloorMs         int64 `json:"floorMs"`
 	ReservedUntilMs int64 `json:"reservedUntilMs"`
 	// KnownNodes is the gossip view: node ID (decimal string) -> version.
 	KnownNodes map[string]int64 `json:"knownNodes"`
-	// IDsIssued counts the IDs this broker handed out.
+	// IDsIssued counts the IDs this node handed out.
 	IDsIssued int64 `json:"idsIssued"`
-	// Ready reports the readiness gate.
+	// Ready reports the readiness check.
 	Ready bool `json:"ready"`
-	// Error says why the broker is not serving, when it is not.
+	// Error says why the node is not serving, when it is not.
 	Error string `json:"error,omitempty"`
 }
 
@@ -33,4 +33,12 @@ type IDsResponse struct {
 	NodeID  int      `json:"nodeId"`
 	Version int64    `json:"version"`
 	IDs     []string `json:"ids"`
+}
+
+// ErrorResponse is the JSON body of a 400 or 503 from /ids, the same shape as
+// the health handlers' (package health): status "bad_request" or
+// "unavailable" and a reason.
+type ErrorResponse struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
 }

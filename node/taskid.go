@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -7,46 +7,48 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/nodeid/nodeid/nodeid"
 )
 
-// ecsMetadataEnv is set by the ECS agent in every container (task metadata
+// ECSMetadataEnv is set by the ECS agent in every container (task metadata
 // endpoint version 4: EC2 agent 1.39+, Fargate platform 1.4+).
-const ecsMetadataEnv = "ECS_CONTAINER_METADATA_URI_V4"
+const ECSMetadataEnv = "ECS_CONTAINER_METADATA_URI_V4"
 
 // ecsMetadataTimeout bounds the metadata request: the endpoint is local to the
 // task and answers in milliseconds.
 const ecsMetadataTimeout = 2 * time.Second
 
-// resolveTaskID returns the broker's task identity: --task-id if set, else the
-// ECS task ARN from the task metadata endpoint, else nodeid.DefaultTaskID (host
-// name, pid and random bytes). A failing metadata request is logged and falls
-// back: any unique string is a valid identity.
-func resolveTaskID(ctx context.Context, flagValue string, lookupEnv func(string) (string, bool), log *slog.Logger) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	if uri, ok := lookupEnv(ecsMetadataEnv); ok && uri != "" {
-		arn, err := ecsTaskARN(ctx, uri)
+// TaskID returns this process's task identity for Provider.TaskID: the ECS
+// task ARN when running in an ECS task (ECSTaskARN), else
+// nodeid.DefaultTaskID (host name, pid and random bytes). A failing metadata
+// request is logged on log (nil: not logged) and falls back: any string
+// unique among live tasks is a valid identity.
+func TaskID(ctx context.Context, log *slog.Logger) string {
+	if uri := os.Getenv(ECSMetadataEnv); uri != "" {
+		arn, err := ECSTaskARN(ctx, uri)
 		if err == nil {
 			return arn
 		}
-		log.Warn("no task ARN from the ECS task metadata endpoint; using host, pid and random bytes", "err", err)
+		if log != nil {
+			log.Warn("no task ARN from the ECS task metadata endpoint; using host, pid and random bytes", "err", err)
+		}
 	}
 	return nodeid.DefaultTaskID()
 }
 
-// ecsTaskARN reads TaskARN from GET ${ECS_CONTAINER_METADATA_URI_V4}/task.
-func ecsTaskARN(ctx context.Context, baseURI string) (string, error) {
+// ECSTaskARN reads TaskARN from GET <baseURI>/task, baseURI being the value
+// of ECS_CONTAINER_METADATA_URI_V4.
+func ECSTaskARN(ctx context.Context, baseURI string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ecsMetadataTimeout)
 	defer cancel()
 	url := strings.TrimRight(baseURI, "/") + "/task"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", fmt.Errorf("%s=%q: %w", ecsMetadataEnv, baseURI, err)
+		return "", fmt.Errorf("%s=%q: %w", ECSMetadataEnv, baseURI, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"encoding/json"
@@ -15,67 +15,69 @@ import (
 	"github.com/nodeid/nodeid/snowflake"
 )
 
-// maxIDsPerRequest bounds n in GET /ids?n=.
-const maxIDsPerRequest = 10000
+// MaxIDsPerRequest bounds n in GET /ids?n=.
+const MaxIDsPerRequest = 10000
 
-// ErrorResponse is the JSON body of a 400 or 503 from /ids, the same shape as
-// the health handlers' (package health): status "bad_request" or
-// "unavailable" and a reason.
-type ErrorResponse struct {
-	Status string `json:"status"`
-	Reason string `json:"reason"`
-}
-
-// routes returns the broker's HTTP handler.
-func (b *broker) routes() http.Handler {
+// Handler returns the node's HTTP API, which answers from New on:
+//
+//   - GET /ids?n=K: K IDs (default 1, at most MaxIDsPerRequest) as an
+//     IDsResponse; 400 for a bad n, 503 (ErrorResponse, Retry-After: 1)
+//     while the node serves no IDs. No ID is returned once /health has
+//     answered 503.
+//   - GET /status: a StatusResponse.
+//   - GET /health: 200 while Check passes, else 503 with the reason (JSON,
+//     package health).
+//   - GET /ready: the same for CheckReady.
+//   - GET /metrics: Prometheus metrics (unless Config.Metrics is a
+//     registerer that cannot be gathered).
+func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /ids", b.handleIDs)
-	mux.HandleFunc("GET /status", b.handleStatus)
-	mux.Handle("/health", health.Handler("health", health.CheckerFunc(b.check)))
-	mux.Handle("/ready", health.Handler("ready", health.CheckerFunc(b.readyCheck)))
-	mux.Handle("GET /metrics", b.metrics.Handler())
+	mux.HandleFunc("GET /ids", n.handleIDs)
+	mux.HandleFunc("GET /status", n.handleStatus)
+	mux.Handle("/health", health.Handler("health", n.HealthChecker()))
+	mux.Handle("/ready", health.Handler("ready", n.ReadyChecker()))
+	if h := n.metrics.handler(); h != nil {
+		mux.Handle("GET /metrics", h)
+	}
 	return mux
 }
 
-// handleIDs serves GET /ids?n=K: K IDs (default 1, at most 10000) as decimal
-// strings, 400 for a bad n, 503 while the broker holds no valid lease. It never
-// returns an ID once /health has answered 503: the state is checked again after
-// the IDs are generated, and they are dropped if it changed.
+// handleIDs serves GET /ids?n=K. The state is checked again after the IDs are
+// generated, and they are dropped if it changed.
 //
-// The body is written by hand (appendIDsResponse), byte for byte what
+// The body is written by hand (appendIDsHead, appendIDs), byte for byte what
 // encoding/json makes of an IDsResponse, into a pooled buffer: no string and
 // no reflection per ID.
-func (b *broker) handleIDs(w http.ResponseWriter, r *http.Request) {
-	n, err := parseCount(r.URL.Query())
+func (n *Node) handleIDs(w http.ResponseWriter, r *http.Request) {
+	k, err := parseCount(r.URL.Query())
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, ErrorResponse{Status: "bad_request", Reason: err.Error()})
 		return
 	}
-	if err := b.check(); err != nil {
-		b.refuse(w, err)
+	if err := n.Check(); err != nil {
+		n.refuse(w, err)
 		return
 	}
-	gen, claim := b.gen.Load(), b.claim.Load()
+	claim := n.claim.Load()
 	buf := idsBufs.Get().(*[]byte)
 	defer idsBufs.Put(buf)
 	body := appendIDsHead((*buf)[:0], claim.NodeID(), claim.Version())
-	for left := n; left > 0; {
-		rg, err := gen.NextN(left) // shorter when the millisecond runs out
+	for left := k; left > 0; {
+		rg, err := n.nextN(left) // shorter when the millisecond runs out
 		if err != nil {
-			b.refuse(w, err)
+			n.refuse(w, err)
 			return
 		}
-		body = appendIDs(body, rg, left == n)
+		body = appendIDs(body, rg, left == k)
 		left -= rg.N
 	}
 	body = append(body, "]}\n"...)
 	*buf = body
-	if err := b.check(); err != nil {
-		b.refuse(w, err)
+	if err := n.Check(); err != nil {
+		n.refuse(w, err)
 		return
 	}
-	b.issued.Add(int64(n))
-	b.metrics.IDsIssued(n)
+	n.countIssued(k)
 	writeBody(w, http.StatusOK, body)
 }
 
@@ -127,65 +129,66 @@ func appendIDs(dst []byte, r snowflake.Range, first bool) []byte {
 // refuse answers 503 to an ID request. Refusals for want of a valid lease are
 // counted in nodeid_ids_fenced_refusals_total; a generator that cannot issue
 // for another reason (a clock behind the floor past MaxClockWait, an exhausted
-// reservation) is logged.
-func (b *broker) refuse(w http.ResponseWriter, err error) {
-	if _, serr := b.state(); serr != nil || errors.Is(err, snowflake.ErrFenced) {
-		b.metrics.FencedRefusal()
-	} else {
-		b.log.Warn("could not issue IDs", "err", err)
+// reservation) is logged once by the stall check (noteIssue).
+func (n *Node) refuse(w http.ResponseWriter, err error) {
+	if _, serr := n.state(); serr != nil || errors.Is(err, snowflake.ErrFenced) {
+		n.metrics.fencedRefusals.Inc()
 	}
 	w.Header().Set("Retry-After", "1")
 	writeJSON(w, http.StatusServiceUnavailable, ErrorResponse{Status: "unavailable", Reason: strings.ReplaceAll(err.Error(), "\n", "; ")})
 }
 
 // parseCount reads n from the query: absent means 1; otherwise an integer from
-// 1 to maxIDsPerRequest.
+// 1 to MaxIDsPerRequest.
 func parseCount(q url.Values) (int, error) {
 	vs, ok := q["n"]
 	switch {
 	case !ok:
 		return 1, nil
 	case len(vs) > 1:
-		return 0, fmt.Errorf("n is given %d times: give it once, an integer from 1 to %d", len(vs), maxIDsPerRequest)
+		return 0, fmt.Errorf("n is given %d times: give it once, an integer from 1 to %d", len(vs), MaxIDsPerRequest)
 	}
-	n, err := strconv.Atoi(vs[0])
+	k, err := strconv.Atoi(vs[0])
 	if err != nil {
-		return 0, fmt.Errorf("n=%q is not a number: want an integer from 1 to %d", vs[0], maxIDsPerRequest)
+		return 0, fmt.Errorf("n=%q is not a number: want an integer from 1 to %d", vs[0], MaxIDsPerRequest)
 	}
-	if n < 1 || n > maxIDsPerRequest {
-		return 0, fmt.Errorf("n=%d is out of range: want an integer from 1 to %d", n, maxIDsPerRequest)
+	if k < 1 || k > MaxIDsPerRequest {
+		return 0, fmt.Errorf("n=%d is out of range: want an integer from 1 to %d", k, MaxIDsPerRequest)
 	}
-	return n, nil
+	return k, nil
 }
 
 // handleStatus serves GET /status.
-func (b *broker) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, b.status())
+func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, n.Status())
 }
 
-// status returns the broker's StatusResponse.
-func (b *broker) status() StatusResponse {
-	s := StatusResponse{Task: b.cfg.taskID, NodeID: -1, KnownNodes: map[string]int64{}, IDsIssued: b.issued.Load()}
-	state, err := b.state()
+// Status returns the node's status, the body of GET /status.
+func (n *Node) Status() StatusResponse {
+	s := StatusResponse{Task: n.cfg.Provider.TaskID, NodeID: -1, KnownNodes: map[string]int64{}, IDsIssued: n.issued.Load()}
+	state, err := n.state()
+	if err == nil {
+		err = n.stallErr()
+	}
 	s.State = state
-	if err != nil && state != stateReleased {
+	if err != nil && state != StateReleased {
 		s.Error = err.Error()
 	}
-	c := b.claim.Load()
+	c := n.claim.Load()
 	if c != nil {
 		st := c.Status()
 		s.NodeID, s.Version = st.NodeID, st.Version
 		s.LeaseAgeMs = st.SinceWrite.Milliseconds()
 		s.FloorMs, s.ReservedUntilMs = st.Floor, st.Reservation
 	}
-	if node := b.gossip.Load(); node != nil {
-		for id, v := range node.KnownNodes() {
+	if g := n.gossip.Load(); g != nil {
+		for id, v := range g.KnownNodes() {
 			s.KnownNodes[strconv.Itoa(id)] = v
 		}
-	} else if c != nil && state == stateHeld {
+	} else if c != nil && state == StateHeld {
 		s.KnownNodes[strconv.Itoa(c.NodeID())] = c.Version()
 	}
-	s.Ready = b.readyCheck() == nil
+	s.Ready = n.CheckReady() == nil
 	return s
 }
 

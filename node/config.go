@@ -1,0 +1,145 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodeid/nodeid/gossip"
+	"github.com/nodeid/nodeid/nodeid"
+)
+
+// Config configures a Node. Start from DefaultConfig (or DefaultLocalConfig
+// for tests and demos on one machine); New validates it once.
+type Config struct {
+	// Provider configures the lease protocol: task identity, cluster size,
+	// layout, lease timings and the clock. The Snowflake generator reads
+	// the same Clock (its Wall) as the reservations the Provider writes, so
+	// the two never disagree. Default nodeid.DefaultConfig().
+	Provider nodeid.Config
+
+	// Gossip, when set, starts a gossip member with this configuration
+	// before acquiring: peers' node IDs are tried last, a peer advertising
+	// this node's ID with a higher version fences it at once, and after
+	// taking over an expired lease /ready waits for peers to see the new
+	// version. Its Name defaults to Provider.TaskID; OnConflict, if set, is
+	// called after the node's own handling. Nil: no gossip (it is
+	// advisory).
+	Gossip *gossip.Config
+
+	// IDFile, when set, is the path of a JSON file naming the held node ID
+	// (see IDFile), for an application in another process that issues IDs
+	// itself: written once the wall clock is past the ID's floor,
+	// rewritten after every renewal with a later validUntilMs, removed the
+	// moment the node fences. Its directory must exist and be writable.
+	// Empty: no file.
+	IDFile string
+
+	// IDFileGrace is, on Close, the time between removing the id file and
+	// releasing the lease, for the application to notice and stop: it must
+	// exceed the application's re-read period of the file with slack (the
+	// documented period is 1 s). Until the grace has passed the release
+	// keeps the reservation at the last validUntilMs written, so a
+	// successor never starts below what the application may still use.
+	// Default 3 s.
+	IDFileGrace time.Duration
+
+	// ReadyTimeout bounds the readiness gate after taking over an expired
+	// lease: /ready waits at most this long for gossip peers to see the new
+	// version. Default 10 s.
+	ReadyTimeout time.Duration
+
+	// MaxReservationWait is how long an ID request may wait for a renewal
+	// to raise the reservation once the clock has passed it. Default: the
+	// lesser of 5 s and Provider.RenewDeadline.
+	MaxReservationWait time.Duration
+
+	// MaxIssueStall is how long the generator may fail to issue IDs (for
+	// any reason but a fence: a clock behind the floor, an exhausted
+	// reservation) before health and readiness fail, so that the
+	// orchestrator replaces a task that cannot serve. Default: the
+	// lesser of 30 s and 2 * Provider.LeaseDuration.
+	MaxIssueStall time.Duration
+
+	// Metrics, when set, receives the node's Prometheus metrics (nodeid_*).
+	// If it is also a prometheus.Gatherer (a *prometheus.Registry is), the
+	// node's /metrics serves it. Nil: a registry of the node's own, with
+	// the Go runtime and process collectors, served on /metrics. The node
+	// never registers on the global registry.
+	Metrics prometheus.Registerer
+
+	// Logger receives the node's state changes (acquiring, serving, lost,
+	// released), with those of the provider and gossip. Nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults documented on each field, with
+// nodeid.DefaultConfig as the provider's configuration and no gossip, id
+// file or metrics registry.
+func DefaultConfig() Config {
+	return Config{
+		Provider:     nodeid.DefaultConfig(),
+		IDFileGrace:  3 * time.Second,
+		ReadyTimeout: 10 * time.Second,
+	}
+}
+
+// DefaultLocalConfig returns DefaultConfig with nodeid.DefaultLocalConfig's
+// short timings, for tests and demos on one machine.
+func DefaultLocalConfig() Config {
+	c := DefaultConfig()
+	c.Provider = nodeid.DefaultLocalConfig()
+	return c
+}
+
+// Validate checks c the way New does, after filling in the defaults of its
+// zero fields. Errors of the provider's configuration are the
+// nodeid.FieldErrors of nodeid.Config.Validate; the node's own name their
+// field as "Node.<Field>", those of gossip "Gossip.<Field>".
+func (c *Config) Validate() error {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Provider.Logger == nil {
+		c.Provider.Logger = c.Logger.With("component", "nodeid") // the provider adds the task itself
+	}
+	var errs []error
+	if err := c.Provider.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	check := func(ok bool, field, format string, args ...any) {
+		if !ok {
+			errs = append(errs, &nodeid.FieldError{Field: "Node." + field, Reason: fmt.Sprintf(format, args...)})
+		}
+	}
+	check(c.IDFileGrace >= 0, "IDFileGrace", "%v is negative", c.IDFileGrace)
+	check(c.ReadyTimeout >= 0, "ReadyTimeout", "%v is negative", c.ReadyTimeout)
+	check(c.MaxReservationWait >= 0, "MaxReservationWait", "%v is negative", c.MaxReservationWait)
+	check(c.MaxIssueStall >= 0, "MaxIssueStall", "%v is negative", c.MaxIssueStall)
+	if c.MaxReservationWait == 0 {
+		c.MaxReservationWait = min(5*time.Second, c.Provider.RenewDeadline)
+	}
+	if c.MaxIssueStall == 0 {
+		c.MaxIssueStall = min(30*time.Second, 2*c.Provider.LeaseDuration)
+	}
+	if c.Gossip != nil {
+		g := *c.Gossip // the caller's stays as it was
+		c.Gossip = &g
+		if g.Name == "" {
+			g.Name = c.Provider.TaskID
+		}
+		if g.Logger == nil {
+			g.Logger = c.Logger.With("task", c.Provider.TaskID, "component", "gossip")
+		}
+		if err := g.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("node: invalid config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+// Package node runs a whole nodeid node: the one safe composition of a node
+// ID claim (package nodeid), the Snowflake generator it fences (package
+// snowflake), gossip (package gossip), the id file, health, readiness,
+// metrics and an HTTP API. demo-broker serve and the terminal demo are thin
+// users of it; a Go service embeds it the same way.
+//
+// # What the composition guarantees
+//
+// The generator issues IDs only while the claim's monotonic fence is up and
+// the node is not closing; its floor is the predecessor's reservation, and
+// it never issues above the reservation of the claim's last write. The
+// generator reads the clock the reservations are stamped with
+// (nodeid.SnowflakeClock). A peer gossiping this node's ID with a higher
+// version fences the claim at once. After taking over an expired lease,
+// readiness waits for peers to see the new version (bounded). Close keeps
+// the order that makes a graceful handover safe: fence, remove the id file,
+// give the application its grace, release (lowering the reservation only to
+// what was really issued), leave gossip. Health answers 503 with a reason
+// before a claim exists, while closing, once fenced or lost, and when the
+// generator has been unable to issue for longer than MaxIssueStall.
+//
+// # Use
+//
+//	n, err := node.New(store, node.DefaultConfig())
+//	if err != nil { ... }
+//	go http.ListenAndServe(":8080", n.Handler()) // 503 until Start has an ID
+//	if err := n.Run(ctx, 10*time.Second); err != nil { // blocks until ctx ends or the lease is lost
+//		os.Exit(3) // errors.Is(err, nodeid.ErrLeaseLost): let the orchestrator replace the task
+//	}
+//
+// Start blocks until the node serves IDs (up to Provider.AcquireTimeout);
+// Run is Start, then a wait for ctx or a loss, then Close. Next and NextN
+// issue IDs in process; Handler serves /ids, /status, /health, /ready and
+// /metrics.
+//
+// docs/design.md in the repository states the protocol and the safety
+// argument.
+package node

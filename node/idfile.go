@@ -1,0 +1,253 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nodeid/nodeid/nodeid"
+)
+
+// IDFileContent is the JSON of the id file (Config.IDFile): the held node ID,
+// its version (the fencing token) and how long it may be used. An application
+// in another process reads it, uses the node ID while the file exists with
+// that content and its clock is before ValidUntilMs, re-reads it at least
+// every second, and stops the moment either ends. The node rewrites the file
+// after every renewal, with a later ValidUntilMs.
+type IDFileContent struct {
+	NodeID  int   `json:"nodeId"`
+	Version int64 `json:"version"`
+	// ValidUntilMs, in Unix ms on the host's clock, is when the node's own
+	// fence falls unless a renewal succeeds first, capped by the lease's
+	// reservation: a node that crashed or froze cannot remove the file, but
+	// the application stops here by itself, before another task can take
+	// the lease, and below the floor any successor starts from.
+	ValidUntilMs int64 `json:"validUntilMs"`
+}
+
+// idFileContentOf returns the id file of claim now. ValidUntilMs is the
+// claim's monotonic fence deadline moved onto clock's wall clock, capped by
+// its reservation; 0 once the claim is fenced.
+func idFileContentOf(claim *nodeid.Claim, clock nodeid.Clock) IDFileContent {
+	c := IDFileContent{NodeID: claim.NodeID(), Version: claim.Version()}
+	if until := claim.ValidUntil(); !until.IsZero() {
+		c.ValidUntilMs = min(claim.Reservation(), clock.Wall().Add(until.Sub(clock.Now())).UnixMilli())
+	}
+	return c
+}
+
+// idFileState is the node's id file: what was written, and whether it is
+// known to be gone. Its methods serialise on mu.
+type idFileState struct {
+	path string // "" for none
+
+	mu         sync.Mutex
+	up         bool  // written and not removed since: refreshes rewrite it
+	written    bool  // written at least once
+	retired    bool  // removed for good: never written again
+	removedOK  bool  // the last removal succeeded: the file is known to be gone
+	graceDone  bool  // the application had its grace after the removal
+	maxValidMs int64 // the highest ValidUntilMs written
+}
+
+// prepare checks the file's directory and removes a file left by an earlier
+// process of this task: it names an ID not held.
+func (f *idFileState) prepare(log *slog.Logger) error {
+	if f.path == "" {
+		return nil
+	}
+	if err := checkIDFileDir(f.path); err != nil {
+		return err
+	}
+	removed, err := removeIDFile(f.path)
+	if err != nil {
+		return err
+	}
+	if removed {
+		log.Warn("removed an id file left by an earlier process", "path", f.path)
+	}
+	return nil
+}
+
+// writeOnceFloorPassed writes the file once clock's wall clock is past the
+// claim's floor (the predecessor's reservation), so that an application
+// generating IDs itself with the same clock never repeats one of its
+// predecessor's. It returns nil without writing when ctx ends or the claim
+// ends first.
+func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, clock nodeid.Clock, log *slog.Logger) error {
+	for {
+		ahead := time.Duration(claim.Floor()-clock.Wall().UnixMilli()+1) * time.Millisecond
+		if ahead <= 0 {
+			break
+		}
+		log.Info("waiting for the wall clock to pass the node ID's floor before writing the id file", "wait", ahead.String())
+		select {
+		case <-claim.Done():
+			return nil // the watcher reports the loss
+		case <-ctx.Done():
+			return nil // Close releases the claim
+		case <-time.After(ahead):
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retired || !claim.Valid() {
+		return nil
+	}
+	c := idFileContentOf(claim, clock)
+	if err := f.writeLocked(c); err != nil {
+		return err
+	}
+	log.Info("id file written", "path", f.path, "nodeId", c.NodeID, "version", c.Version, "validUntilMs", c.ValidUntilMs)
+	return nil
+}
+
+// refresh rewrites the file after a renewal, with the later validUntilMs. A
+// failure only logs: the file on disk expires earlier, which stops the
+// application early, never late.
+func (f *idFileState) refresh(claim *nodeid.Claim, clock nodeid.Clock, log *slog.Logger) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.up { // not written yet (the floor), or removed
+		return
+	}
+	c := idFileContentOf(claim, clock)
+	if err := f.writeLocked(c); err != nil {
+		log.Error("could not refresh the id file: the application will stop at its old validUntilMs", "path", f.path, "err", err)
+		return
+	}
+	log.Debug("id file refreshed", "validUntilMs", c.ValidUntilMs)
+}
+
+func (f *idFileState) writeLocked(c IDFileContent) error {
+	if err := writeIDFile(f.path, c); err != nil {
+		return err
+	}
+	f.up, f.written = true, true
+	f.maxValidMs = max(f.maxValidMs, c.ValidUntilMs)
+	return nil
+}
+
+// remove removes the file for good and reports whether it had been written
+// (the application may be using the ID: it needs its grace).
+func (f *idFileState) remove(log *slog.Logger) bool {
+	if f.path == "" {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.up, f.retired = false, true
+	removed, err := removeIDFile(f.path)
+	f.removedOK = err == nil
+	switch {
+	case err != nil:
+		log.Error("could not remove the id file: the release keeps the reservation at its last validUntilMs", "path", f.path, "err", err)
+	case removed:
+		log.Info("id file removed", "path", f.path)
+	}
+	return f.written
+}
+
+// graceOver records whether the application had its full grace after the
+// removal.
+func (f *idFileState) graceOver(complete bool) {
+	f.mu.Lock()
+	f.graceDone = complete
+	f.mu.Unlock()
+}
+
+// lowestRelease returns the reservation a release may lower the lease to,
+// given last, the highest timestamp the node's own generator issued. The
+// application may have issued IDs with the host's clock up to now while it
+// used the file; and if the file is not known to be gone, or the application
+// did not get its grace, up to the last validUntilMs it read.
+func (f *idFileState) lowestRelease(last int64, clock nodeid.Clock) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.written {
+		return last
+	}
+	last = max(last, clock.Wall().UnixMilli())
+	if !f.removedOK || !f.graceDone {
+		last = max(last, f.maxValidMs)
+	}
+	return last
+}
+
+// writeIDFile writes the file atomically: a temporary file in the same
+// directory, synced, then renamed over path, so a reader sees the old content,
+// the new content or no file, never a partial one. The file is readable by
+// all (the application may run as another user).
+func writeIDFile(path string, c IDFileContent) error {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	body = append(body, '\n')
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("id file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
+	_, err = tmp.Write(body)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("id file: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil { // make the rename durable; best effort
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// removeIDFile removes the file and reports whether it was there; a file that
+// is not there is no error.
+func removeIDFile(path string) (bool, error) {
+	err := os.Remove(path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("id file: %w", err)
+}
+
+// checkIDFileDir fails when the file's directory does not exist or is not
+// writable, so that a node with a wrong id file path stops at start.
+func checkIDFileDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("id file %s: %w (mount the shared volume there)", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("id file %s: %s is not a directory", path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".nodeid-probe-*")
+	if err != nil {
+		return fmt.Errorf("id file %s: the directory is not writable by this user (uid %d): %w", path, os.Getuid(), err)
+	}
+	_ = probe.Close()
+	return os.Remove(probe.Name())
+}

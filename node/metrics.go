@@ -1,0 +1,302 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
+)
+
+// namespace prefixes every metric name.
+const namespace = "nodeid"
+
+// metrics is the set of a node's metrics. Its methods are safe for concurrent
+// use.
+type metrics struct {
+	gatherer prometheus.Gatherer // nil: /metrics serves nothing
+
+	nodeID, version prometheus.Gauge
+
+	acquisitions, renewals, renewFailures prometheus.Counter
+	lost, released, anomalies             prometheus.Counter
+	acquireDuration, renewLatency         prometheus.Histogram
+
+	storeRequests *prometheus.CounterVec
+	storeDuration *prometheus.HistogramVec
+
+	idsIssued, fencedRefusals prometheus.Counter
+}
+
+var _ nodeid.Observer = (*metrics)(nil)
+
+// newMetrics registers the node's metrics on reg; nil: a registry of their
+// own, with the Go runtime and process collectors.
+func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
+	m := &metrics{}
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = r
+	}
+	if g, ok := reg.(prometheus.Gatherer); ok {
+		m.gatherer = g
+	}
+	f := factory{reg: reg}
+	m.nodeID = f.gauge("node_id", "The node ID this node holds or last held; -1 before it holds one.")
+	m.version = f.gauge("node_version", "The version (fencing token) of the node ID this node holds or last held; 0 before it holds one.")
+	m.acquisitions = f.counter("lease_acquisitions_total", "Node ID leases taken.")
+	m.renewals = f.counter("lease_renewals_total", "Successful lease renewals.")
+	m.renewFailures = f.counter("lease_renewal_failures_total", "Failed lease renewal attempts; they are retried until the renew deadline.")
+	m.lost = f.counter("lease_lost_total", "Leases that ended without a release (taken over, renewal failed past its deadline, or a higher version seen in gossip).")
+	m.released = f.counter("lease_released_total", "Leases released on shutdown.")
+	m.anomalies = f.counter("lease_anomalies_total", "Lease objects found corrupt or otherwise not to be taken (see the log and nodeidctl status).")
+	m.acquireDuration = f.histogram("lease_acquire_duration_seconds", "Time taken to acquire a node ID, bootstrap and retries included.",
+		[]float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60})
+	m.renewLatency = f.histogram("lease_renew_duration_seconds", "Latency of successful lease renewals (one conditional write, or more with read-backs).",
+		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5})
+	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "s3_requests_total",
+		Help: "Lease store requests by operation (list, get, create, update) and outcome (ok, not_found, precondition_failed, unknown_outcome, error).",
+	}, []string{"operation", "outcome"})
+	m.storeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "s3_request_duration_seconds",
+		Help:    "Lease store request latency by operation.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"operation"})
+	f.register(m.storeRequests, m.storeDuration)
+	m.idsIssued = f.counter("ids_issued_total", "Snowflake IDs handed out.")
+	m.fencedRefusals = f.counter("ids_fenced_refusals_total", "ID requests refused because the node held no valid lease.")
+	f.register(stateCollector{n: n})
+	if f.err != nil {
+		return nil, fmt.Errorf("node: register metrics: %w", f.err)
+	}
+	m.nodeID.Set(-1)
+	return m, nil
+}
+
+// handler returns the /metrics handler, or nil when the registerer the node
+// was given cannot be gathered.
+func (m *metrics) handler() http.Handler {
+	if m.gatherer == nil {
+		return nil
+	}
+	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
+}
+
+// Acquired implements nodeid.Observer.
+func (m *metrics) Acquired(id int, version int64, took time.Duration) {
+	m.nodeID.Set(float64(id))
+	m.version.Set(float64(version))
+	m.acquisitions.Inc()
+	m.acquireDuration.Observe(took.Seconds())
+}
+
+// Renewed implements nodeid.Observer.
+func (m *metrics) Renewed(_ int, latency time.Duration) {
+	m.renewals.Inc()
+	m.renewLatency.Observe(latency.Seconds())
+}
+
+// RenewFailed implements nodeid.Observer.
+func (m *metrics) RenewFailed(int, error) { m.renewFailures.Inc() }
+
+// Lost implements nodeid.Observer.
+func (m *metrics) Lost(int, error) { m.lost.Inc() }
+
+// Released implements nodeid.Observer.
+func (m *metrics) Released(int) { m.released.Inc() }
+
+// Anomaly implements nodeid.Observer.
+func (m *metrics) Anomaly(string, error) { m.anomalies.Inc() }
+
+// factory makes and registers single metrics, keeping the first error.
+type factory struct {
+	reg prometheus.Registerer
+	err error
+}
+
+func (f *factory) register(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := f.reg.Register(c); err != nil && f.err == nil {
+			f.err = err
+		}
+	}
+}
+
+func (f *factory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
+	f.register(g)
+	return g
+}
+
+func (f *factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+	f.register(c)
+	return c
+}
+
+func (f *factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets})
+	f.register(h)
+	return h
+}
+
+// stateCollector reports nodeid_lease_state and nodeid_ids_stalled at scrape
+// time, from the node's own view, so that they never lag a transition.
+type stateCollector struct{ n *Node }
+
+var (
+	stateDesc = prometheus.NewDesc(namespace+"_lease_state",
+		"The node's lease state: 1 for the current state, 0 for the others.", []string{"state"}, nil)
+	stalledDesc = prometheus.NewDesc(namespace+"_ids_stalled",
+		"1 while the generator has failed to issue IDs for longer than the node's MaxIssueStall (health fails), else 0.", nil, nil)
+)
+
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stateDesc; ch <- stalledDesc }
+
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	cur, _ := c.n.state()
+	for _, s := range States {
+		v := 0.0
+		if s == cur {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, v, s)
+	}
+	stalled := 0.0
+	if c.n.stallErr() != nil {
+		stalled = 1
+	}
+	ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, stalled)
+}
+
+// Outcomes of a store request, the values of the outcome label.
+const (
+	outcomeOK                 = "ok"
+	outcomeNotFound           = "not_found"
+	outcomePreconditionFailed = "precondition_failed"
+	outcomeUnknown            = "unknown_outcome"
+	outcomeError              = "error"
+)
+
+// outcome classifies the error of a store request.
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return outcomeOK
+	case errors.Is(err, lease.ErrNotFound):
+		return outcomeNotFound
+	case errors.Is(err, lease.ErrPreconditionFailed):
+		return outcomePreconditionFailed
+	case errors.Is(err, lease.ErrUnknownOutcome):
+		return outcomeUnknown
+	default:
+		return outcomeError
+	}
+}
+
+// Store returns s wrapped so that every request is counted in
+// nodeid_s3_requests_total and timed in nodeid_s3_request_duration_seconds. The
+// wrapper changes no result.
+func (m *metrics) Store(s lease.Store) lease.Store { return &countedStore{next: s, m: m} }
+
+type countedStore struct {
+	next lease.Store
+	m    *metrics
+}
+
+func (s *countedStore) observe(op string, start time.Time, err error) {
+	s.m.storeDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	s.m.storeRequests.WithLabelValues(op, outcome(err)).Inc()
+}
+
+func (s *countedStore) List(ctx context.Context) (lease.Listing, error) {
+	start := time.Now()
+	l, err := s.next.List(ctx)
+	s.observe("list", start, err)
+	return l, err
+}
+
+func (s *countedStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
+	start := time.Now()
+	b, meta, err := s.next.Get(ctx, key)
+	s.observe("get", start, err)
+	return b, meta, err
+}
+
+func (s *countedStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
+	start := time.Now()
+	meta, err := s.next.Create(ctx, key, body)
+	s.observe("create", start, err)
+	return meta, err
+}
+
+func (s *countedStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	start := time.Now()
+	meta, err := s.next.Update(ctx, key, body, etag)
+	s.observe("update", start, err)
+	return meta, err
+}
+
+// observers passes every event to each Observer.
+type observers []nodeid.Observer
+
+func (o observers) Acquired(id int, version int64, took time.Duration) {
+	for _, x := range o {
+		x.Acquired(id, version, took)
+	}
+}
+
+func (o observers) Renewed(id int, latency time.Duration) {
+	for _, x := range o {
+		x.Renewed(id, latency)
+	}
+}
+
+func (o observers) RenewFailed(id int, err error) {
+	for _, x := range o {
+		x.RenewFailed(id, err)
+	}
+}
+
+func (o observers) Lost(id int, err error) {
+	for _, x := range o {
+		x.Lost(id, err)
+	}
+}
+
+func (o observers) Released(id int) {
+	for _, x := range o {
+		x.Released(id)
+	}
+}
+
+func (o observers) Anomaly(key string, err error) {
+	for _, x := range o {
+		x.Anomaly(key, err)
+	}
+}
+
+// renewSignal passes the provider's events on and signals each successful
+// renewal on renewed, without blocking: the id file is refreshed.
+type renewSignal struct {
+	nodeid.Observer
+	renewed chan<- struct{}
+}
+
+// Renewed implements nodeid.Observer.
+func (s renewSignal) Renewed(id int, latency time.Duration) {
+	s.Observer.Renewed(id, latency)
+	select {
+	case s.renewed <- struct{}{}:
+	default:
+	}
+}

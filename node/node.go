@@ -1,0 +1,366 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nodeid/nodeid/gossip"
+	"github.com/nodeid/nodeid/internal/ctxtime"
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// Node is one running nodeid node: a claim on a node ID, the Snowflake
+// generator fenced by it, gossip, the id file, health and metrics, composed
+// the one safe way. Build it with New, start it with Start (or Run), serve
+// its Handler, and Close it. Its methods are safe for concurrent use, and
+// the checkers and the Handler answer from New on (503 until the ID is
+// held).
+type Node struct {
+	cfg     Config
+	store   lease.Store // counted by the metrics
+	clock   nodeid.Clock
+	log     *slog.Logger
+	metrics *metrics
+
+	provider atomic.Pointer[nodeid.Provider]
+	gossip   atomic.Pointer[gossip.Node]
+	gen      atomic.Pointer[snowflake.Generator] // set before claim
+	claim    atomic.Pointer[nodeid.Claim]
+	gate     atomic.Pointer[gossip.Gate] // readiness gate after taking over an expired lease
+	stopping atomic.Bool                 // set first by Close: health 503, no more IDs
+	issued   atomic.Int64                // IDs handed out
+	base     time.Time                   // Clock.Now at New: the origin of stalled
+	stalled  atomic.Int64                // 1 + ns after base of the first failed issue since the last success; 0: none
+
+	idFile  idFileState
+	renewed chan struct{} // a renewal succeeded (buffered 1): refresh the id file
+
+	mu          sync.Mutex         // guards the fields below
+	started     bool               // Start was called
+	closed      bool               // Close was called
+	cancelStart context.CancelFunc // ends a Start in progress
+	err         error
+
+	startDone chan struct{} // closed when Start returns
+	closing   chan struct{} // closed by Close: the watcher stops
+	watchDone chan struct{} // closed when the watcher has stopped (or never ran)
+	done      chan struct{} // closed when the node has ended
+	endOnce   sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New validates cfg and returns a Node over store. It does no I/O: the
+// node's Handler and checkers answer at once (503, "acquiring") until Start
+// has taken a node ID.
+func New(store lease.Store, cfg Config) (*Node, error) {
+	if store == nil {
+		return nil, errors.New("node: nil store")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),
+		renewed:   make(chan struct{}, 1),
+		startDone: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	n.idFile.path = cfg.IDFile
+	m, err := newMetrics(cfg.Metrics, n)
+	if err != nil {
+		return nil, err
+	}
+	n.metrics = m
+	n.store = m.Store(store)
+	return n, nil
+}
+
+// Start takes a node ID and starts serving it; it blocks until the node
+// serves IDs, which may take up to Provider.AcquireTimeout (or longer, while
+// the wall clock passes the ID's floor before the id file is written).
+// Serve Handler (or the checkers) meanwhile: they answer 503 with the
+// reason. Start starts gossip first, if configured, and leaves it again if
+// it fails. It may be called once; Close ends a Start in progress.
+//
+// After Start returns nil, the node renews its lease in the background
+// until Close, or until the lease is lost: then Done is closed and Err
+// wraps nodeid.ErrLeaseLost, and the process should exit non-zero.
+func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	switch {
+	case n.closed:
+		n.mu.Unlock()
+		return ErrClosed
+	case n.started:
+		n.mu.Unlock()
+		return ErrStarted
+	}
+	n.started = true
+	ctx, cancel := context.WithCancel(ctx)
+	n.cancelStart = cancel
+	n.mu.Unlock()
+	defer close(n.startDone)
+	defer cancel()
+	claim, err := n.acquire(ctx)
+	if err != nil {
+		close(n.watchDone)
+		n.leaveGossip()
+		n.end(err)
+		return err
+	}
+	n.activate(claim)
+	go n.watch(claim)
+	if n.cfg.IDFile != "" {
+		return n.idFile.writeOnceFloorPassed(ctx, claim, n.clock, n.log)
+	}
+	return nil
+}
+
+// Run starts the node (Start), serves until ctx ends or the lease is lost,
+// and then closes it (Close, bounded by shutdownTimeout): the whole life of a
+// node, as client-go's RunOrDie. It returns nil after a release (or when ctx
+// ended before a node ID was held), an error wrapping nodeid.ErrLeaseLost
+// after a loss, and any other error of Start or Close.
+func (n *Node) Run(ctx context.Context, shutdownTimeout time.Duration) error {
+	err := n.Start(ctx)
+	if err == nil {
+		select {
+		case <-ctx.Done():
+		case <-n.Done():
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	cerr := n.Close(cctx)
+	switch {
+	case err != nil && ctx.Err() != nil && n.claim.Load() == nil:
+		return nil // stopped before a node ID was held
+	case err != nil:
+		return err
+	}
+	return cerr
+}
+
+// acquire starts gossip, if configured, and takes a node ID.
+func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
+	if err := n.idFile.prepare(n.log); err != nil {
+		return nil, err
+	}
+	pc := n.cfg.Provider
+	pc.Observer = renewSignal{Observer: observers{n.metrics, pc.Observer}, renewed: n.renewed}
+	if n.cfg.Gossip != nil {
+		g, err := n.startGossip()
+		if err != nil {
+			return nil, err
+		}
+		pc.Peers = g
+	}
+	p, err := nodeid.New(n.store, pc)
+	if err != nil {
+		return nil, err
+	}
+	n.provider.Store(p)
+	n.log.Info("acquiring a node ID", "clusterSize", pc.ClusterSize, "leaseDuration", pc.LeaseDuration.String())
+	claim, err := p.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquire a node ID: %w", err)
+	}
+	return claim, nil
+}
+
+// startGossip starts the gossip member; a peer advertising this node's ID
+// with a higher version fences the claim.
+func (n *Node) startGossip() (*gossip.Node, error) {
+	gc := *n.cfg.Gossip
+	userConflict := gc.OnConflict
+	gc.OnConflict = func(id int, version int64) {
+		if c := n.claim.Load(); c != nil && c.NodeID() == id {
+			c.ObserveVersion(version) // fences at once when higher
+		}
+		if userConflict != nil {
+			userConflict(id, version)
+		}
+	}
+	g, err := gossip.Start(gc)
+	if err != nil {
+		return nil, fmt.Errorf("gossip on %s:%d: %w", gc.BindAddr, gc.BindPort, err)
+	}
+	n.gossip.Store(g)
+	n.log.Info("gossip listening", "addr", g.Addr(), "join", gc.Join)
+	return g, nil
+}
+
+// activate builds the generator for claim and starts serving: health turns
+// 200 and gossip advertises the claim.
+func (n *Node) activate(claim *nodeid.Claim) {
+	p := n.provider.Load()
+	pc := p.Config()
+	gen, err := snowflake.New(snowflake.Config{
+		Layout: snowflake.Layout(pc.Layout),
+		NodeID: int64(claim.NodeID()),
+		// The claim's monotonic fence, and the node's own: Close fences
+		// before the release is written.
+		Fence:              snowflake.FenceFunc(func() bool { return !n.stopping.Load() && claim.Valid() }),
+		FloorMs:            claim.Floor(),
+		Reservation:        claim.Reservation,
+		Clock:              nodeid.SnowflakeClock(pc.Clock), // the clock the reservations are stamped with
+		MaxClockWait:       pc.MaxClockWait,
+		MaxReservationWait: n.cfg.MaxReservationWait,
+	})
+	if err != nil { // the provider validated the layout and the floor: a bug
+		panic(fmt.Sprintf("node: snowflake generator for node %d: %v", claim.NodeID(), err))
+	}
+	claim.SetIssuedFunc(func() int64 { return n.idFile.lowestRelease(gen.Stop(), pc.Clock) })
+	n.gen.Store(gen)
+	n.claim.Store(claim) // from here health is 200
+	if g := n.gossip.Load(); g != nil {
+		if err := g.SetClaim(claim.NodeID(), claim.Version()); err != nil {
+			n.log.Warn("gossip: could not advertise the node ID", "err", err)
+		}
+		if claim.TookOverExpired() {
+			n.gate.Store(g.StartGate(claim.NodeID(), claim.Version(), 0, n.cfg.ReadyTimeout))
+		}
+	}
+	n.log.Info("serving IDs", "nodeId", claim.NodeID(), "version", claim.Version(), "floorMs", claim.Floor(),
+		"tookOverExpired", claim.TookOverExpired())
+}
+
+// watch refreshes the id file after each renewal until the claim ends or
+// Close begins. On a loss it removes the id file and ends the node. The id
+// file is written and removed only by Start, watch and Close, one after the
+// other, so a refresh never brings back a removed file.
+func (n *Node) watch(claim *nodeid.Claim) {
+	defer close(n.watchDone)
+	for {
+		select {
+		case <-n.renewed:
+			if claim.Valid() && !n.stopping.Load() {
+				n.idFile.refresh(claim, n.clock, n.log)
+			}
+		case <-claim.Done():
+			n.idFile.remove(n.log)
+			n.idFile.graceOver(false)
+			err := claim.Err()
+			if errors.Is(err, nodeid.ErrLeaseLost) {
+				n.log.Error("lease lost: stopped issuing IDs", "nodeId", claim.NodeID(), "version", claim.Version(), "err", err)
+				n.end(err)
+			}
+			return
+		case <-n.closing:
+			return
+		}
+	}
+}
+
+// Close stops the node, in this order: it fences (health 503, no more IDs),
+// removes the id file, waits IDFileGrace for the application to stop using
+// it, releases the node ID (free at once for a successor), and leaves
+// gossip. ctx bounds it: a release not confirmed by then leaves the lease to
+// expire, which is safe. A Start in progress is ended first. Close is
+// idempotent; later calls return the first call's result. It returns an
+// error wrapping nodeid.ErrLeaseLost when the lease had been lost.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() { n.closeErr = n.close(ctx) })
+	return n.closeErr
+}
+
+func (n *Node) close(ctx context.Context) error {
+	n.stopping.Store(true)
+	n.mu.Lock()
+	started, cancel := n.started, n.cancelStart
+	n.closed = true
+	n.mu.Unlock()
+	close(n.closing)
+	if started {
+		cancel()
+		<-n.startDone
+		<-n.watchDone
+	}
+	claim := n.claim.Load()
+	if claim == nil {
+		n.leaveGossip()
+		n.end(ErrClosed)
+		return nil
+	}
+	n.log.Info("stopping: fencing and releasing the node ID", "nodeId", claim.NodeID(), "version", claim.Version())
+	if n.idFile.remove(n.log) {
+		n.idFile.graceOver(sleepCtx(ctx, n.cfg.IDFileGrace))
+	}
+	err := claim.Close(ctx)
+	n.leaveGossip()
+	if lerr := claim.Err(); errors.Is(lerr, nodeid.ErrLeaseLost) {
+		n.end(lerr)
+		return lerr // lost before the release: nothing was ours to release
+	}
+	if err != nil {
+		err = fmt.Errorf("release: %w", err)
+	}
+	n.end(ErrClosed)
+	return err
+}
+
+// leaveGossip leaves the gossip cluster, if this node joined one.
+func (n *Node) leaveGossip() {
+	if g := n.gossip.Load(); g != nil {
+		if err := g.Close(); err != nil {
+			n.log.Warn("gossip did not close cleanly", "err", err)
+		}
+	}
+}
+
+// end records why the node ended and closes Done, once.
+func (n *Node) end(err error) {
+	n.endOnce.Do(func() {
+		n.mu.Lock()
+		n.err = err
+		n.mu.Unlock()
+		close(n.done)
+	})
+}
+
+// Done is closed when the node has ended: its lease lost, Start failed, or
+// Close done.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err returns nil while the node runs (or has not ended), and once Done is
+// closed why it ended: an error wrapping nodeid.ErrLeaseLost after a loss,
+// ErrClosed after Close, or Start's error.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// NodeID returns the node ID held (or last held), -1 before one is held.
+func (n *Node) NodeID() int {
+	if c := n.claim.Load(); c != nil {
+		return c.NodeID()
+	}
+	return -1
+}
+
+// Version returns the version (fencing token) of the node ID held (or last
+// held), 0 before one is held.
+func (n *Node) Version() int64 {
+	if c := n.claim.Load(); c != nil {
+		return c.Version()
+	}
+	return 0
+}
+
+// Claim returns the node's claim, nil before one is held: for status pages
+// and for what the node does not wrap. Do not Close it: Close the node.
+func (n *Node) Claim() *nodeid.Claim { return n.claim.Load() }
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	return d <= 0 || ctxtime.Sleep(ctx, d) == nil
+}

@@ -1,0 +1,125 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nodeid/nodeid/health"
+	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// The states of a node, as Status and the nodeid_lease_state metric report
+// them.
+const (
+	StateAcquiring = "acquiring" // looking for a node ID (or not started)
+	StateHeld      = "held"      // serving IDs
+	StateFenced    = "fenced"    // holding the lease but issuing no IDs (closing, or the fence fell)
+	StateLost      = "lost"      // ended without a release
+	StateReleased  = "released"  // closed
+)
+
+// States lists every state, in the order above.
+var States = []string{StateAcquiring, StateHeld, StateFenced, StateLost, StateReleased}
+
+// Reasons for a node not to serve IDs, besides the claim's own errors.
+var (
+	// ErrAcquiring: no node ID is held yet.
+	ErrAcquiring = errors.New("acquiring a node ID")
+	// ErrShuttingDown: Close has begun; the node ID is being released.
+	ErrShuttingDown = errors.New("shutting down: the node ID is being released")
+	// ErrFenced: the claim's monotonic fence fell before a renewal landed.
+	ErrFenced = errors.New("the lease was not renewed in time: fenced")
+	// ErrStalled: the generator has failed to issue IDs for longer than
+	// Config.MaxIssueStall (a clock behind the floor, a reservation that no
+	// renewal raises): the task cannot serve and should be replaced.
+	ErrStalled = errors.New("node: the generator cannot issue IDs")
+	// ErrStarted: Start was called twice.
+	ErrStarted = errors.New("node: already started")
+	// ErrClosed: the node was closed.
+	ErrClosed = errors.New("node: closed")
+)
+
+// state returns the node's state and, unless it is held, why it serves no IDs.
+func (n *Node) state() (string, error) {
+	c := n.claim.Load()
+	if c == nil {
+		if err := n.Err(); err != nil {
+			return StateReleased, err // Start failed or Close came first
+		}
+		return StateAcquiring, ErrAcquiring
+	}
+	if err := c.Err(); err != nil {
+		if errors.Is(err, nodeid.ErrClosed) {
+			return StateReleased, err
+		}
+		return StateLost, err
+	}
+	if n.stopping.Load() {
+		return StateFenced, ErrShuttingDown
+	}
+	if !c.Valid() {
+		return StateFenced, ErrFenced
+	}
+	return StateHeld, nil
+}
+
+// Check returns nil while the node serves IDs: the lease is held and valid,
+// the node is not closing, and the generator is not stalled. It is the
+// health check (liveness) of the node, and answers before Start.
+func (n *Node) Check() error {
+	if _, err := n.state(); err != nil {
+		return err
+	}
+	return n.stallErr()
+}
+
+// CheckReady returns Check's answer and, after taking over an expired lease,
+// the gossip readiness gate's: the readiness check of the node.
+func (n *Node) CheckReady() error {
+	if err := n.Check(); err != nil {
+		return err
+	}
+	if g := n.gate.Load(); g != nil {
+		return g.Check()
+	}
+	return nil
+}
+
+// HealthChecker returns Check as a health.Checker, for /health or a
+// container health check.
+func (n *Node) HealthChecker() health.Checker { return health.CheckerFunc(n.Check) }
+
+// ReadyChecker returns CheckReady as a health.Checker, for /ready (an ALB
+// target group's health check).
+func (n *Node) ReadyChecker() health.Checker { return health.CheckerFunc(n.CheckReady) }
+
+// noteIssue records the outcome of an attempt to issue IDs: a failure other
+// than a fence starts the stall clock, a success stops it.
+func (n *Node) noteIssue(err error) {
+	switch {
+	case err == nil:
+		if n.stalled.Load() != 0 {
+			n.stalled.Store(0)
+		}
+	case !errors.Is(err, snowflake.ErrFenced):
+		if n.stalled.CompareAndSwap(0, int64(n.clock.Now().Sub(n.base))+1) {
+			n.log.Warn("could not issue IDs", "err", err)
+		}
+	}
+}
+
+// stallErr returns an error wrapping ErrStalled once issuing has failed for
+// longer than MaxIssueStall.
+func (n *Node) stallErr() error {
+	since := n.stalled.Load()
+	if since == 0 {
+		return nil
+	}
+	d := n.clock.Now().Sub(n.base) - time.Duration(since-1)
+	if d <= n.cfg.MaxIssueStall {
+		return nil
+	}
+	return fmt.Errorf("%w for %v (see the log for the generator's error)", ErrStalled, d.Round(time.Millisecond))
+}
