@@ -32,7 +32,7 @@ func TestParseServeFlagsDefaults(t *testing.T) {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
 		nc := c.node
-		nc.Provider.TaskID = "task" // resolved at start
+		nc.Provider.TaskID = "task"           // resolved at start
 		if err := nc.Validate(); err != nil { // derives the timings left zero
 			t.Fatalf("%v: %v", tc.args, err)
 		}
