@@ -89,10 +89,8 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 
 // manifestFor returns the manifest this task would create.
 func (p *Provider) manifestFor() lease.Manifest {
-	l := p.cfg.Layout
 	return lease.Manifest{
-		ClusterSize: p.cfg.ClusterSize, TimestampBits: l.TimestampBits, NodeBits: l.NodeBits,
-		SequenceBits: l.SequenceBits, EpochMs: l.EpochMs, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
+		ClusterSize: p.cfg.ClusterSize, Layout: p.cfg.Layout, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
 	}
 }
 
