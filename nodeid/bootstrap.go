@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -244,11 +246,11 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 	}
 	var (
 		mu    sync.Mutex
-		errs  []error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, bootstrapParallelism)
+		errs  []error // every failure, not only the first: joined below
+		g     errgroup.Group
 		raced atomic.Bool
 	)
+	g.SetLimit(bootstrapParallelism)
 	known := p.knownNodes()
 	create := func(id int) {
 		// An ID gossip has seen a version of was created once: it is
@@ -278,13 +280,12 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 			create(id)
 			continue
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			create(id)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if raced.Load() {
 		errs = append(errs, errFillRaced)
 	}
