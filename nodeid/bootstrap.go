@@ -276,7 +276,7 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 		if raced.Load() {
 			break
 		}
-		if p.sim.sequential {
+		if p.hooks.isSequential() {
 			create(id)
 			continue
 		}
