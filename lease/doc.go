@@ -28,4 +28,10 @@
 // schema, a nodeId that does not match the key and values out of range all give an
 // error that wraps [ErrCorrupt] and says why. A corrupt object is reported and never
 // taken automatically.
+//
+// # Dependencies
+//
+// lease imports one package of nodeid: snowflake, for [snowflake.Layout], the
+// bit layout and epoch a [Manifest] records. snowflake imports nothing of
+// nodeid, so there is no cycle, and the layout is one type everywhere.
 package lease

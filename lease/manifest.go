@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/nodeid/nodeid/snowflake"
 )
 
 // ManifestSchema is the schema version of the cluster manifest.
@@ -15,11 +17,11 @@ const ManifestSchema = 1
 type Manifest struct {
 	// ClusterSize is the number of node IDs, 0..ClusterSize-1.
 	ClusterSize int
-	// TimestampBits, NodeBits and SequenceBits are the Snowflake layout; they sum
-	// to 63.
-	TimestampBits, NodeBits, SequenceBits int
-	// EpochMs is the Snowflake epoch, Unix ms.
-	EpochMs int64
+	// Layout is the Snowflake layout and epoch of the ID space. On the wire its
+	// fields are flat keys of the manifest (timestampBits, nodeBits,
+	// sequenceBits, epochMs). Validate is stricter than Layout.Validate: every
+	// width is positive and NodeBits is at most 22.
+	Layout snowflake.Layout
 	// CreatedAt is the creator's wall clock, for humans only.
 	CreatedAt time.Time
 	// Filled is set once every lease object below ClusterSize has been created.
@@ -61,8 +63,11 @@ func DecodeManifest(data []byte) (Manifest, error) {
 		return Manifest{}, corruptf("unknown manifest schema %d (want %d)", *w.Schema, ManifestSchema)
 	}
 	m := Manifest{
-		ClusterSize: w.ClusterSize, TimestampBits: w.TimestampBits, NodeBits: w.NodeBits,
-		SequenceBits: w.SequenceBits, EpochMs: w.EpochMs, CreatedAt: w.CreatedAt, Filled: w.Filled, WriteID: w.WriteID,
+		ClusterSize: w.ClusterSize,
+		Layout: snowflake.Layout{
+			TimestampBits: w.TimestampBits, NodeBits: w.NodeBits, SequenceBits: w.SequenceBits, EpochMs: w.EpochMs,
+		},
+		CreatedAt: w.CreatedAt, Filled: w.Filled, WriteID: w.WriteID,
 	}
 	if err := m.Validate(); err != nil {
 		return Manifest{}, err
@@ -72,15 +77,16 @@ func DecodeManifest(data []byte) (Manifest, error) {
 
 // Validate checks the layout and the cluster size; the error wraps ErrCorrupt.
 func (m *Manifest) Validate() error {
+	l := m.Layout
 	switch {
-	case m.TimestampBits < 1 || m.NodeBits < 1 || m.SequenceBits < 1 || m.NodeBits > 22:
-		return corruptf("manifest layout %d/%d/%d has a width out of range", m.TimestampBits, m.NodeBits, m.SequenceBits)
-	case m.TimestampBits+m.NodeBits+m.SequenceBits != 63:
-		return corruptf("manifest layout %d+%d+%d bits does not sum to 63", m.TimestampBits, m.NodeBits, m.SequenceBits)
-	case m.ClusterSize < 1 || m.ClusterSize > 1<<m.NodeBits:
-		return corruptf("manifest clusterSize %d out of range 1..%d", m.ClusterSize, 1<<m.NodeBits)
-	case m.EpochMs < 0 || m.EpochMs > maxUnixMillis:
-		return corruptf("manifest epochMs %d out of range", m.EpochMs)
+	case l.TimestampBits < 1 || l.NodeBits < 1 || l.SequenceBits < 1 || l.NodeBits > 22:
+		return corruptf("manifest layout %d/%d/%d has a width out of range", l.TimestampBits, l.NodeBits, l.SequenceBits)
+	case l.TimestampBits+l.NodeBits+l.SequenceBits != 63:
+		return corruptf("manifest layout %d+%d+%d bits does not sum to 63", l.TimestampBits, l.NodeBits, l.SequenceBits)
+	case m.ClusterSize < 1 || m.ClusterSize > 1<<l.NodeBits:
+		return corruptf("manifest clusterSize %d out of range 1..%d", m.ClusterSize, 1<<l.NodeBits)
+	case l.EpochMs < 0 || l.EpochMs > maxUnixMillis:
+		return corruptf("manifest epochMs %d out of range", l.EpochMs)
 	case !validWriteID(m.WriteID):
 		return corruptf("manifest writeId %q is not 16 lowercase hex digits", m.WriteID)
 	case !encodableTime(m.CreatedAt):
@@ -94,22 +100,20 @@ func (m *Manifest) Encode() ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("encode manifest: %w", err)
 	}
-	schema := ManifestSchema
+	schema, l := ManifestSchema, m.Layout
 	return json.Marshal(manifestWire{
-		Schema: &schema, ClusterSize: m.ClusterSize, TimestampBits: m.TimestampBits,
-		NodeBits: m.NodeBits, SequenceBits: m.SequenceBits, EpochMs: m.EpochMs,
+		Schema: &schema, ClusterSize: m.ClusterSize, TimestampBits: l.TimestampBits,
+		NodeBits: l.NodeBits, SequenceBits: l.SequenceBits, EpochMs: l.EpochMs,
 		CreatedAt: m.CreatedAt.UTC(), Filled: m.Filled, WriteID: m.WriteID,
 	})
 }
 
 // SameLayout reports whether m and o describe one ID space: the same three widths
 // and the same epoch. Cluster size may differ.
-func (m *Manifest) SameLayout(o *Manifest) bool {
-	return m.TimestampBits == o.TimestampBits && m.NodeBits == o.NodeBits &&
-		m.SequenceBits == o.SequenceBits && m.EpochMs == o.EpochMs
-}
+func (m *Manifest) SameLayout(o *Manifest) bool { return m.Layout == o.Layout }
 
 // LayoutString formats the layout and epoch for error messages.
 func (m *Manifest) LayoutString() string {
-	return fmt.Sprintf("layout %d/%d/%d epoch %d", m.TimestampBits, m.NodeBits, m.SequenceBits, m.EpochMs)
+	l := m.Layout
+	return fmt.Sprintf("layout %d/%d/%d epoch %d", l.TimestampBits, l.NodeBits, l.SequenceBits, l.EpochMs)
 }

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/snowflake"
 )
 
 func validManifest() lease.Manifest {
-	return lease.Manifest{ClusterSize: 1024, TimestampBits: 41, NodeBits: 10, SequenceBits: 12,
-		EpochMs: 1_288_834_974_657, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Filled: true,
+	return lease.Manifest{ClusterSize: 1024,
+		Layout:    snowflake.Layout{TimestampBits: 41, NodeBits: 10, SequenceBits: 12, EpochMs: 1_288_834_974_657},
+		CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Filled: true,
 		WriteID: "abcdefabcdefabcd"}
 }
 
@@ -31,17 +33,32 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 }
 
+// The layout is one field of Manifest but flat keys on the wire: the body of
+// cluster.json must not change with the Go type.
+func TestManifestWireFormat(t *testing.T) {
+	m := validManifest()
+	body, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"schema":1,"clusterSize":1024,"timestampBits":41,"nodeBits":10,"sequenceBits":12,` +
+		`"epochMs":1288834974657,"createdAt":"2026-01-02T03:04:05Z","filled":true,"writeId":"abcdefabcdefabcd"}`
+	if string(body) != want {
+		t.Fatalf("Encode =\n%s\nwant\n%s", body, want)
+	}
+}
+
 func TestManifestInvalid(t *testing.T) {
 	tests := []struct {
 		name   string
 		edit   func(*lease.Manifest)
 		reason string
 	}{
-		{"sum", func(m *lease.Manifest) { m.SequenceBits = 13 }, "sum to 63"},
-		{"zero width", func(m *lease.Manifest) { m.NodeBits, m.SequenceBits = 0, 22 }, "out of range"},
+		{"sum", func(m *lease.Manifest) { m.Layout.SequenceBits = 13 }, "sum to 63"},
+		{"zero width", func(m *lease.Manifest) { m.Layout.NodeBits, m.Layout.SequenceBits = 0, 22 }, "out of range"},
 		{"too big", func(m *lease.Manifest) { m.ClusterSize = 1025 }, "clusterSize 1025"},
 		{"empty", func(m *lease.Manifest) { m.ClusterSize = 0 }, "clusterSize 0"},
-		{"epoch", func(m *lease.Manifest) { m.EpochMs = -1 }, "epochMs"},
+		{"epoch", func(m *lease.Manifest) { m.Layout.EpochMs = -1 }, "epochMs"},
 		{"writeId", func(m *lease.Manifest) { m.WriteID = "x" }, "writeId"},
 	}
 	for _, tc := range tests {
@@ -67,7 +84,7 @@ func TestManifestSameLayout(t *testing.T) {
 	if !a.SameLayout(&b) {
 		t.Fatalf("cluster size must not change the layout")
 	}
-	b.EpochMs++
+	b.Layout.EpochMs++
 	if a.SameLayout(&b) {
 		t.Fatalf("a different epoch is a different layout")
 	}

@@ -108,7 +108,7 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 		}
 		out[i] = readResult{id: id, body: body, meta: meta, err: err}
 	}
-	if p.sim.sequential {
+	if p.hooks.isSequential() {
 		for i, id := range ids {
 			read(i, id)
 		}
@@ -286,7 +286,7 @@ func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Clai
 // checks that this task's wall clock is not too far behind the floor.
 func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, from lease.State) (*Claim, error) {
 	floor := prev.ReservedUntilMs
-	if p.sim.ignoreFloor {
+	if p.hooks.floorIgnored() {
 		floor = 0
 	}
 	c := p.newClaim(next, etag, t0, floor, from)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -89,10 +91,8 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 
 // manifestFor returns the manifest this task would create.
 func (p *Provider) manifestFor() lease.Manifest {
-	l := p.cfg.Layout
 	return lease.Manifest{
-		ClusterSize: p.cfg.ClusterSize, TimestampBits: l.TimestampBits, NodeBits: l.NodeBits,
-		SequenceBits: l.SequenceBits, EpochMs: l.EpochMs, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
+		ClusterSize: p.cfg.ClusterSize, Layout: p.cfg.Layout, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
 	}
 }
 
@@ -246,11 +246,11 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 	}
 	var (
 		mu    sync.Mutex
-		errs  []error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, bootstrapParallelism)
+		errs  []error // every failure, not only the first: joined below
+		g     errgroup.Group
 		raced atomic.Bool
 	)
+	g.SetLimit(bootstrapParallelism)
 	known := p.knownNodes()
 	create := func(id int) {
 		// An ID gossip has seen a version of was created once: it is
@@ -276,17 +276,16 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 		if raced.Load() {
 			break
 		}
-		if p.sim.sequential {
+		if p.hooks.isSequential() {
 			create(id)
 			continue
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			create(id)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if raced.Load() {
 		errs = append(errs, errFillRaced)
 	}

@@ -60,7 +60,7 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 	c.validUntil.Store(int64(c.deadline(sent)))
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
-	if p.sim.sequential {
+	if p.hooks.isSequential() {
 		close(c.loopDone) // the simulation calls renewRound itself
 		return c
 	}
@@ -172,7 +172,7 @@ func (c *Claim) Status() Status {
 // deadline returns the fence of a write sent at sent, in nanoseconds after
 // p.base: sent + LeaseDuration - SafetyMargin.
 func (c *Claim) deadline(sent time.Time) time.Duration {
-	return sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin + c.p.sim.fenceExtra
+	return sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin + c.p.hooks.extraFence()
 }
 
 // committed records a successful write sent at sent and moves the fence to its

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/nodeid/nodeid/snowflake"
 )
 
 // Order is the order in which Acquire visits node IDs.
@@ -23,18 +25,15 @@ const (
 	OrderLowestFirst Order = "lowest-first"
 )
 
-// Layout is the Snowflake bit layout and epoch this task issues IDs with. It is
-// checked against the cluster manifest: two layouts in one ID space collide.
-type Layout struct {
-	// TimestampBits, NodeBits and SequenceBits sum to 63.
-	TimestampBits, NodeBits, SequenceBits int
-	// EpochMs is the custom epoch, Unix ms.
-	EpochMs int64
-}
+// Layout is the Snowflake bit layout and epoch this task issues IDs with: the
+// snowflake package's Layout, the one type that lease.Manifest records too. It
+// is checked against the cluster manifest: two layouts in one ID space collide.
+// Config.Layout must also have positive widths and at most 22 node bits.
+type Layout = snowflake.Layout
 
 // DefaultLayout is 41 timestamp bits (ms, ~69 years), 10 node bits, 12 sequence
-// bits, epoch 2025-01-01T00:00:00Z: the layout of snowflake.DefaultLayout().
-var DefaultLayout = Layout{TimestampBits: 41, NodeBits: 10, SequenceBits: 12, EpochMs: 1735689600000}
+// bits, epoch 2025-01-01T00:00:00Z: snowflake.DefaultLayout().
+var DefaultLayout = snowflake.DefaultLayout()
 
 // Config configures a Provider. Start from DefaultConfig; New validates it once.
 type Config struct {

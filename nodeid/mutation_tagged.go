@@ -18,9 +18,9 @@ func init() {
 	applyMutation = func(p *Provider) {
 		switch m := os.Getenv("NODEID_MUTATION"); m {
 		case "nofence":
-			p.sim.fenceExtra = 24 * time.Hour
+			p.hooks = &testHooks{fenceExtra: 24 * time.Hour}
 		case "nofloor":
-			p.sim.ignoreFloor = true
+			p.hooks = &testHooks{ignoreFloor: true}
 		case "":
 			return
 		default:

@@ -35,19 +35,8 @@ type Provider struct {
 	// bootstrap whose listing shows the same ETag reuses it instead of a GET.
 	manifest *cachedManifest
 
-	// stateOf judges a record; tests replace it with broken rules to show that
-	// the simulation's checker catches them.
-	stateOf func(r *lease.Record, m lease.Meta) lease.State
-	// sim holds the knobs of the deterministic simulation (zero in production).
-	sim simKnobs
-}
-
-// simKnobs let the deterministic simulation run a Provider on one goroutine and
-// inject deliberate bugs (to show that its checker catches them).
-type simKnobs struct {
-	sequential  bool          // no goroutines: reads and creates one by one, no renewal loop
-	fenceExtra  time.Duration // bug: the fence stays up this much longer
-	ignoreFloor bool          // bug: a successor reports floor 0
+	// hooks is nil in production; tests set it (see testHooks).
+	hooks *testHooks
 }
 
 // New returns a Provider over store after validating cfg (see Config).
@@ -66,7 +55,6 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 		log:  cfg.Logger.With("task", cfg.TaskID),
 		rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
-	p.stateOf = func(r *lease.Record, m lease.Meta) lease.State { return lease.StateOf(r, m, cfg.ClockMargin) }
 	if applyMutation != nil {
 		applyMutation(p)
 	}

@@ -292,7 +292,7 @@ func (s *sim) startTask(at time.Duration) {
 	if err != nil {
 		panic(err)
 	}
-	p.sim.sequential = true
+	p.hooks = &testHooks{sequential: true}
 	if s.params.mutate != nil {
 		s.params.mutate(p)
 	}
@@ -587,7 +587,7 @@ func TestSimulationIsDeterministic(t *testing.T) {
 func TestSimulationCatchesBrokenRules(t *testing.T) {
 	mutations := map[string]func(p *Provider){
 		"expiry judged on the local wall clock": func(p *Provider) {
-			p.stateOf = func(r *lease.Record, m lease.Meta) lease.State {
+			p.hooks.stateOf = func(r *lease.Record, m lease.Meta) lease.State {
 				switch {
 				case r.Free():
 					return lease.StateFree
@@ -597,10 +597,10 @@ func TestSimulationCatchesBrokenRules(t *testing.T) {
 				return lease.StateHeld
 			}
 		},
-		"fence outlives the lease":    func(p *Provider) { p.sim.fenceExtra = 3 * time.Second },
-		"successor ignores the floor": func(p *Provider) { p.sim.ignoreFloor = true },
+		"fence outlives the lease":    func(p *Provider) { p.hooks.fenceExtra = 3 * time.Second },
+		"successor ignores the floor": func(p *Provider) { p.hooks.ignoreFloor = true },
 		"no clock margin": func(p *Provider) {
-			p.stateOf = func(r *lease.Record, m lease.Meta) lease.State {
+			p.hooks.stateOf = func(r *lease.Record, m lease.Meta) lease.State {
 				if r.Free() {
 					return lease.StateFree
 				}

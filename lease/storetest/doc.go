@@ -3,6 +3,7 @@
 //   - [MemStore], an in-memory store with an injectable clock that mimics S3
 //     (ETags are MD5 of the body, times are whole seconds);
 //   - [FaultStore], a wrapper that injects latency, errors and ambiguous writes
-//     (the write lands but the caller gets an unknown-outcome error);
+//     (the write lands but the caller gets an unknown-outcome error), and can
+//     be killed ([FaultStore.Kill]: every call fails without reaching the store);
 //   - [Run], the conformance suite every Store implementation must pass.
 package storetest

@@ -37,6 +37,9 @@ type Fault struct {
 // ErrInjected is the default error of injected faults.
 var ErrInjected = errors.New("storetest: injected fault")
 
+// ErrKilled is the default error of a killed FaultStore (see Kill).
+var ErrKilled = errors.New("storetest: killed: the request never reached the store")
+
 // FaultStore wraps a lease.Store and injects faults chosen by an injector
 // function and by one-shot faults queued per operation. It is safe for concurrent use.
 type FaultStore struct {
@@ -48,6 +51,7 @@ type FaultStore struct {
 	mu       sync.Mutex
 	injector func(op Op, key string) Fault
 	queued   map[Op][]Fault
+	killed   error // set by Kill: every call fails with it
 }
 
 // NewFaultStore wraps inner; with nothing injected it passes every call through.
@@ -70,27 +74,49 @@ func (f *FaultStore) Queue(op Op, faults ...Fault) {
 	f.queued[op] = append(f.queued[op], faults...)
 }
 
+// Kill makes every later call fail at once with err (ErrKilled when err is nil)
+// without reaching the inner store, whatever is queued or injected: the
+// caller's requests never leave it, as after kill -9 or a cut network. Calls
+// already under way finish as they would have. It cannot be undone; a later
+// Kill only changes the error.
+func (f *FaultStore) Kill(err error) {
+	if err == nil {
+		err = ErrKilled
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed = err
+}
+
 // Unknown returns an unknown-outcome error as a store would for a lost answer.
 func Unknown(op Op, key string) error {
 	return &lease.UnknownOutcomeError{Op: string(op), Key: key, Err: ErrInjected}
 }
 
-func (f *FaultStore) next(op Op, key string) Fault {
+// next returns the fault of the next operation op on key, or the error of Kill
+// (and then consumes no queued fault).
+func (f *FaultStore) next(op Op, key string) (Fault, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.killed != nil {
+		return Fault{}, f.killed
+	}
 	if q := f.queued[op]; len(q) > 0 {
 		f.queued[op] = q[1:]
-		return q[0]
+		return q[0], nil
 	}
 	if f.injector != nil {
-		return f.injector(op, key)
+		return f.injector(op, key), nil
 	}
-	return Fault{}
+	return Fault{}, nil
 }
 
 // apply runs one operation under its fault. call performs it on the inner store.
 func (f *FaultStore) apply(ctx context.Context, op Op, key string, call func() error) error {
-	ft := f.next(op, key)
+	ft, killed := f.next(op, key)
+	if killed != nil {
+		return killed
+	}
 	if ft.Delay > 0 {
 		if err := f.Sleep(ctx, ft.Delay); err != nil {
 			return err

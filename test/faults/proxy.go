@@ -15,53 +15,29 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/s3wire"
 )
 
-// Op is the kind of an S3 request, as the proxy counts them.
-type Op string
+// Op is the kind of an S3 request, as the proxy counts them: s3wire's
+// classification of the request from the wire (s3wire.Classify).
+type Op = s3wire.Op
 
 // The S3 operations the proxy tells apart. A PUT is a create when it carries
 // If-None-Match, an update when it carries If-Match (nodeid never writes
 // without one of them).
 const (
-	OpList   Op = "LIST"
-	OpGet    Op = "GET"
-	OpHead   Op = "HEAD"
-	OpCreate Op = "PUT-create"
-	OpUpdate Op = "PUT-update"
-	OpPut    Op = "PUT" // unconditional
-	OpOther  Op = "OTHER"
+	OpList   = s3wire.OpList
+	OpGet    = s3wire.OpGet
+	OpHead   = s3wire.OpHead
+	OpCreate = s3wire.OpCreate
+	OpUpdate = s3wire.OpUpdate
+	OpPut    = s3wire.OpPut // unconditional
+	OpOther  = s3wire.OpOther
 )
 
 // Writes are the conditional PUTs: acquisitions, renewals, releases, bootstrap.
 var Writes = []Op{OpCreate, OpUpdate}
-
-// Classify returns the operation of a path-style S3 request (/bucket or
-// /bucket/key).
-func Classify(r *http.Request) Op {
-	path := strings.TrimPrefix(r.URL.Path, "/")
-	_, key, _ := strings.Cut(path, "/")
-	switch r.Method {
-	case http.MethodGet:
-		if key == "" {
-			return OpList
-		}
-		return OpGet
-	case http.MethodHead:
-		return OpHead
-	case http.MethodPut:
-		switch {
-		case key == "":
-			return OpOther // CreateBucket
-		case r.Header.Get("If-None-Match") != "":
-			return OpCreate
-		case r.Header.Get("If-Match") != "":
-			return OpUpdate
-		}
-		return OpPut
-	}
-	return OpOther
-}
 
 // Action is what the proxy does with a request that a [Fault] selects.
 type Action int
@@ -423,7 +399,7 @@ func (p *Proxy) decide(op Op) (Fault, time.Duration, <-chan struct{}) {
 
 // ServeHTTP handles one request from the client.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	op := Classify(r)
+	op := s3wire.Classify(r)
 	// Read the body first: only then does the server notice a client that
 	// hangs up (and cancel r.Context()), which a black hole relies on.
 	body, err := io.ReadAll(r.Body)

@@ -59,32 +59,6 @@ func body(t *testing.T, st lease.Store, key string) string {
 	return string(b)
 }
 
-func TestClassify(t *testing.T) {
-	for _, c := range []struct {
-		method, target string
-		hdr            map[string]string
-		want           Op
-	}{
-		{"GET", "/b?list-type=2&prefix=nodeid%2F", nil, OpList},
-		{"GET", "/b/", nil, OpList},
-		{"GET", "/b/nodeid/7.json", nil, OpGet},
-		{"HEAD", "/b/nodeid/7.json", nil, OpHead},
-		{"PUT", "/b/nodeid/7.json", map[string]string{"If-None-Match": "*"}, OpCreate},
-		{"PUT", "/b/nodeid/7.json", map[string]string{"If-Match": `"abc"`}, OpUpdate},
-		{"PUT", "/b/nodeid/7.json", nil, OpPut},
-		{"PUT", "/b", nil, OpOther},
-		{"DELETE", "/b/nodeid/7.json", nil, OpOther},
-	} {
-		r := httptest.NewRequest(c.method, c.target, nil)
-		for k, v := range c.hdr {
-			r.Header.Set(k, v)
-		}
-		if got := Classify(r); got != c.want {
-			t.Errorf("%s %s %v: %s, want %s", c.method, c.target, c.hdr, got, c.want)
-		}
-	}
-}
-
 // TestProxyForwards: without a fault the proxy is transparent to a signed
 // S3 client, and counts the operations by their answers.
 func TestProxyForwards(t *testing.T) {

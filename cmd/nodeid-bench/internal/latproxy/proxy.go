@@ -8,7 +8,8 @@
 // and half before the answer is returned, so a request reaches the server
 // half a round trip after it was sent, as on a network.
 //
-// Requests are classified from the wire (path-style addressing):
+// Requests are classified from the wire (path-style addressing) by
+// s3wire.Classify, with every operation nodeid does not send folded into one:
 //
 //	LIST          GET on the bucket (no key), e.g. ListObjectsV2
 //	GET           GET on a key
@@ -30,11 +31,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/ctxtime"
+	"github.com/nodeid/nodeid/internal/s3wire"
 )
 
 // LabelHeader carries the client label of a request; the proxy strips it.
@@ -43,13 +44,14 @@ const LabelHeader = "X-Nodeid-Bench-Label"
 // Op is the S3 operation of a request, as the proxy classifies it.
 type Op string
 
-// The operations the proxy tells apart.
+// The operations the proxy tells apart: s3wire's, but for OpOther, which is
+// every other one of s3wire's (and spelled "other" in reports).
 const (
-	OpList   Op = "LIST"
-	OpGet    Op = "GET"
-	OpCreate Op = "PUT-create"
-	OpUpdate Op = "PUT-update"
-	OpOther  Op = "other"
+	OpList   = Op(s3wire.OpList)
+	OpGet    = Op(s3wire.OpGet)
+	OpCreate = Op(s3wire.OpCreate)
+	OpUpdate = Op(s3wire.OpUpdate)
+	OpOther  = Op("other")
 )
 
 // Ops lists the operations in report order.
@@ -57,22 +59,11 @@ var Ops = []Op{OpList, OpGet, OpCreate, OpUpdate, OpOther}
 
 // Classify returns the operation of a path-style S3 request.
 func Classify(r *http.Request) Op {
-	p := strings.TrimPrefix(r.URL.Path, "/")
-	bucket, key, _ := strings.Cut(p, "/")
-	switch {
-	case bucket == "":
-		return OpOther
-	case r.Method == http.MethodGet && key == "" && !r.URL.Query().Has("location"):
-		return OpList
-	case r.Method == http.MethodGet && key != "":
-		return OpGet
-	case r.Method == http.MethodPut && key != "" && r.Header.Get("If-None-Match") != "":
-		return OpCreate
-	case r.Method == http.MethodPut && key != "" && r.Header.Get("If-Match") != "":
-		return OpUpdate
-	default:
-		return OpOther
+	switch op := Op(s3wire.Classify(r)); op {
+	case OpList, OpGet, OpCreate, OpUpdate:
+		return op
 	}
+	return OpOther
 }
 
 // Key identifies one counter: a label, an operation and a status (0 when the

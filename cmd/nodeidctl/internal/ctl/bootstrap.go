@@ -41,11 +41,6 @@ func (a *app) nodeidConfig(c *commonFlags, size int, l nodeid.Layout) nodeid.Con
 	return cfg
 }
 
-// layoutOf returns the layout and epoch of a manifest.
-func layoutOf(m *lease.Manifest) nodeid.Layout {
-	return nodeid.Layout{TimestampBits: m.TimestampBits, NodeBits: m.NodeBits, SequenceBits: m.SequenceBits, EpochMs: m.EpochMs}
-}
-
 // wallClock is the system clock with the operator's wall clock (Env.Now), which
 // stamps the manifest's createdAt and a recreated object's reservation.
 type wallClock struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
+	"github.com/nodeid/nodeid/snowflake"
 )
 
 // storeStart is the fake store clock's start: not a whole second, as real time.
@@ -88,8 +89,7 @@ func (h *harness) putFilledManifest(size int) { h.plantManifest(size, true) }
 
 func (h *harness) plantManifest(size int, filled bool) {
 	h.t.Helper()
-	m := lease.Manifest{ClusterSize: size, TimestampBits: 41, NodeBits: 10, SequenceBits: 12,
-		EpochMs: 1735689600000, CreatedAt: storeStart, Filled: filled, WriteID: lease.NewWriteID()}
+	m := lease.Manifest{ClusterSize: size, Layout: snowflake.DefaultLayout(), CreatedAt: storeStart, Filled: filled, WriteID: lease.NewWriteID()}
 	body, err := m.Encode()
 	if err != nil {
 		h.t.Fatal(err)

@@ -46,10 +46,10 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	def := nodeid.DefaultConfig()
 	want := lease.Manifest{}
 	f.IntVar(&want.ClusterSize, "cluster-size", def.ClusterSize, "number of node IDs, 0..N-1, at most 2^node-bits")
-	f.Int64Var(&want.EpochMs, "epoch-ms", def.Layout.EpochMs, "Snowflake epoch, Unix ms")
-	f.IntVar(&want.TimestampBits, "timestamp-bits", def.Layout.TimestampBits, "Snowflake timestamp bits")
-	f.IntVar(&want.NodeBits, "node-bits", def.Layout.NodeBits, "Snowflake node bits")
-	f.IntVar(&want.SequenceBits, "sequence-bits", def.Layout.SequenceBits, "Snowflake sequence bits")
+	f.Int64Var(&want.Layout.EpochMs, "epoch-ms", def.Layout.EpochMs, "Snowflake epoch, Unix ms")
+	f.IntVar(&want.Layout.TimestampBits, "timestamp-bits", def.Layout.TimestampBits, "Snowflake timestamp bits")
+	f.IntVar(&want.Layout.NodeBits, "node-bits", def.Layout.NodeBits, "Snowflake node bits")
+	f.IntVar(&want.Layout.SequenceBits, "sequence-bits", def.Layout.SequenceBits, "Snowflake sequence bits")
 	f.bindEnv("cluster-size", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits")
 	st, err := a.setup(ctx, f, &c, args, func() error {
 		if err := checkLayout(f, &want); err != nil {
@@ -67,7 +67,7 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	size, layout := want.ClusterSize, layoutOf(&want)
+	size, layout := want.ClusterSize, want.Layout
 	switch mv.state {
 	case StateCorrupt:
 		return refusef("the cluster manifest %s is corrupt: %v; nodeidctl never overwrites a manifest: fix or remove it by hand",
@@ -81,7 +81,7 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 			a.note("%s %d differs from the manifest's %d, which wins; change it with nodeidctl resize",
 				f.source("cluster-size"), want.ClusterSize, mv.m.ClusterSize)
 		}
-		size, layout = mv.m.ClusterSize, layoutOf(&mv.m)
+		size, layout = mv.m.ClusterSize, mv.m.Layout
 	}
 
 	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, size, layout), mv)
@@ -114,24 +114,25 @@ func filledWord(filled bool) string {
 
 // checkLayout validates the layout flags, naming the flag at fault.
 func checkLayout(f *flagSet, m *lease.Manifest) error {
+	l := m.Layout
 	for _, b := range []struct {
 		name string
 		v    int
-	}{{"timestamp-bits", m.TimestampBits}, {"node-bits", m.NodeBits}, {"sequence-bits", m.SequenceBits}} {
+	}{{"timestamp-bits", l.TimestampBits}, {"node-bits", l.NodeBits}, {"sequence-bits", l.SequenceBits}} {
 		if b.v < 1 {
 			return usagef("%s %d must be at least 1", f.source(b.name), b.v)
 		}
 	}
 	switch {
-	case m.NodeBits > 22:
-		return usagef("%s %d is above 22", f.source("node-bits"), m.NodeBits)
-	case m.TimestampBits+m.NodeBits+m.SequenceBits != 63:
+	case l.NodeBits > 22:
+		return usagef("%s %d is above 22", f.source("node-bits"), l.NodeBits)
+	case l.TimestampBits+l.NodeBits+l.SequenceBits != 63:
 		return usagef("--timestamp-bits, --node-bits and --sequence-bits %d+%d+%d must sum to 63",
-			m.TimestampBits, m.NodeBits, m.SequenceBits)
-	case m.ClusterSize < 1 || m.ClusterSize > 1<<m.NodeBits:
-		return usagef("%s %d is outside 1..%d (2^node-bits)", f.source("cluster-size"), m.ClusterSize, 1<<m.NodeBits)
-	case m.EpochMs < 0 || m.EpochMs > 1<<53:
-		return usagef("%s %d is outside 0..2^53", f.source("epoch-ms"), m.EpochMs)
+			l.TimestampBits, l.NodeBits, l.SequenceBits)
+	case m.ClusterSize < 1 || m.ClusterSize > 1<<l.NodeBits:
+		return usagef("%s %d is outside 1..%d (2^node-bits)", f.source("cluster-size"), m.ClusterSize, 1<<l.NodeBits)
+	case l.EpochMs < 0 || l.EpochMs > 1<<53:
+		return usagef("%s %d is outside 0..2^53", f.source("epoch-ms"), l.EpochMs)
 	}
 	return nil
 }
@@ -145,10 +146,10 @@ func matchLayout(f *flagSet, want, got *lease.Manifest) error {
 			diffs = append(diffs, fmt.Sprintf("%s %d, manifest %d", f.source(name), w, g))
 		}
 	}
-	cmp("epoch-ms", want.EpochMs, got.EpochMs)
-	cmp("timestamp-bits", int64(want.TimestampBits), int64(got.TimestampBits))
-	cmp("node-bits", int64(want.NodeBits), int64(got.NodeBits))
-	cmp("sequence-bits", int64(want.SequenceBits), int64(got.SequenceBits))
+	cmp("epoch-ms", want.Layout.EpochMs, got.Layout.EpochMs)
+	cmp("timestamp-bits", int64(want.Layout.TimestampBits), int64(got.Layout.TimestampBits))
+	cmp("node-bits", int64(want.Layout.NodeBits), int64(got.Layout.NodeBits))
+	cmp("sequence-bits", int64(want.Layout.SequenceBits), int64(got.Layout.SequenceBits))
 	if len(diffs) > 0 {
 		return refusef("the cluster manifest has %s, not what was asked (%s): two layouts in one ID space would collide",
 			got.LayoutString(), strings.Join(diffs, "; "))

@@ -11,6 +11,7 @@ import (
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/snowflake"
 )
 
 func TestInitCreatesWhatTheProviderCreates(t *testing.T) {
@@ -19,9 +20,7 @@ func TestInitCreatesWhatTheProviderCreates(t *testing.T) {
 	contains(t, "init", stdout, "created cluster manifest cluster.json: cluster size 8, layout 41/10/12 epoch 1735689600000",
 		"created 8 lease object(s), free: IDs 0-7", "the cluster manifest is now filled: lease objects 0-7 all exist")
 	m := h.manifest()
-	l := nodeid.DefaultLayout
-	want := lease.Manifest{ClusterSize: 8, TimestampBits: l.TimestampBits, NodeBits: l.NodeBits, SequenceBits: l.SequenceBits,
-		EpochMs: l.EpochMs, CreatedAt: h.wall, Filled: true, WriteID: m.WriteID}
+	want := lease.Manifest{ClusterSize: 8, Layout: nodeid.DefaultLayout, CreatedAt: h.wall, Filled: true, WriteID: m.WriteID}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("manifest = %+v, want %+v", m, want)
 	}
@@ -50,7 +49,7 @@ func TestInitLayoutFlags(t *testing.T) {
 	h.env["NODEID_CLUSTER_SIZE"] = "4"
 	h.mustRun(ExitOK, "init", "--node-bits", "8", "--timestamp-bits", "43", "--epoch-ms", "1000")
 	m := h.manifest()
-	if !m.Filled || m.ClusterSize != 4 || m.NodeBits != 8 || m.TimestampBits != 43 || m.SequenceBits != 12 || m.EpochMs != 1000 {
+	if !m.Filled || m.ClusterSize != 4 || m.Layout != (snowflake.Layout{TimestampBits: 43, NodeBits: 8, SequenceBits: 12, EpochMs: 1000}) {
 		t.Fatalf("manifest = %+v", m)
 	}
 	if h.raw(lease.RecordKey(3)) == "" || h.raw(lease.RecordKey(4)) != "" {

@@ -61,7 +61,7 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 		return refusef("the cluster manifest %s is corrupt (%v): nodeidctl never overwrites a manifest", lease.ManifestKey, mv.err)
 	}
 	old := mv.m
-	if limit := 1 << old.NodeBits; *size > limit {
+	if limit := 1 << old.Layout.NodeBits; *size > limit {
 		return refusef("--cluster-size %d is above 2^nodeBits = %d of the manifest's %s", *size, limit, old.LayoutString())
 	}
 	if *size == old.ClusterSize {
@@ -72,7 +72,7 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 	if grow && old.Filled {
 		// Clearing filled makes a missing object look never created, hence
 		// free: recreate the deleted ones first, held, as init would.
-		b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, old.ClusterSize, layoutOf(&old)), mv)
+		b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, old.ClusterSize, old.Layout), mv)
 		a.reportObjects(b, &c, true, err)
 		if err != nil {
 			return fmt.Errorf("the cluster size was not changed: %w", err)
@@ -95,7 +95,7 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 		a.note("holders of IDs %d..%d keep them until they stop; new tasks will not take them", next.ClusterSize, old.ClusterSize-1)
 		return nil
 	}
-	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, next.ClusterSize, layoutOf(&next)), manifestView{state: manifestOK, m: next})
+	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, next.ClusterSize, next.Layout), manifestView{state: manifestOK, m: next})
 	a.reportObjects(b, &c, false, err)
 	if err != nil {
 		return fmt.Errorf("the cluster size is %d now, but %w (tasks create the rest as they start; or run nodeidctl init)", next.ClusterSize, err)

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/nodeid/nodeid/lease"
 )
@@ -103,16 +104,15 @@ func readObject(ctx context.Context, st lease.Store, id int, r judgeRules) objec
 // in flight and returns them in the order of ids.
 func readObjects(ctx context.Context, st lease.Store, ids []int, r judgeRules) []object {
 	out := make([]object, len(ids))
-	sem := make(chan struct{}, readParallelism)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(readParallelism)
 	for i, id := range ids {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			out[i] = readObject(ctx, st, id, r)
+		g.Go(func() error {
+			out[i] = readObject(ctx, st, id, r) // a failed read is an object too
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return out
 }
 

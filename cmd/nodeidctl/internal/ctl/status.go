@@ -158,8 +158,8 @@ func manifestJSON(mv manifestView) ManifestJSON {
 	switch mv.state {
 	case manifestOK:
 		m := mv.m
-		j.ClusterSize, j.TimestampBits, j.NodeBits, j.SequenceBits = m.ClusterSize, m.TimestampBits, m.NodeBits, m.SequenceBits
-		j.EpochMs, j.CreatedAt, j.Filled = &m.EpochMs, m.CreatedAt.UTC(), &m.Filled
+		j.ClusterSize, j.TimestampBits, j.NodeBits, j.SequenceBits = m.ClusterSize, m.Layout.TimestampBits, m.Layout.NodeBits, m.Layout.SequenceBits
+		j.EpochMs, j.CreatedAt, j.Filled = &m.Layout.EpochMs, m.CreatedAt.UTC(), &m.Filled
 	case StateCorrupt:
 		j.Error = mv.err.Error()
 	}
@@ -204,8 +204,8 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
 		m := mv.m
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "  cluster size  %d\n", m.ClusterSize)
-		fmt.Fprintf(w, "  layout        %d/%d/%d bits (timestamp/node/sequence)\n", m.TimestampBits, m.NodeBits, m.SequenceBits)
-		fmt.Fprintf(w, "  epoch         %s\n", fmtMs(m.EpochMs))
+		fmt.Fprintf(w, "  layout        %d/%d/%d bits (timestamp/node/sequence)\n", m.Layout.TimestampBits, m.Layout.NodeBits, m.Layout.SequenceBits)
+		fmt.Fprintf(w, "  epoch         %s\n", fmtMs(m.Layout.EpochMs))
 		fmt.Fprintf(w, "  created       %s (creator's clock)", fmtTime(m.CreatedAt))
 		if a := ageMs(mv.meta); a != nil {
 			fmt.Fprintf(w, ", last written %s ago (store clock)", fmtAge(*a))

@@ -1,0 +1,44 @@
+package nodeid
+
+import (
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// testHooks is the one seam through which tests change how a Provider runs: the
+// deterministic simulation (sim_test.go) runs it on one goroutine and breaks
+// safety rules on purpose to show that its checker catches them, and the
+// nodeid_mutation build (mutation_tagged.go) does the latter for the fault
+// suite. Provider.hooks is nil in production; every method is safe on a nil
+// *testHooks and then gives the production behaviour.
+type testHooks struct {
+	sequential  bool          // no goroutines: reads and creates one by one, no renewal loop
+	fenceExtra  time.Duration // bug: the fence stays up this much longer
+	ignoreFloor bool          // bug: a successor reports floor 0
+	// stateOf, when set, judges records instead of lease.StateOf (a bug).
+	stateOf func(r *lease.Record, m lease.Meta) lease.State
+}
+
+// isSequential reports whether the Provider must not start goroutines.
+func (h *testHooks) isSequential() bool { return h != nil && h.sequential }
+
+// extraFence returns how much longer than the rule the fence stays up: 0.
+func (h *testHooks) extraFence() time.Duration {
+	if h == nil {
+		return 0
+	}
+	return h.fenceExtra
+}
+
+// floorIgnored reports whether a successor must report floor 0.
+func (h *testHooks) floorIgnored() bool { return h != nil && h.ignoreFloor }
+
+// stateOf judges the record r read with meta m: lease.StateOf with the
+// configured clock margin, unless a test replaced the rule.
+func (p *Provider) stateOf(r *lease.Record, m lease.Meta) lease.State {
+	if h := p.hooks; h != nil && h.stateOf != nil {
+		return h.stateOf(r, m)
+	}
+	return lease.StateOf(r, m, p.cfg.ClockMargin)
+}
