@@ -204,7 +204,7 @@ func (n *Node) activate(claim *nodeid.Claim) {
 	p := n.provider.Load()
 	pc := p.Config()
 	gen, err := snowflake.New(snowflake.Config{
-		Layout: snowflake.Layout(pc.Layout),
+		Layout: pc.Layout,
 		NodeID: int64(claim.NodeID()),
 		// The claim's monotonic fence, and the node's own: Close fences
 		// before the release is written.

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
@@ -34,8 +34,8 @@ const (
 // until it is stopped or killed.
 type demoBroker struct {
 	name  string
-	skew  time.Duration // its wall clock is this far behind
-	store *killableStore
+	skew  time.Duration         // its wall clock is this far behind
+	store *storetest.FaultStore // killed by kill
 	node  *node.Node
 	tl    timeline
 
@@ -62,7 +62,7 @@ func newDemoBroker(name string, srv *s3fake.Server, prefix string, clusterSize i
 	if err != nil {
 		return nil, err
 	}
-	ks := &killableStore{inner: st}
+	ks := storetest.NewFaultStore(st)
 	cfg := node.DefaultLocalConfig()
 	pc := &cfg.Provider
 	pc.TaskID = name
@@ -162,7 +162,7 @@ func (b *demoBroker) issue(ctx context.Context) {
 // reach S3 (its renewals fail, nothing is released), and it stops issuing at
 // once. Its lease stays in the bucket until it expires on the store's clock.
 func (b *demoBroker) kill() {
-	b.store.kill()
+	b.store.Kill(errKilled)
 	b.setState(stateKilled, nil)
 	b.cancel()
 	// Close fences at once; its release cannot reach S3 and gives up.
@@ -241,43 +241,3 @@ func (b *demoBroker) view() brokerView {
 // errKilled is what a killed broker's store answers: its requests never leave
 // the (dead) process.
 var errKilled = errors.New("demo: the broker was killed: its requests never reach S3")
-
-// killableStore passes every call to inner until kill; then every call fails
-// without reaching the store. The claim then cannot renew nor release: its
-// lease is left to expire, as after kill -9.
-type killableStore struct {
-	inner lease.Store
-	dead  atomic.Bool
-}
-
-var _ lease.Store = (*killableStore)(nil)
-
-func (k *killableStore) kill() { k.dead.Store(true) }
-
-func (k *killableStore) List(ctx context.Context) (lease.Listing, error) {
-	if k.dead.Load() {
-		return lease.Listing{}, errKilled
-	}
-	return k.inner.List(ctx)
-}
-
-func (k *killableStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
-	if k.dead.Load() {
-		return nil, lease.Meta{}, errKilled
-	}
-	return k.inner.Get(ctx, key)
-}
-
-func (k *killableStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
-	if k.dead.Load() {
-		return lease.Meta{}, errKilled
-	}
-	return k.inner.Create(ctx, key, body)
-}
-
-func (k *killableStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
-	if k.dead.Load() {
-		return lease.Meta{}, errKilled
-	}
-	return k.inner.Update(ctx, key, body, etag)
-}
