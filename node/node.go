@@ -49,6 +49,7 @@ type Node struct {
 	err         error
 
 	startDone chan struct{} // closed when Start returns
+	serving   chan struct{} // closed when Start has succeeded
 	closing   chan struct{} // closed by Close: the watcher stops
 	watchDone chan struct{} // closed when the watcher has stopped (or never ran)
 	done      chan struct{} // closed when the node has ended
@@ -70,7 +71,7 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),
 		renewed:   make(chan struct{}, 1),
-		startDone: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
+		startDone: make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
 		done: make(chan struct{}),
 	}
 	n.idFile.path = cfg.IDFile
@@ -119,8 +120,11 @@ func (n *Node) Start(ctx context.Context) error {
 	n.activate(claim)
 	go n.watch(claim)
 	if n.cfg.IDFile != "" {
-		return n.idFile.writeOnceFloorPassed(ctx, claim, n.clock, n.log)
+		if err := n.idFile.writeOnceFloorPassed(ctx, claim, n.clock, n.log); err != nil {
+			return err
+		}
 	}
+	close(n.serving)
 	return nil
 }
 
@@ -325,6 +329,11 @@ func (n *Node) end(err error) {
 		close(n.done)
 	})
 }
+
+// Serving is closed once Start has succeeded: the node serves IDs from then
+// until Done is closed. With Run, it is the moment to start leader-only or
+// ID-dependent work.
+func (n *Node) Serving() <-chan struct{} { return n.serving }
 
 // Done is closed when the node has ended: its lease lost, Start failed, or
 // Close done.

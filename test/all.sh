@@ -20,7 +20,9 @@
 #     suite's own code runs under -race in step 3). With CI=true a missing
 #     MinIO binary fails it instead of skipping;
 #  5. if bench/ has its own go.mod: go vet and a compile-and-run check of its
-#     tests (no benchmarks).
+#     tests (no benchmarks);
+#  6. each example module under examples/ (it uses nodeid as an outside user
+#     would, through a replace directive): vet, staticcheck, its tests.
 #
 # NODEID_TEST_VERBOSE=1 adds -v to go test.
 set -euo pipefail
@@ -104,5 +106,14 @@ if [[ -f bench/go.mod ]]; then
 	step "bench: tests, benchmarks compiled only"
 	(cd bench && go test -count=1 -run . -bench='^$' ./...)
 fi
+
+# Each example under examples/ is a module of its own that uses nodeid as an
+# outside user does (a replace directive points at this checkout).
+for mod in examples/*/go.mod; do
+	[[ -f $mod ]] || continue
+	dir=$(dirname "$mod")
+	step "example $dir: vet, staticcheck and tests"
+	(cd "$dir" && go vet ./... && "$bin/staticcheck" ./... && go test -race -count=1 ./...)
+done
 
 step "all checks passed"
