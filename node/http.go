@@ -23,7 +23,7 @@ const MaxIDsPerRequest = 10000
 //   - GET /ids?n=K: K IDs (default 1, at most MaxIDsPerRequest) as an
 //     IDsResponse; 400 for a bad n, 503 (ErrorResponse, Retry-After: 1)
 //     while the node serves no IDs. No ID is returned once /health has
-//     answered 503.
+//     answered 503 for want of a valid lease.
 //   - GET /status: a StatusResponse.
 //   - GET /health: 200 while Check passes, else 503 with the reason (JSON,
 //     package health).
@@ -43,7 +43,9 @@ func (n *Node) Handler() http.Handler {
 }
 
 // handleIDs serves GET /ids?n=K. The state is checked again after the IDs are
-// generated, and they are dropped if it changed.
+// generated, and they are dropped if it changed: no ID leaves once the lease
+// is lost, fenced or being released. A stalled generator (health 503 with
+// ErrStalled) is still tried, so that it is seen when it recovers.
 //
 // The body is written by hand (appendIDsHead, appendIDs), byte for byte what
 // encoding/json makes of an IDsResponse, into a pooled buffer: no string and
@@ -54,7 +56,7 @@ func (n *Node) handleIDs(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, ErrorResponse{Status: "bad_request", Reason: err.Error()})
 		return
 	}
-	if err := n.Check(); err != nil {
+	if _, err := n.state(); err != nil {
 		n.refuse(w, err)
 		return
 	}
@@ -73,7 +75,7 @@ func (n *Node) handleIDs(w http.ResponseWriter, r *http.Request) {
 	}
 	body = append(body, "]}\n"...)
 	*buf = body
-	if err := n.Check(); err != nil {
+	if _, err := n.state(); err != nil {
 		n.refuse(w, err)
 		return
 	}

@@ -295,7 +295,7 @@ func (n *Node) close(ctx context.Context) error {
 		return nil
 	}
 	n.log.Info("stopping: fencing and releasing the node ID", "nodeId", claim.NodeID(), "version", claim.Version())
-	if n.idFile.remove(n.log) {
+	if n.idFile.remove(n.log) && claim.Err() == nil { // a lost claim releases nothing: no grace to give
 		n.idFile.graceOver(sleepCtx(ctx, n.cfg.IDFileGrace))
 	}
 	err := claim.Close(ctx)

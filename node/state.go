@@ -45,8 +45,11 @@ var (
 func (n *Node) state() (string, error) {
 	c := n.claim.Load()
 	if c == nil {
-		if err := n.Err(); err != nil {
-			return StateReleased, err // Start failed or Close came first
+		switch err := n.Err(); {
+		case errors.Is(err, ErrClosed):
+			return StateReleased, err // closed before an ID was held
+		case err != nil:
+			return StateAcquiring, err // Start failed: why
 		}
 		return StateAcquiring, ErrAcquiring
 	}
