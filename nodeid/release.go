@@ -14,8 +14,12 @@ import (
 // timestamp issued, and writes the lease free by CAS, keeping its version and
 // lowering its reservation to that timestamp (never below the floor). A
 // successor can then take the ID at once. Close is idempotent; later calls return
-// the first call's result. ctx bounds the release: if it ends first, the lease is
-// left to expire.
+// the first call's result.
+//
+// ctx bounds the whole release, including the wait for a renewal in flight to
+// end: if ctx ends first, Close returns an error saying the release was not
+// confirmed (the claim is fenced already, so this is safe) and the lease is
+// left to expire, unless a write of it landed.
 func (c *Claim) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() { c.closeErr = c.release(ctx) })
 	return c.closeErr
@@ -25,7 +29,16 @@ func (c *Claim) release(ctx context.Context) error {
 	c.closing.Store(true)
 	c.fence()
 	c.stopLoop()
-	<-c.loopDone
+	select {
+	case <-c.loopDone:
+	case <-ctx.Done():
+		// The renewal loop is stuck in a store call that ignores its
+		// cancellation. The claim is fenced: nothing is issued any more, and
+		// a renewal that lands now only delays the expiry.
+		c.end(ErrClosed)
+		return fmt.Errorf("nodeid: release of node %d not confirmed (%w while a renewal was in flight): the claim is fenced; the lease expires after %v",
+			c.id, ctx.Err(), c.p.cfg.LeaseDuration)
+	}
 	if err := c.Err(); err != nil {
 		return nil // lost before: nothing of ours to release
 	}
