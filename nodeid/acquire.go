@@ -169,7 +169,7 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 	case len(errs) > 0:
 		return nil, fmt.Errorf("%w (and %d store errors, first: %w)", ErrClusterFull, len(errs), errs[0])
 	case len(far) > 0:
-		return nil, fmt.Errorf("%w: this task's wall clock reads %s, and %s; fix this task's clock, or, if those floors are bogus (a holder whose clock was far ahead), rewrite them with nodeidctl repair",
+		return nil, fmt.Errorf("%w: this task's wall clock reads %s, and %s; fix this task's clock if it is behind; if instead their last holder's clock was ahead, its IDs may carry timestamps up to those floors, and the IDs become takeable once this clock is within MaxClockWait of them",
 			ErrClockBehind, p.clock.Wall().UTC().Format(time.RFC3339Nano), p.describeFar(far))
 	}
 	return nil, ErrClusterFull
