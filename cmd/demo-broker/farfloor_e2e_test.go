@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // TestServeSkipsAFarFloor seeds a free lease object for node 0 whose
 // reservation is an hour ahead (its last holder's clock was ahead, then it
 // crashed) and starts a broker in lowest-first order: it skips node 0 as an
-// anomaly, without writing it, takes node 1 and serves IDs, instead of failing
+// anomaly (log and metric), without writing it, takes node 1 and serves IDs, instead of failing
 // with "wall clock behind the lease's floor" (and, restarted, failing again on
 // the same ID and bumping its version each time).
 func TestServeSkipsAFarFloor(t *testing.T) {
@@ -53,6 +54,9 @@ func TestServeSkipsAFarFloor(t *testing.T) {
 	ids.add(t, "b", 1, r)
 	if b.findLog("skipping a lease whose floor is far ahead of this task's wall clock (its last holder's clock was ahead, or this task's is behind)") == nil {
 		t.Errorf("no log line reports node 0's far floor")
+	}
+	if code, m, err := b.get("/metrics"); err != nil || code != http.StatusOK || !strings.Contains(string(m), "nodeid_lease_anomalies_total 1\n") {
+		t.Errorf("/metrics: HTTP %d %v; want nodeid_lease_anomalies_total 1 (node 0, skipped once)", code, err)
 	}
 	if rec := readLease(t, srv.URL(), srv.Bucket(), 0); rec.Version != 7 || rec.ReservedUntilMs != far || rec.Holder != "" || rec.WriteID != seed.WriteID {
 		t.Errorf("node 0 was written: %+v; want the seeded free record, version 7", rec)
