@@ -142,7 +142,8 @@ type farFloor struct {
 // clock is skipped, not written (see tryTake). When such leases were the only
 // ones that could be taken, and no store error hid another candidate,
 // takeFirst fails with ErrClockBehind naming this task's clock: either it is
-// behind, or those floors are bogus; Acquire does not retry then.
+// behind, or those leases' last holders' clocks were ahead; Acquire does not
+// retry then.
 func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*Claim, error) {
 	tried := map[int]bool{}
 	var errs []error
