@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,16 +123,33 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 	return out
 }
 
+// farFloor is a free or expired lease skipped because its floor (the
+// predecessor's reservation) is further ahead of this task's wall clock than
+// MaxClockWait.
+type farFloor struct {
+	id    int
+	floor int64
+	ahead time.Duration
+}
+
 // takeFirst visits the candidates and takes the first free or expired ID. A
 // never-created ID is taken by creating it held; existing objects are read in
 // batches (1, 2, 4, ... up to MaxReadsInFlight, so that a likely first pick
 // costs one GET) and taken by CAS. After losing a create race it lists again,
 // at most maxRelists times, to see which never-created IDs are left.
+//
+// A free or expired lease whose floor is too far ahead of this task's wall
+// clock is skipped, not written (see tryTake). When such leases were the only
+// ones that could be taken, and no store error hid another candidate,
+// takeFirst fails with ErrClockBehind naming this task's clock: either it is
+// behind, or those leases' last holders' clocks were ahead; Acquire does not
+// retry then.
 func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*Claim, error) {
 	tried := map[int]bool{}
 	var errs []error
+	var far []farFloor
 	for relists := 0; ; relists++ {
-		c, lostRace, err := p.visit(ctx, v, tried, &errs, w)
+		c, lostRace, err := p.visit(ctx, v, tried, &errs, &far, w)
 		if c != nil || err != nil {
 			return c, err
 		}
@@ -146,15 +164,35 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		p.observeDate(l.Date, p.clock.Now())
 		v.index(l)
 	}
-	if len(errs) > 0 {
+	switch {
+	case len(errs) > 0 && len(far) > 0:
+		return nil, fmt.Errorf("%w (and %d store errors, first: %w; %s)", ErrClusterFull, len(errs), errs[0], p.describeFar(far))
+	case len(errs) > 0:
 		return nil, fmt.Errorf("%w (and %d store errors, first: %w)", ErrClusterFull, len(errs), errs[0])
+	case len(far) > 0:
+		return nil, fmt.Errorf("%w: this task's wall clock reads %s, and %s; fix this task's clock if it is behind; if instead their last holder's clock was ahead, its IDs may carry timestamps up to those floors, and the IDs become takeable once this clock is within MaxClockWait of them",
+			ErrClockBehind, p.clock.Wall().UTC().Format(time.RFC3339Nano), p.describeFar(far))
 	}
 	return nil, ErrClusterFull
 }
 
+// describeFar describes the leases skipped for their far floors.
+func (p *Provider) describeFar(far []farFloor) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d free or expired node ID(s) were skipped for a floor more than MaxClockWait %v ahead of it:", len(far), p.cfg.MaxClockWait)
+	for i, f := range far {
+		if i == 5 {
+			fmt.Fprintf(&b, " and %d more", len(far)-i)
+			break
+		}
+		fmt.Fprintf(&b, " node %d (floor %d, %v ahead)", f.id, f.floor, f.ahead)
+	}
+	return b.String()
+}
+
 // visit makes one pass over the untried candidates. lostRace reports a create
 // lost to another task: the pass stops there, as the listing is stale.
-func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool, errs *[]error, w *watched) (c *Claim, lostRace bool, err error) {
+func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool, errs *[]error, far *[]farFloor, w *watched) (c *Claim, lostRace bool, err error) {
 	known := p.knownNodes() // one view of gossip per pass
 	order := p.candidates(v, tried, w, known)
 	batch := 1
@@ -198,9 +236,12 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 				}
 				continue
 			}
-			c, err := p.tryTake(ctx, r, w)
+			c, ff, err := p.tryTake(ctx, r, w)
 			if c != nil || errors.Is(err, ErrClockBehind) {
 				return c, false, err
+			}
+			if ff != nil {
+				*far = append(*far, *ff)
 			}
 			if err != nil {
 				*errs = append(*errs, err)
@@ -238,10 +279,17 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 	return p.claimTaken(ctx, next, meta.ETag, t0, lease.Record{NodeID: id}, lease.StateFree)
 }
 
-// tryTake takes the object read in r if it is free or expired. It returns nil,
-// nil when the object is held (noted in w), corrupt, or was taken by someone
-// else first.
-func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Claim, error) {
+// tryTake takes the object read in r if it is free or expired. It returns no
+// claim and no error when the object is held (noted in w), corrupt, or was
+// taken by someone else first.
+//
+// A free or expired lease whose floor is more than MaxClockWait ahead of this
+// task's wall clock is not written (its version is not bumped): it is reported
+// as an anomaly (log and Observer.Anomaly) and returned as a farFloor, so that
+// Acquire tries the next candidate. Either the lease's last holder had a clock
+// far ahead (and then crashed), or this task's clock is behind; takeFirst
+// tells the two apart only by whether another candidate could be taken.
+func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Claim, *farFloor, error) {
 	key := lease.RecordKey(r.id)
 	prev, err := lease.DecodeRecord(r.body, r.id)
 	if err == nil && prev.Lease() > p.cfg.MaxLeaseDuration {
@@ -250,40 +298,52 @@ func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Clai
 	if err != nil {
 		p.log.Error("skipping a lease object that is not a valid lease; repair it with nodeidctl repair", "key", key, "err", err)
 		p.cfg.Observer.Anomaly(key, err)
-		return nil, nil
+		return nil, nil, nil
 	}
 	state := p.stateOf(&prev, r.meta)
 	if state == lease.StateHeld {
 		w.note(r, prev.Lease(), p.cfg.ClockMargin)
-		return nil, nil
+		return nil, nil, nil
+	}
+	wall := p.clock.Wall()
+	if ahead := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond; ahead > p.cfg.MaxClockWait {
+		err := fmt.Errorf("%w: %s lease of node %d has floor (reservedUntilMs) %d, %v ahead of this task's wall clock %s, more than MaxClockWait %v",
+			ErrClockBehind, state, r.id, prev.ReservedUntilMs, ahead, wall.UTC().Format(time.RFC3339Nano), p.cfg.MaxClockWait)
+		p.log.Warn("skipping a lease whose floor is far ahead of this task's wall clock (its last holder's clock was ahead, or this task's is behind)",
+			"key", key, "nodeId", r.id, "state", state.String(), "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
+		p.cfg.Observer.Anomaly(key, err)
+		return nil, &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead}, nil
 	}
 	next := lease.Record{
 		NodeID: r.id, Holder: p.cfg.TaskID, Version: prev.Version + 1,
 		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), ReservedUntilMs: prev.ReservedUntilMs,
 		KnownNodes: p.knownNodes(),
 	}
-	p.stamp(&next, p.clock.Wall())
+	p.stamp(&next, wall)
 	body, err := next.Encode()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t0 := p.clock.Now()
 	meta, err := p.store.Update(ctx, key, body, r.meta.ETag)
 	switch {
 	case errors.Is(err, lease.ErrPreconditionFailed):
-		return nil, nil
+		return nil, nil, nil
 	case errors.Is(err, lease.ErrUnknownOutcome):
 		if meta, err = p.readBackTake(ctx, key, next.WriteID); err != nil {
-			return nil, nil // not ours, or unknown: if it landed after all, it expires
+			return nil, nil, nil // not ours, or unknown: if it landed after all, it expires
 		}
 	case err != nil:
-		return nil, fmt.Errorf("take %s: %w", key, err)
+		return nil, nil, fmt.Errorf("take %s: %w", key, err)
 	}
-	return p.claimTaken(ctx, next, meta.ETag, t0, prev, state)
+	c, err := p.claimTaken(ctx, next, meta.ETag, t0, prev, state)
+	return c, nil, err
 }
 
 // claimTaken builds the claim of a successful take of prev (in state from) and
-// checks that this task's wall clock is not too far behind the floor.
+// checks that this task's wall clock is not too far behind the floor. tryTake
+// skips a far floor before writing; this check after the write catches a wall
+// clock stepped back meanwhile, and releases the ID.
 func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, from lease.State) (*Claim, error) {
 	floor := prev.ReservedUntilMs
 	if p.hooks.floorIgnored() {

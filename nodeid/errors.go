@@ -15,7 +15,10 @@ var (
 	// ErrManifestMismatch means the cluster manifest describes another Snowflake
 	// layout or epoch than this task's configuration: both would collide.
 	ErrManifestMismatch = errors.New("nodeid: cluster manifest does not match this task's layout")
-	// ErrClockBehind means this task's wall clock is further behind the lease's
-	// Snowflake floor than MaxClockWait: its clock is broken.
+	// ErrClockBehind means this task's wall clock is further behind the
+	// Snowflake floor than MaxClockWait of every free or expired lease Acquire
+	// found (leases with such a floor are skipped, not taken, while another
+	// can be taken): its clock is behind, or those leases' last holders' clocks
+	// were ahead. The wrapping error names this task's clock and the floors.
 	ErrClockBehind = errors.New("nodeid: wall clock behind the lease's floor")
 )

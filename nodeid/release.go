@@ -14,8 +14,17 @@ import (
 // timestamp issued, and writes the lease free by CAS, keeping its version and
 // lowering its reservation to that timestamp (never below the floor). A
 // successor can then take the ID at once. Close is idempotent; later calls return
-// the first call's result. ctx bounds the release: if it ends first, the lease is
-// left to expire.
+// the first call's result.
+//
+// ctx bounds the whole release, including the wait for a renewal in flight to
+// end: if ctx ends first, Close returns an error saying the release was not
+// confirmed (the claim is fenced already, so this is safe) and the lease is
+// left to expire, unless a write of it landed.
+//
+// A release whose answer was lost, and whose retry then finds the ID taken by
+// a successor, is still reported released when the read-back proves our free
+// record was what the successor took (see freedByOurRelease); otherwise Close
+// returns an error wrapping ErrLeaseLost.
 func (c *Claim) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() { c.closeErr = c.release(ctx) })
 	return c.closeErr
@@ -25,7 +34,16 @@ func (c *Claim) release(ctx context.Context) error {
 	c.closing.Store(true)
 	c.fence()
 	c.stopLoop()
-	<-c.loopDone
+	select {
+	case <-c.loopDone:
+	case <-ctx.Done():
+		// The renewal loop is stuck in a store call that ignores its
+		// cancellation. The claim is fenced: nothing is issued any more, and
+		// a renewal that lands now only delays the expiry.
+		c.end(ErrClosed)
+		return fmt.Errorf("nodeid: release of node %d not confirmed (%w while a renewal was in flight): the claim is fenced; the lease expires after %v",
+			c.id, ctx.Err(), c.p.cfg.LeaseDuration)
+	}
 	if err := c.Err(); err != nil {
 		return nil // lost before: nothing of ours to release
 	}
@@ -42,9 +60,15 @@ func (c *Claim) release(ctx context.Context) error {
 	for {
 		rec.WriteID = lease.NewWriteID()
 		err := c.write(ctx, rec)
+		if errors.Is(err, errEarlierWriteLanded) && c.lastWriteFree() {
+			err = nil // an earlier release of ours landed: it is the release
+		}
 		switch {
-		case err == nil:
+		case err == nil || c.freedByOurRelease(err):
 			c.end(ErrClosed)
+			if err != nil {
+				c.p.log.Info("the release's answer was lost; a successor took the free record since", "nodeId", c.id, "version", c.version, "readBack", err)
+			}
 			c.p.log.Info("released node ID", "nodeId", c.id, "version", c.version, "reservedUntilMs", rec.ReservedUntilMs)
 			c.p.cfg.Observer.Released(c.id)
 			return nil
@@ -62,4 +86,40 @@ func (c *Claim) release(ctx context.Context) error {
 			continue // the next write sees ctx done and reports it
 		}
 	}
+}
+
+// lastWriteFree reports whether the claim's last write, as adopted, is a
+// release (a free record).
+func (c *Claim) lastWriteFree() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rec.Free()
+}
+
+// freedByOurRelease reports whether err, a loss found by a release's
+// read-back, proves instead that the release landed and a successor took the
+// free record. The rule: the read-back saw a version above ours (not a
+// recreated object), a release write of ours is pending (sent, outcome
+// unknown), and the read-back's answer arrived, on this task's monotonic
+// clock, less than LeaseDuration - SafetyMargin after the send of our last
+// confirmed held write. A successor takes by CAS on the record with our
+// version; taking it expired needs Date - Last-Modified > lease + 1 s +
+// clockMargin on the store's clock, so it cannot happen before that instant
+// (the argument of the fence). The record it took was then free, and only a
+// release writes a record free with our version: ours, or an operator's
+// forced release (which also ended our claim without a loss of IDs). Past
+// that instant, the successor may have taken our lease expired, and Close
+// reports the loss: it is not proven otherwise.
+func (c *Claim) freedByOurRelease(err error) bool {
+	var te *takenError
+	if !errors.As(err, &te) || te.version <= c.version || te.holder == RecreatedHolder {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	released := false
+	for _, pw := range c.pending {
+		released = released || pw.rec.Free()
+	}
+	return released && te.seen.Sub(c.lastSent) < c.p.cfg.LeaseDuration-c.p.cfg.SafetyMargin
 }

@@ -19,6 +19,23 @@ var errNotApplied = errors.New("nodeid: write not applied")
 // release does; a renewal is done, since the earlier write renewed the lease).
 var errEarlierWriteLanded = errors.New("nodeid: an earlier write landed instead")
 
+// takenError is the loss found by a read-back: the lease object carries none of
+// our writes but another writer's record. It wraps ErrLeaseLost; release uses
+// what was seen, and when, to tell a successor that took our release from one
+// that took an expired lease (see freedByOurRelease).
+type takenError struct {
+	id      int
+	holder  string
+	version int64
+	seen    time.Time // Clock.Now when the read-back's answer arrived
+}
+
+func (e *takenError) Error() string {
+	return fmt.Sprintf("%v: node %d was taken by %q with version %d", ErrLeaseLost, e.id, e.holder, e.version)
+}
+
+func (e *takenError) Unwrap() error { return ErrLeaseLost }
+
 // lostf returns an error wrapping ErrLeaseLost.
 func lostf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrLeaseLost, fmt.Sprintf(format, args...))
@@ -149,6 +166,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 // writeId of the pending write it found landed and adopted.
 func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 	body, meta, err := c.p.store.Get(ctx, c.key)
+	seen := c.p.clock.Now()
 	if errors.Is(err, lease.ErrNotFound) {
 		return "", lostf("lease object %s was deleted", c.key)
 	}
@@ -170,7 +188,7 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 			return rec.WriteID, nil
 		}
 	}
-	return "", lostf("node %d was taken by %q with version %d", c.id, rec.Holder, rec.Version)
+	return "", &takenError{id: c.id, holder: rec.Holder, version: rec.Version, seen: seen}
 }
 
 // sleepOrDone waits d on the provider's clock; false if ctx ended first.

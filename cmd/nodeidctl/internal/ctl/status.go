@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
 )
 
 // StatusJSON is the output of status --json. The shape is a contract
@@ -76,6 +77,12 @@ type LeaseJSON struct {
 	// ReservedUntilMs is the highest Snowflake timestamp (Unix ms) the holder
 	// may issue; a successor issues only above it.
 	ReservedUntilMs *int64 `json:"reservedUntilMs,omitempty"`
+	// FloorAheadMs is present for a free or expired lease whose reservation
+	// (the floor a successor must start above) is more than farFloor ahead of
+	// the store's clock (the GET's Date): its last holder's clock was ahead.
+	// Tasks skip such an ID, as an anomaly, while their wall clock is more
+	// than MaxClockWait behind the floor; it is how far ahead, in ms.
+	FloorAheadMs *int64 `json:"floorAheadMs,omitempty"`
 	// Extra marks an object at or above the manifest's cluster size.
 	Extra bool `json:"extra,omitempty"`
 	// Error says why the object is corrupt or could not be read.
@@ -98,7 +105,11 @@ or when a record's gossip map has seen a version of it (deleted: the next task
 to start, or nodeidctl init, recreates it). Held and expired are judged on the
 store's clock only: Date - Last-Modified of the object's own GET against
 leaseMillis + 1s + --clock-margin. Objects above the cluster size are listed
-apart; other keys under the prefix are named in a note. status never writes.
+apart; other keys under the prefix are named in a note. A free or expired
+lease whose reservation (the floor a successor starts above) is more than 5s
+ahead of the store's clock is named after the table (floorAheadMs in --json):
+its last holder's clock was ahead, and tasks skip it until their clock is
+within MaxClockWait of the floor. status never writes.
 
 Exit 0 when every object was read (whatever its state), 1 when some could not be.`,
 		run: runStatus,
@@ -175,10 +186,28 @@ func leaseJSON(o *object) LeaseJSON {
 		r := o.rec
 		j.Holder, j.Version, j.LeaseMillis, j.ReservedUntilMs = &r.Holder, &r.Version, &r.LeaseMillis, &r.ReservedUntilMs
 	}
+	if ahead, ok := floorAhead(o); ok {
+		j.FloorAheadMs = &ahead
+	}
 	if o.err != nil {
 		j.Error = o.err.Error()
 	}
 	return j
+}
+
+// farFloor is how far ahead of the store's clock a free or expired lease's
+// floor is reported: nodeid's default MaxClockWait, beyond which a task whose
+// clock agrees with the store's skips the ID.
+var farFloor = nodeid.DefaultConfig().MaxClockWait
+
+// floorAhead returns how far (ms) the floor of a free or expired lease is ahead
+// of the Date of its GET, when that is more than farFloor.
+func floorAhead(o *object) (int64, bool) {
+	if (o.state != StateFree && o.state != StateExpired) || o.meta.Date.IsZero() {
+		return 0, false
+	}
+	ahead := o.rec.ReservedUntilMs - o.meta.Date.UnixMilli()
+	return ahead, ahead > farFloor.Milliseconds()
 }
 
 // ageMs returns Date - Last-Modified in ms, or nil when either is unknown.
@@ -237,6 +266,17 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
 	}
 	if j.Counts[StateUnused] > 0 {
 		fmt.Fprintln(w, "unused IDs were never created: they are free, and a task takes one by creating its lease object")
+	}
+	var far []string
+	for _, l := range j.Leases {
+		if l.FloorAheadMs != nil {
+			far = append(far, fmt.Sprintf("%d (%s ahead)", l.NodeID, fmtAge(*l.FloorAheadMs)))
+		}
+	}
+	if len(far) > 0 {
+		fmt.Fprintf(w, "free or expired IDs whose floor (reservation) is more than %v ahead of the store's clock: %s; "+
+			"their last holder's clock was ahead and may have issued IDs up to it, so tasks skip them (an anomaly) until their clock is within MaxClockWait of the floor\n",
+			farFloor, shortList(far, 10))
 	}
 	if j.Counts[StateMissing] > 0 {
 		fmt.Fprintln(w, "missing objects were deleted (the cluster is filled, or a version of them was seen): the next task that starts, or nodeidctl init, recreates them")

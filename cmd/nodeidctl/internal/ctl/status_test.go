@@ -114,9 +114,10 @@ func TestStatusJSONShape(t *testing.T) {
 	_ = json.Unmarshal(doc["leases"], &leases)
 	decoded := []string{"ageMs", "holder", "leaseMillis", "nodeId", "reservedUntilMs", "state", "version"}
 	for i, want := range [][]string{
-		decoded, decoded, decoded,
-		{"ageMs", "error", "nodeId", "state"}, // corrupt
-		{"nodeId", "state"},                   // missing
+		decoded, decoded,
+		append(slices.Clone(decoded), "floorAheadMs"), // expired, its reservation months ahead of the store's clock
+		{"ageMs", "error", "nodeId", "state"},         // corrupt
+		{"nodeId", "state"},                           // missing
 		{"ageMs", "error", "nodeId", "state"},
 		{"ageMs", "error", "nodeId", "state"},
 		append(slices.Clone(decoded), "extra"),
@@ -247,4 +248,24 @@ func TestStatusUnreadableObject(t *testing.T) {
 	}
 	contains(t, "status", stdout, `"state": "unknown"`, "boom")
 	contains(t, "stderr", stderr, "could not be read")
+}
+
+// A free lease whose floor is far ahead of the store's clock (its last
+// holder's clock was ahead) is shown as such: tasks skip it.
+func TestStatusShowsAFarFloor(t *testing.T) {
+	h := newHarness(t)
+	h.putFilledManifest(2)
+	far := storeStart.Add(time.Hour).UnixMilli()
+	h.put(lease.Record{NodeID: 0, Version: 3, LeaseMillis: 15000, ReservedUntilMs: far})
+	h.put(lease.Record{NodeID: 1, Version: 1, LeaseMillis: 15000, ReservedUntilMs: storeStart.UnixMilli()})
+	s := h.status()
+	// Date has whole seconds: the floor is 1 h and up to 1 s ahead of it.
+	if l := s.Leases[0]; l.State != StateFree || l.FloorAheadMs == nil || *l.FloorAheadMs < time.Hour.Milliseconds() || *l.FloorAheadMs > (time.Hour+time.Second).Milliseconds() {
+		t.Fatalf("node 0: %+v (floorAheadMs %v), want free with floorAheadMs about 1 h", l, l.FloorAheadMs)
+	}
+	if l := s.Leases[1]; l.FloorAheadMs != nil {
+		t.Fatalf("node 1: floorAheadMs %d for a floor at the store's clock", *l.FloorAheadMs)
+	}
+	stdout, _ := h.mustRun(ExitOK, "status")
+	contains(t, "status", stdout, "floor (reservation) is more than 5s ahead of the store's clock: 0 (1h0m0s ahead)", "tasks skip them")
 }
