@@ -98,8 +98,9 @@ type Config struct {
 
 	// MaxClockWait is how far this task's wall clock may be behind the floor of
 	// a lease it takes over (the predecessor's reservation): the generator waits
-	// that long at most. Further behind, Acquire releases the ID and fails with
-	// ErrClockBehind. Default 5 s.
+	// that long at most. A lease whose floor is further ahead is skipped as an
+	// anomaly (not written); Acquire fails with ErrClockBehind only when such
+	// leases were the only ones it could take. Default 5 s.
 	MaxClockWait time.Duration
 
 	// BootstrapWindow: a lease object found missing while the manifest is

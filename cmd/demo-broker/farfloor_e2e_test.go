@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
 )
 
@@ -47,7 +48,7 @@ func TestServeSkipsAFarFloor(t *testing.T) {
 	}
 	var ids idLedger
 	fetchIDs(t, b, 1, &ids)
-	var r IDsResponse
+	var r node.IDsResponse
 	if code, err := b.getJSON("/ids?n=3", &r); err != nil || code != http.StatusOK || len(r.IDs) != 3 || r.NodeID != 1 {
 		t.Fatalf("/ids?n=3: HTTP %d, %+v, %v", code, r, err)
 	}
