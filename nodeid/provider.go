@@ -64,20 +64,13 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 // Config returns the validated configuration.
 func (p *Provider) Config() Config { return p.cfg }
 
-// jitter returns a duration uniformly in [d/2, d).
-func (p *Provider) jitter(d time.Duration) time.Duration {
-	p.randMu.Lock()
-	defer p.randMu.Unlock()
-	return d/2 + time.Duration(p.rand.Int64N(int64(d/2)+1))
-}
-
 // Acquire bootstraps the cluster if needed and takes a free or expired node ID.
 // When none is free it retries with jittered backoff until Config.AcquireTimeout,
 // then returns an error wrapping ErrClusterFull. The returned Claim renews itself
 // until it is closed or lost.
 func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 	start := p.clock.Now()
-	backoff := p.cfg.AcquireBackoff
+	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
 	w := &watched{held: map[int]heldLease{}}
 	for round := 1; ; round++ {
 		c, err := p.acquireRound(ctx, w)
@@ -91,7 +84,7 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("nodeid: acquire: %w", ctx.Err())
 		}
-		wait := p.jitter(backoff)
+		wait := pace.next()
 		// Look again as soon as a lease seen held can be found expired, if
 		// that is sooner: a dead holder's ID is taken without waiting out the
 		// backoff (the take is still judged on a fresh read).
@@ -110,7 +103,6 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 		if err := p.clock.Sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("nodeid: acquire: %w", err)
 		}
-		backoff = min(2*backoff, 8*p.cfg.AcquireBackoff)
 	}
 }
 

@@ -57,6 +57,7 @@ func (c *Claim) release(ctx context.Context) error {
 	rec.Holder = ""
 	rec.RenewedAt, rec.ExpiresAt = time.Time{}, time.Time{}
 	rec.ReservedUntilMs = max(c.floor, last)
+	pace := c.p.newBackoff(releaseRetryPace, releaseRetryPace)
 	for {
 		rec.WriteID = lease.NewWriteID()
 		err := c.write(ctx, rec)
@@ -82,7 +83,7 @@ func (c *Claim) release(ctx context.Context) error {
 		case errors.Is(err, errEarlierWriteLanded):
 			continue // an earlier renewal landed: write the release again, on its ETag, at once
 		}
-		if !c.sleepOrDone(ctx, c.p.jitter(200*time.Millisecond)) {
+		if !c.sleepOrDone(ctx, pace.next()) {
 			continue // the next write sees ctx done and reports it
 		}
 	}

@@ -70,6 +70,7 @@ func (c *Claim) renewRound(ctx context.Context) error {
 	c.mu.Lock()
 	deadline := c.lastSent.Add(cfg.RenewDeadline)
 	c.mu.Unlock()
+	pace := c.p.newBackoff(cfg.RenewInterval/5, cfg.RenewInterval/5)
 	for attempt := 1; ; attempt++ {
 		if now := clock.Now(); !now.Before(deadline) {
 			return lostf("renewal of node %d overdue by %v (process paused or starved?)", c.id, now.Sub(deadline))
@@ -90,7 +91,7 @@ func (c *Claim) renewRound(ctx context.Context) error {
 		}
 		cfg.Observer.RenewFailed(c.id, err)
 		c.p.log.Warn("lease renewal failed, retrying", "nodeId", c.id, "attempt", attempt, "err", err)
-		wait := c.p.jitter(cfg.RenewInterval / 5)
+		wait := pace.next()
 		if left := deadline.Sub(clock.Now()); wait >= left {
 			return lostf("renewal of node %d failed until the renew deadline (%v after the last write): %v", c.id, cfg.RenewDeadline, err)
 		}
