@@ -23,7 +23,11 @@ type Claim struct {
 
 	// validUntil is the fence: nanoseconds after p.base (monotonic) until which
 	// the claim may issue IDs; math.MinInt64 once fenced.
-	validUntil  atomic.Int64
+	validUntil atomic.Int64
+	// suspendUntil is the same deadline on the Clock's suspend-counting
+	// reading (see suspendClock), math.MinInt64 once fenced; unused when the
+	// Clock has none.
+	suspendUntil atomic.Int64
 	reservation atomic.Int64
 	issued      atomic.Pointer[func() int64]
 	closing     atomic.Bool // Close has begun: the release is being written
@@ -58,6 +62,7 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 	c.rec, c.etag, c.lastSent = rec, etag, sent
 	c.reservation.Store(rec.ReservedUntilMs)
 	c.validUntil.Store(int64(c.deadline(sent)))
+	c.suspendUntil.Store(c.suspendDeadline(sent))
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	if p.hooks.isSequential() {
@@ -91,9 +96,20 @@ func (c *Claim) Reservation() int64 { return c.reservation.Load() }
 
 // Valid reports whether IDs may be issued now: the claim is not fenced and its
 // own monotonic clock has not reached t0 + LeaseDuration - SafetyMargin, t0 being
-// when the last successful write was sent. It is cheap enough for every ID.
+// when the last successful write was sent. Go's monotonic clock stands still
+// while the host (a VM) is suspended; on the system clock the deadline is
+// also kept on the host's real-time clock, which counts the suspension, so the
+// fence falls at once on resume (see suspendClock). It is cheap enough for
+// every ID: one clock reading.
 func (c *Claim) Valid() bool {
-	return int64(c.p.clock.Now().Sub(c.p.base)) < c.validUntil.Load()
+	now := c.p.clock.Now()
+	return int64(now.Sub(c.p.base)) < c.validUntil.Load() && !c.suspendFallen(now)
+}
+
+// suspendFallen reports whether the deadline on the suspend-counting reading
+// of now has passed.
+func (c *Claim) suspendFallen(now time.Time) bool {
+	return c.p.suspend != nil && c.p.suspend.suspendReading(now) >= c.suspendUntil.Load()
 }
 
 // ValidUntil returns the monotonic instant (on the provider's Clock) at which
@@ -184,17 +200,39 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
 	c.reservation.Store(rec.ReservedUntilMs)
 	until := int64(c.deadline(sent))
-	now := int64(c.p.clock.Now().Sub(c.p.base))
+	nowT := c.p.clock.Now()
+	if c.suspendFallen(nowT) {
+		return
+	}
+	now := int64(nowT.Sub(c.p.base))
 	for {
 		cur := c.validUntil.Load()
-		if cur == math.MinInt64 || now >= cur || c.validUntil.CompareAndSwap(cur, until) {
+		if cur == math.MinInt64 || now >= cur {
 			return
 		}
+		if c.validUntil.CompareAndSwap(cur, until) {
+			break
+		}
 	}
+	// A fence that falls now stored MinInt64 into validUntil first: Valid
+	// stays false whatever this stores.
+	c.suspendUntil.Store(c.suspendDeadline(sent))
+}
+
+// suspendDeadline returns the fence of a write sent at sent on the Clock's
+// suspend-counting reading (see suspendClock); MaxInt64 when it has none.
+func (c *Claim) suspendDeadline(sent time.Time) int64 {
+	if c.p.suspend == nil {
+		return math.MaxInt64
+	}
+	return c.p.suspend.suspendReading(sent) + int64(c.p.cfg.LeaseDuration-c.p.cfg.SafetyMargin+c.p.hooks.extraFence())
 }
 
 // fence stops the claim from issuing IDs, at once and for good.
-func (c *Claim) fence() { c.validUntil.Store(math.MinInt64) }
+func (c *Claim) fence() {
+	c.validUntil.Store(math.MinInt64)
+	c.suspendUntil.Store(math.MinInt64)
+}
 
 // end fences and closes Done with err, once.
 func (c *Claim) end(err error) bool {

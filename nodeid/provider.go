@@ -20,6 +20,9 @@ type Provider struct {
 	cfg   Config
 	log   *slog.Logger
 	clock Clock
+	// suspend is clock when it also counts suspended time (nil otherwise):
+	// claims keep their fence on it too.
+	suspend suspendClock
 	base  time.Time // monotonic origin of claim deadlines
 
 	randMu sync.Mutex
@@ -55,6 +58,7 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 		log:  cfg.Logger.With("task", cfg.TaskID),
 		rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
+	p.suspend, _ = cfg.Clock.(suspendClock)
 	if applyMutation != nil {
 		applyMutation(p)
 	}
