@@ -28,9 +28,9 @@ type Claim struct {
 	// reading (see suspendClock), math.MinInt64 once fenced; unused when the
 	// Clock has none.
 	suspendUntil atomic.Int64
-	reservation atomic.Int64
-	issued      atomic.Pointer[func() int64]
-	closing     atomic.Bool // Close has begun: the release is being written
+	reservation  atomic.Int64
+	issued       atomic.Pointer[func() int64]
+	closing      atomic.Bool // Close has begun: the release is being written
 
 	mu       sync.Mutex // guards the fields below and serialises writes
 	etag     string

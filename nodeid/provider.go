@@ -23,7 +23,7 @@ type Provider struct {
 	// suspend is clock when it also counts suspended time (nil otherwise):
 	// claims keep their fence on it too.
 	suspend suspendClock
-	base  time.Time // monotonic origin of claim deadlines
+	base    time.Time // monotonic origin of claim deadlines
 
 	randMu sync.Mutex
 	rand   *rand.Rand
