@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nodeid/nodeid/internal/envflag"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
@@ -48,7 +49,7 @@ func (b *broker) run(ctx context.Context) error {
 	n, err := node.New(store, nc)
 	if err != nil {
 		_ = ln.Close()
-		return usagef("%v", err)
+		return envflag.Usagef("%v", err)
 	}
 	b.log.Info("acquiring a node ID", "bucket", b.cfg.bucket, "prefix", b.cfg.prefix)
 	srv := &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 5 * time.Second}

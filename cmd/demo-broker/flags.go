@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/gossip"
+	"github.com/nodeid/nodeid/internal/envflag"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
@@ -55,8 +56,8 @@ Flags:
 `
 
 // parseServeFlags parses the flags of serve, then the environment, and
-// validates the result. Errors wrap errUsage and name the flag or variable;
-// -h prints the help on stdout and returns flag.ErrHelp.
+// validates the result. Errors wrap envflag.ErrUsage and name the flag or
+// variable; -h prints the help on stdout and returns flag.ErrHelp.
 func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (serveConfig, error) {
 	var (
 		c                             serveConfig
@@ -67,7 +68,8 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	c.node = node.DefaultConfig()
 	pc := &c.node.Provider
 	pc.TaskID = "" // resolved at start (ECS metadata, else host+pid+random)
-	f := newEnvFlags("demo-broker serve", lookupEnv)
+	f := envflag.New("demo-broker serve", lookupEnv)
+	f.BindAll()
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
 	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects, used as given")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")
@@ -96,15 +98,15 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
 	f.DurationVar(&c.drainDelay, "drain-delay", time.Second, "how long the HTTP server keeps answering (503) after the broker fenced, before it exits")
 
-	if err := f.parse(args); err != nil {
+	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, serveHelp)
-			f.printDefaults(stdout)
+			f.PrintDefaultsTo(stdout)
 		}
 		return c, err
 	}
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		return c, usagef("%s %q: want debug, info, warn or error", f.source("log-level"), logLevel)
+		return c, envflag.Usagef("%s %q: want debug, info, warn or error", f.Source("log-level"), logLevel)
 	}
 	pc.Order, pc.MaxLeaseDuration = nodeid.Order(order), maxLease
 	c.node.ReadyTimeout, c.node.IDFileGrace = readyTimeout, grace
@@ -136,28 +138,28 @@ var fieldFlagNames = func() *strings.Replacer {
 
 // fill checks the values the node's configuration does not cover, builds the
 // gossip configuration, and validates the whole as node.New will.
-func (c *serveConfig) fill(f *envFlags, join, key string) error {
-	src := f.source
+func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
+	src := f.Source
 	switch {
 	case c.embeddedS3 != "" && c.s3Endpoint != "":
-		return usagef("%s and %s exclude each other: a broker either serves the embedded S3 or uses another", src("embedded-s3"), src("s3-endpoint"))
+		return envflag.Usagef("%s and %s exclude each other: a broker either serves the embedded S3 or uses another", src("embedded-s3"), src("s3-endpoint"))
 	case c.bucket == "" && c.embeddedS3 == "":
-		return usagef("--bucket (or %s) is required", envName("bucket"))
+		return envflag.Usagef("--bucket (or %s) is required", envflag.Name("bucket"))
 	case c.drainDelay < 0:
-		return usagef("%s %v must not be negative", src("drain-delay"), c.drainDelay)
+		return envflag.Usagef("%s %v must not be negative", src("drain-delay"), c.drainDelay)
 	case c.shutdownTimeout <= 0:
-		return usagef("%s %v: want a positive duration", src("shutdown-timeout"), c.shutdownTimeout)
+		return envflag.Usagef("%s %v: want a positive duration", src("shutdown-timeout"), c.shutdownTimeout)
 	}
 	if c.embeddedS3 != "" {
 		if c.bucket == "" {
 			c.bucket = s3fake.DefaultBucket
 		}
 		if _, _, err := net.SplitHostPort(c.embeddedS3); err != nil {
-			return usagef("%s %q is not host:port: %v", src("embedded-s3"), c.embeddedS3, err)
+			return envflag.Usagef("%s %q is not host:port: %v", src("embedded-s3"), c.embeddedS3, err)
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
-		return usagef("%s %q is not host:port: %v", src("http-addr"), c.httpAddr, err)
+		return envflag.Usagef("%s %q is not host:port: %v", src("http-addr"), c.httpAddr, err)
 	}
 	if err := c.fillGossip(f, join, key); err != nil {
 		return err
@@ -165,7 +167,7 @@ func (c *serveConfig) fill(f *envFlags, join, key string) error {
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Prefix, sc.Region, sc.Endpoint = c.bucket, c.prefix, c.region, c.s3Endpoint
 	if err := sc.Validate(); err != nil {
-		return usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
+		return envflag.Usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
 	}
 	check := c.node // validated as a copy: New fills in the task ID and the loggers first
 	if check.Provider.TaskID == "" {
@@ -176,37 +178,37 @@ func (c *serveConfig) fill(f *envFlags, join, key string) error {
 
 // flagErrors turns the errors of node.Config.Validate into one usage error
 // that names the flags (or variables) at fault.
-func flagErrors(err error, f *envFlags) error {
+func flagErrors(err error, f *envflag.Set) error {
 	if err == nil {
 		return nil
 	}
 	var msgs []string
 	for _, fe := range nodeid.FieldErrors(err) {
 		if fl, ok := fieldFlags[fe.Field]; ok {
-			msgs = append(msgs, f.source(fl)+" "+fieldFlagNames.Replace(fe.Reason))
+			msgs = append(msgs, f.Source(fl)+" "+fieldFlagNames.Replace(fe.Reason))
 		} else {
 			msgs = append(msgs, fe.Error())
 		}
 	}
 	if len(msgs) == 0 {
-		return usagef("%v", err)
+		return envflag.Usagef("%v", err)
 	}
-	return usagef("%s", strings.Join(msgs, "; "))
+	return envflag.Usagef("%s", strings.Join(msgs, "; "))
 }
 
 // fillGossip checks --gossip-addr, --join and --gossip-key and builds the
 // gossip configuration: memberlist's LAN timings, or its local ones on a
 // loopback address.
-func (c *serveConfig) fillGossip(f *envFlags, join, key string) error {
-	src := f.source
+func (c *serveConfig) fillGossip(f *envflag.Set, join, key string) error {
+	src := f.Source
 	var secret []byte
 	if key != "" {
 		b, err := base64.StdEncoding.DecodeString(key)
 		if err != nil {
-			return usagef("%s is not base64: %v", src("gossip-key"), err)
+			return envflag.Usagef("%s is not base64: %v", src("gossip-key"), err)
 		}
 		if n := len(b); n != 16 && n != 24 && n != 32 {
-			return usagef("%s is %d bytes once decoded: want 16, 24 or 32", src("gossip-key"), n)
+			return envflag.Usagef("%s is %d bytes once decoded: want 16, 24 or 32", src("gossip-key"), n)
 		}
 		secret = b
 	}
@@ -218,24 +220,24 @@ func (c *serveConfig) fillGossip(f *envFlags, join, key string) error {
 	}
 	if c.gossipAddr == "" {
 		if len(joins) > 0 {
-			return usagef("%s needs --gossip-addr (gossip is off without it)", src("join"))
+			return envflag.Usagef("%s needs --gossip-addr (gossip is off without it)", src("join"))
 		}
 		return nil
 	}
 	host, port, err := net.SplitHostPort(c.gossipAddr)
 	if err != nil {
-		return usagef("%s %q is not IP:port: %v", src("gossip-addr"), c.gossipAddr, err)
+		return envflag.Usagef("%s %q is not IP:port: %v", src("gossip-addr"), c.gossipAddr, err)
 	}
 	if host == "" {
 		host = "0.0.0.0"
 	}
 	ip := net.ParseIP(host)
 	if ip == nil {
-		return usagef("%s %q: the host must be an IP address (or empty for all interfaces)", src("gossip-addr"), c.gossipAddr)
+		return envflag.Usagef("%s %q: the host must be an IP address (or empty for all interfaces)", src("gossip-addr"), c.gossipAddr)
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 0 || p > 65535 {
-		return usagef("%s %q: the port must be 0..65535", src("gossip-addr"), c.gossipAddr)
+		return envflag.Usagef("%s %q: the port must be 0..65535", src("gossip-addr"), c.gossipAddr)
 	}
 	gc := gossip.DefaultConfig()
 	if ip.IsLoopback() {
@@ -245,7 +247,7 @@ func (c *serveConfig) fillGossip(f *envFlags, join, key string) error {
 	gc.SecretKey = secret
 	c.node.Gossip = &gc
 	if t := c.node.Provider.TaskID; len(t) > gossip.MaxNameLen {
-		return usagef("%s is %d bytes: want at most %d", src("task-id"), len(t), gossip.MaxNameLen)
+		return envflag.Usagef("%s is %d bytes: want at most %d", src("task-id"), len(t), gossip.MaxNameLen)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/envflag"
 )
 
 // Exit codes of demo-broker healthcheck. Docker reserves 2 in HEALTHCHECK
@@ -31,13 +33,14 @@ Flags:
 
 // runHealthcheck is demo-broker healthcheck.
 func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newEnvFlags("demo-broker healthcheck", os.LookupEnv)
+	f := envflag.New("demo-broker healthcheck", os.LookupEnv)
+	f.BindAll()
 	addr := f.String("http-addr", ":8080", "address of the broker's HTTP server (the broker's --http-addr; an empty or wildcard host means 127.0.0.1)")
 	timeout := f.Duration("timeout", 2*time.Second, "how long to wait for the answer")
-	if err := f.parse(args); err != nil {
+	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, healthcheckHelp)
-			f.printDefaults(stdout)
+			f.PrintDefaultsTo(stdout)
 			return healthy
 		}
 		fmt.Fprintf(stderr, "demo-broker healthcheck: %v\n", err)
@@ -45,7 +48,7 @@ func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	target, err := localURL(*addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "demo-broker healthcheck: %s %q: %v\n", f.source("http-addr"), *addr, err)
+		fmt.Fprintf(stderr, "demo-broker healthcheck: %s %q: %v\n", f.Source("http-addr"), *addr, err)
 		return unhealthy
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/nodeid/nodeid/internal/envflag"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 )
@@ -43,7 +44,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case err == nil:
 		b.log.Info("stopped")
 		return exitOK
-	case errors.Is(err, errUsage):
+	case errors.Is(err, envflag.ErrUsage):
 		b.log.Error("invalid configuration", "err", err)
 		fmt.Fprintf(stderr, "demo-broker serve: %v\n", err)
 		return exitUsage

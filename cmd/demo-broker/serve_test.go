@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/envflag"
 )
 
 // env returns a lookup function over the given variables.
@@ -70,7 +72,7 @@ func TestParseServeFlagsEnv(t *testing.T) {
 		t.Errorf("--embedded-s3 without --bucket: %q %v", c.bucket, err)
 	}
 	_, err = parseServeFlags([]string{"--bucket", "b"}, env("NODEID_RENEW_DEADLINE", "30s"), io.Discard)
-	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "NODEID_RENEW_DEADLINE (--renew-deadline) 30s") {
+	if !errors.Is(err, envflag.ErrUsage) || !strings.Contains(err.Error(), "NODEID_RENEW_DEADLINE (--renew-deadline) 30s") {
 		t.Errorf("bad deadline from the environment: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ const operatorTaskID = "nodeidctl"
 // a command that calls nodeid.Init opens the store.
 func (c *commonFlags) checkMaxLease(f *flagSet) error {
 	if c.maxLease < time.Second {
-		return usagef("%s %v is below 1s: no provider runs with a maximum lease below its 1s minimum lease", f.source("max-lease-duration"), c.maxLease)
+		return usagef("%s %v is below 1s: no provider runs with a maximum lease below its 1s minimum lease", f.Source("max-lease-duration"), c.maxLease)
 	}
 	return nil
 }

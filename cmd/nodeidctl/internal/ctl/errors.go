@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/nodeid/nodeid/internal/envflag"
 )
 
 var (
 	// ErrUsage means the command line or an environment variable is wrong: an
 	// unknown command or flag, a bad value, a missing required flag. Exit 2.
-	ErrUsage = errors.New("nodeidctl: usage")
+	// It is envflag's: the flag layer's errors carry it too.
+	ErrUsage = envflag.ErrUsage
 	// ErrRefused means the command declined to act on what it found: a live
 	// lease without --force, a corrupt object given to release, a decodable
 	// object given to repair, an unconfirmed repair, a cluster size out of range.
@@ -27,25 +30,22 @@ var (
 	ErrOutcomeUnknown = errors.New("nodeidctl: the outcome of the write is unknown")
 )
 
-// usagef returns an error wrapping ErrUsage.
-func usagef(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
-}
+// usagef returns an error wrapping ErrUsage whose text is the message alone.
+func usagef(format string, args ...any) error { return envflag.Usagef(format, args...) }
 
 // refusef returns an error wrapping ErrRefused.
 func refusef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
 }
 
-// message strips the sentinel prefixes that only classify an error, so that the
-// operator reads the reason and not "nodeidctl: refused: ...".
+// message strips the sentinel prefix that only classifies an error, so that
+// the operator reads the reason and not "nodeidctl: refused: ..." (a usage
+// error's text is its reason already).
 func message(err error) string {
 	s := err.Error()
-	for _, sentinel := range []error{ErrUsage, ErrRefused} {
-		if errors.Is(err, sentinel) {
-			if rest, ok := strings.CutPrefix(s, sentinel.Error()+": "); ok {
-				return rest
-			}
+	if errors.Is(err, ErrRefused) {
+		if rest, ok := strings.CutPrefix(s, ErrRefused.Error()+": "); ok {
+			return rest
 		}
 	}
 	return s

@@ -5,105 +5,49 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/envflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
 )
 
-// envPrefix starts every environment variable that stands in for a flag.
-const envPrefix = "NODEID_"
-
-// EnvName returns the environment variable that stands in for a flag: NODEID_
-// and the flag's name upper-cased with dashes as underscores ("s3-endpoint" ->
-// "NODEID_S3_ENDPOINT").
-func EnvName(flagName string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// flagSet is a subcommand's flags. Some flags may also be set from the
-// environment ([EnvName]); a flag on the command line wins over its variable.
-// Flags that decide what to write to whom (--id, --floor, --force, --yes,
-// resize's --cluster-size) are command-line only, so that a variable left in a
-// shell can never aim a write.
+// flagSet is a subcommand's flags: an [envflag.Set] that prints the command's
+// help. Some flags may also be set from the environment (Bind); a flag on
+// the command line wins over its variable. Flags that decide what to write to
+// whom (--id, --floor, --force, --yes, resize's --cluster-size) are
+// command-line only, so that a variable left in a shell can never aim a write.
 type flagSet struct {
-	*flag.FlagSet
-	a       *app
-	cmd     *command
-	env     []string        // flags an environment variable may set, in order
-	fromEnv map[string]bool // flags an environment variable did set
-	set     map[string]bool // flags set on the command line or from the environment
+	*envflag.Set
+	a   *app
+	cmd *command
 }
 
-// newFlagSet returns an empty flag set for cmd.
+// newFlagSet returns an empty flag set for cmd. Parse errors are reported by
+// app.exit, the help by printHelp.
 func (a *app) newFlagSet(cmd *command) *flagSet {
-	fs := flag.NewFlagSet("nodeidctl "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // parse errors are reported by app.exit, help by printHelp
-	fs.Usage = func() {}
-	return &flagSet{FlagSet: fs, a: a, cmd: cmd, fromEnv: map[string]bool{}, set: map[string]bool{}}
+	return &flagSet{Set: envflag.New("nodeidctl "+cmd.name, a.env.LookupEnv), a: a, cmd: cmd}
 }
 
-// bindEnv lets the environment set the named flags, and says so in their usage.
-func (f *flagSet) bindEnv(names ...string) {
-	for _, n := range names {
-		fl := f.Lookup(n)
-		if fl == nil {
-			panic("nodeidctl: bindEnv of unknown flag " + n)
-		}
-		fl.Usage += " [$" + EnvName(n) + "]"
-		f.env = append(f.env, n)
-	}
-}
-
-// parse parses args, then fills the flags left unset from the environment. It
-// returns flag.ErrHelp (after printing the help on stdout) for -h and --help, and
-// an error wrapping ErrUsage for anything wrong, naming the flag or variable.
+// parse parses args, then fills the bound flags left unset from the
+// environment. It returns flag.ErrHelp (after printing the help on stdout) for
+// -h and --help, and an error wrapping ErrUsage for anything wrong, naming the
+// flag or variable.
 func (f *flagSet) parse(args []string) error {
-	if err := f.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			f.printHelp()
-			return err
-		}
-		return usagef("%v", err)
+	err := f.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		f.printHelp()
 	}
-	if f.NArg() > 0 {
-		return usagef("unexpected argument %q (flags only)", f.Arg(0))
-	}
-	f.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	for _, n := range f.env {
-		if f.set[n] {
-			continue
-		}
-		v, ok := f.a.env.LookupEnv(EnvName(n))
-		if !ok {
-			continue
-		}
-		if err := f.Set(n, v); err != nil {
-			return usagef("environment variable %s=%q: invalid value for --%s: %v", EnvName(n), v, n, err)
-		}
-		f.set[n], f.fromEnv[n] = true, true
-	}
-	return nil
-}
-
-// source names where a flag's value came from, for error messages.
-func (f *flagSet) source(name string) string {
-	if f.fromEnv[name] {
-		return EnvName(name) + " (--" + name + ")"
-	}
-	return "--" + name
+	return err
 }
 
 // printHelp prints the command's help and flags on stdout.
 func (f *flagSet) printHelp() {
 	w := f.a.stdout
 	fmt.Fprintf(w, "Usage: nodeidctl %s %s\n\n%s\n\nFlags:\n", f.cmd.name, f.cmd.synopsis, strings.TrimSpace(f.cmd.help))
-	f.SetOutput(w)
-	f.PrintDefaults()
-	f.SetOutput(io.Discard)
+	f.PrintDefaultsTo(w)
 }
 
 // commonFlags are the flags every command takes: where the bucket is, and the
@@ -126,18 +70,18 @@ func (c *commonFlags) register(f *flagSet) {
 		"extra margin of the expiry rule (the provider's ClockMargin): a held lease is expired when Date - Last-Modified > lease + 1s + margin")
 	f.DurationVar(&c.maxLease, "max-lease-duration", def.MaxLeaseDuration,
 		"longest lease a record may state (the provider's MaxLeaseDuration); a record stating more is reported corrupt")
-	f.bindEnv("bucket", "prefix", "region", "s3-endpoint", "s3-path-style", "clock-margin", "max-lease-duration")
+	f.Bind("bucket", "prefix", "region", "s3-endpoint", "s3-path-style", "clock-margin", "max-lease-duration")
 }
 
 // validate checks the common flags after parsing.
 func (c *commonFlags) validate(f *flagSet) error {
 	switch {
 	case c.bucket == "":
-		return usagef("--bucket (or %s) is required", EnvName("bucket"))
+		return usagef("--bucket (or %s) is required", envflag.Name("bucket"))
 	case c.clockMargin < 0:
-		return usagef("%s %v is negative", f.source("clock-margin"), c.clockMargin)
+		return usagef("%s %v is negative", f.Source("clock-margin"), c.clockMargin)
 	case c.maxLease <= 0 || c.maxLease > lease.MaxLeaseMillis*time.Millisecond:
-		return usagef("%s %v is outside (0, 24h]", f.source("max-lease-duration"), c.maxLease)
+		return usagef("%s %v is outside (0, 24h]", f.Source("max-lease-duration"), c.maxLease)
 	}
 	if err := c.storeConfig().Validate(); err != nil {
 		return usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)

@@ -111,11 +111,3 @@ func TestFlagWinsOverEnv(t *testing.T) {
 		})
 	}
 }
-
-func TestEnvName(t *testing.T) {
-	for flag, want := range map[string]string{"bucket": "NODEID_BUCKET", "s3-endpoint": "NODEID_S3_ENDPOINT", "max-lease-duration": "NODEID_MAX_LEASE_DURATION"} {
-		if got := EnvName(flag); got != want {
-			t.Errorf("EnvName(%q) = %q, want %q", flag, got, want)
-		}
-	}
-}

@@ -50,7 +50,7 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	f.IntVar(&want.Layout.TimestampBits, "timestamp-bits", def.Layout.TimestampBits, "Snowflake timestamp bits")
 	f.IntVar(&want.Layout.NodeBits, "node-bits", def.Layout.NodeBits, "Snowflake node bits")
 	f.IntVar(&want.Layout.SequenceBits, "sequence-bits", def.Layout.SequenceBits, "Snowflake sequence bits")
-	f.bindEnv("cluster-size", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits")
+	f.Bind("cluster-size", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits")
 	st, err := a.setup(ctx, f, &c, args, func() error {
 		if err := checkLayout(f, &want); err != nil {
 			return err
@@ -77,9 +77,9 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 		if err := matchLayout(f, &want, &mv.m); err != nil {
 			return err
 		}
-		if f.set["cluster-size"] && want.ClusterSize != mv.m.ClusterSize {
+		if f.IsSet("cluster-size") && want.ClusterSize != mv.m.ClusterSize {
 			a.note("%s %d differs from the manifest's %d, which wins; change it with nodeidctl resize",
-				f.source("cluster-size"), want.ClusterSize, mv.m.ClusterSize)
+				f.Source("cluster-size"), want.ClusterSize, mv.m.ClusterSize)
 		}
 		size, layout = mv.m.ClusterSize, mv.m.Layout
 	}
@@ -120,19 +120,19 @@ func checkLayout(f *flagSet, m *lease.Manifest) error {
 		v    int
 	}{{"timestamp-bits", l.TimestampBits}, {"node-bits", l.NodeBits}, {"sequence-bits", l.SequenceBits}} {
 		if b.v < 1 {
-			return usagef("%s %d must be at least 1", f.source(b.name), b.v)
+			return usagef("%s %d must be at least 1", f.Source(b.name), b.v)
 		}
 	}
 	switch {
 	case l.NodeBits > 22:
-		return usagef("%s %d is above 22", f.source("node-bits"), l.NodeBits)
+		return usagef("%s %d is above 22", f.Source("node-bits"), l.NodeBits)
 	case l.TimestampBits+l.NodeBits+l.SequenceBits != 63:
 		return usagef("--timestamp-bits, --node-bits and --sequence-bits %d+%d+%d must sum to 63",
 			l.TimestampBits, l.NodeBits, l.SequenceBits)
 	case m.ClusterSize < 1 || m.ClusterSize > 1<<l.NodeBits:
-		return usagef("%s %d is outside 1..%d (2^node-bits)", f.source("cluster-size"), m.ClusterSize, 1<<l.NodeBits)
+		return usagef("%s %d is outside 1..%d (2^node-bits)", f.Source("cluster-size"), m.ClusterSize, 1<<l.NodeBits)
 	case l.EpochMs < 0 || l.EpochMs > 1<<53:
-		return usagef("%s %d is outside 0..2^53", f.source("epoch-ms"), l.EpochMs)
+		return usagef("%s %d is outside 0..2^53", f.Source("epoch-ms"), l.EpochMs)
 	}
 	return nil
 }
@@ -142,8 +142,8 @@ func checkLayout(f *flagSet, m *lease.Manifest) error {
 func matchLayout(f *flagSet, want, got *lease.Manifest) error {
 	var diffs []string
 	cmp := func(name string, w, g int64) {
-		if f.set[name] && w != g {
-			diffs = append(diffs, fmt.Sprintf("%s %d, manifest %d", f.source(name), w, g))
+		if f.IsSet(name) && w != g {
+			diffs = append(diffs, fmt.Sprintf("%s %d, manifest %d", f.Source(name), w, g))
 		}
 	}
 	cmp("epoch-ms", want.Layout.EpochMs, got.Layout.EpochMs)

@@ -90,7 +90,7 @@ func runRelease(a *app, ctx context.Context, cmd *command, args []string) error 
 // checkID validates an --id flag: required and within the codec's bounds.
 func checkID(f *flagSet, id int) error {
 	switch {
-	case !f.set["id"]:
+	case !f.IsSet("id"):
 		return usagef("--id is required")
 	case id < 0 || id > lease.MaxNodeID:
 		return usagef("--id %d is outside 0..%d", id, lease.MaxNodeID)

@@ -56,11 +56,11 @@ func runRepair(a *app, ctx context.Context, cmd *command, args []string) error {
 			return err
 		}
 		switch {
-		case !f.set["floor"]:
+		case !f.IsSet("floor"):
 			return usagef("--floor is required: the Unix ms above which the next holder of node %d may issue timestamps", *id)
 		case *floor < 0 || *floor > maxFloorMs:
 			return usagef("--floor %d is outside 0..2^53", *floor)
-		case f.set["version"] && *version < 0:
+		case f.IsSet("version") && *version < 0:
 			return usagef("--version %d is negative", *version)
 		}
 		return nil
@@ -99,7 +99,7 @@ func runRepair(a *app, ctx context.Context, cmd *command, args []string) error {
 		seenForID, highest = max(seenForID, v), max(highest, v)
 	}
 	v := *version
-	if !f.set["version"] {
+	if !f.IsSet("version") {
 		v = highest + 1
 	} else if v < seenForID {
 		return refusef("--version %d is below version %d seen for node %d: versions never decrease", v, seenForID, *id)

@@ -41,7 +41,7 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 	size := f.Int("cluster-size", 0, "new number of node IDs, 1..2^nodeBits (required)")
 	st, err := a.setup(ctx, f, &c, args, func() error {
 		switch {
-		case !f.set["cluster-size"]:
+		case !f.IsSet("cluster-size"):
 			return usagef("--cluster-size is required")
 		case *size < 1:
 			return usagef("--cluster-size %d is below 1", *size)
