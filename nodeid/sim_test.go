@@ -6,7 +6,7 @@ package nodeid
 // ambiguous writes and 409s. Store calls take simulated time: while one task's
 // request is in flight, the rest of the world runs (nested event processing), so
 // requests interleave as they would on a network. A checker asserts, on the
-// simulated real-time line, the safety claims of DESIGN.md section 4.
+// simulated real-time line, the safety claims of docs/design.md section 6.
 
 import (
 	"container/heap"

@@ -23,7 +23,7 @@ import (
 // S3 implementations differ and nodeid depends on the answer: the status of a
 // conditional PUT that fails, the spelling of ETags, and the resolution of
 // Last-Modified and Date. It fails only where an answer would be unsafe; the
-// rest is logged (go test -v) to keep DESIGN.md sections 3, 4 and 8 honest.
+// rest is logged (go test -v) to keep docs/design.md sections 4 and 5 and docs/s3-testing.md honest.
 func TestServerFacts(t *testing.T) {
 	t.Run("gofakes3", func(t *testing.T) {
 		srv, err := s3fake.Start(s3fake.Config{})
