@@ -23,44 +23,32 @@ func (f *fakeNow) Advance(d time.Duration) {
 }
 
 func TestMemStoreConformance(t *testing.T) {
-	storetest.Run(t, storetest.Target{
-		Open: func(t *testing.T, prefix string) lease.Store {
-			return bucketFor(t).WithPrefix(prefix)
-		},
-	})
+	storetest.Run(t, memTarget())
 }
 
 func TestMemStoreConformanceFakeClock(t *testing.T) {
 	clk := &fakeNow{t: time.Date(2026, 11, 21, 12, 0, 0, 400e6, time.UTC)}
+	target := memTarget(storetest.WithClock(clk.Now))
+	target.Wait = clk.Advance
+	storetest.Run(t, target)
+}
+
+// memTarget opens one fresh MemStore per subtest. The buckets belong to the
+// returned target, so each run of a test has its own: with -count=N, a later
+// run must not find an earlier run's objects under the same subtest name.
+func memTarget(opts ...storetest.MemOption) storetest.Target {
 	var mu sync.Mutex
 	buckets := map[string]*storetest.MemStore{}
-	storetest.Run(t, storetest.Target{
+	return storetest.Target{
 		Open: func(t *testing.T, prefix string) lease.Store {
 			mu.Lock()
 			defer mu.Unlock()
 			b, ok := buckets[t.Name()]
 			if !ok {
-				b = storetest.NewMemStore(storetest.WithClock(clk.Now))
+				b = storetest.NewMemStore(opts...)
 				buckets[t.Name()] = b
 			}
 			return b.WithPrefix(prefix)
 		},
-		Wait: clk.Advance,
-	})
-}
-
-var (
-	bucketsMu sync.Mutex
-	buckets   = map[string]*storetest.MemStore{}
-)
-
-func bucketFor(t *testing.T) *storetest.MemStore {
-	bucketsMu.Lock()
-	defer bucketsMu.Unlock()
-	b, ok := buckets[t.Name()]
-	if !ok {
-		b = storetest.NewMemStore()
-		buckets[t.Name()] = b
 	}
-	return b
 }

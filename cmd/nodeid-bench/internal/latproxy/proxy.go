@@ -146,7 +146,7 @@ type Event struct {
 	Op     Op
 	Status int
 	// Sent is when the proxy received the request; Done when it answered
-	// (after both delays).
+	// (wrote the status line, after both delays) or hung up.
 	Sent, Done time.Time
 }
 
@@ -220,7 +220,13 @@ func Start(cfg Config) (*Proxy, error) {
 }
 
 // handler wraps the reverse proxy: it refuses blocked labels, and counts every
-// request with its final status once answered.
+// request with its final status.
+//
+// A request is counted before the client can see its outcome: before the
+// hang-up of a blocked request, and when the status line of an answer is
+// written (not when the handler returns, which is after the body was sent). A
+// client that has its answer, or its connection error, therefore finds the
+// request in Counts and Events.
 func (p *Proxy) handler(rp http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		label, op, sent := r.Header.Get(LabelHeader), Classify(r), time.Now()
@@ -229,20 +235,20 @@ func (p *Proxy) handler(rp http.Handler) http.Handler {
 		p.mu.Unlock()
 		if blocked {
 			// A cut-off client: hang up without an answer, like a dead path.
+			p.count(Event{Label: label, Op: op, Status: 0, Sent: sent, Done: time.Now()})
 			if hj, ok := w.(http.Hijacker); ok {
 				if conn, _, err := hj.Hijack(); err == nil {
 					_ = conn.Close()
 				}
 			}
-			p.count(Event{Label: label, Op: op, Status: 0, Sent: sent, Done: time.Now()})
 			return
 		}
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, answered: func(status int) {
+			p.count(Event{Label: label, Op: op, Status: status, Sent: sent, Done: time.Now()})
+		}}
 		rp.ServeHTTP(sw, r)
-		if sw.status == 0 {
-			sw.status = http.StatusOK
-		}
-		p.count(Event{Label: label, Op: op, Status: sw.status, Sent: sent, Done: time.Now()})
+		// Nothing written: net/http answers 200 with an empty body on return.
+		sw.answer(http.StatusOK)
 	})
 }
 
@@ -284,22 +290,30 @@ func sleep(ctx context.Context, d time.Duration) error {
 	return ctxtime.Sleep(ctx, d)
 }
 
+// statusWriter calls answered once, with the final status, before the status
+// line goes to the client.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status   int
+	answered func(status int)
+}
+
+// answer records the final status on the first call; informational (1xx)
+// statuses are not final.
+func (w *statusWriter) answer(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+		w.answered(code)
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
+	w.answer(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.answer(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -136,16 +137,50 @@ func TestBlockHangsUpOnALabel(t *testing.T) {
 	p.Block("dead")
 	req, _ := http.NewRequest(http.MethodGet, p.URL()+"/b/k", nil)
 	req.Header.Set(LabelHeader, "dead")
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	// A transport of its own: the request goes on a new connection, which the
+	// client does not retry on, so the proxy sees it exactly once.
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	if resp, err := client.Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatalf("blocked request answered %d, want a connection error", resp.StatusCode)
 	}
-	do(t, http.MethodGet, p.URL()+"/b/k", map[string]string{LabelHeader: "alive"})
-	if len(up.at) != 1 {
-		t.Fatalf("server saw %d requests, want 1 (the blocked one never forwarded)", len(up.at))
-	}
+	// The client has seen the hang-up: the request must already be counted.
 	dead := p.Counts().Where(func(k Key) bool { return k.Label == "dead" && k.Status == 0 })
-	if got := dead.Total(Key{}); got < 1 {
-		t.Errorf("blocked requests counted %d, want >= 1 with status 0", got)
+	if got := dead.Total(Key{}); got != 1 {
+		t.Errorf("blocked requests counted %d once the client saw the hang-up, want 1 with status 0", got)
+	}
+	do(t, http.MethodGet, p.URL()+"/b/k", map[string]string{LabelHeader: "alive"})
+	up.mu.Lock()
+	n := len(up.at)
+	up.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("server saw %d requests, want 1 (the blocked one never forwarded)", n)
+	}
+}
+
+// A client that has read a whole answer finds the request counted, even when
+// the body was longer than the server's write buffer and so reached the client
+// before the proxy's handler returned.
+func TestCountedBeforeTheClientHasTheAnswer(t *testing.T) {
+	body := strings.Repeat("x", 64<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	p, err := Start(Config{Upstream: srv.URL, Record: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 20 {
+		do(t, http.MethodGet, p.URL()+"/b/k", nil)
+		if got := p.Counts().Total(Key{Op: OpGet, Status: http.StatusOK}); got != i+1 {
+			t.Fatalf("after %d answers read, %d counted", i+1, got)
+		}
+		if got := len(p.Events()); got != i+1 {
+			t.Fatalf("after %d answers read, %d events recorded", i+1, got)
+		}
 	}
 }
