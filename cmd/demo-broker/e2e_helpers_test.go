@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
@@ -38,18 +38,13 @@ func brokerEnv(t *testing.T, extra ...string) []string {
 	return append(env, extra...)
 }
 
-// proc is one demo-broker process.
+// proc is one demo-broker process (brokerproc, with the test's name and
+// failure handling).
 type proc struct {
-	t    *testing.T
-	name string
-	cmd  *exec.Cmd
-
-	mu    sync.Mutex
-	lines []string // stderr, line by line
-
-	exited   chan struct{}
-	exitCode int // valid once exited is closed
-
+	*brokerproc.Proc
+	t        *testing.T
+	name     string
+	exited   <-chan struct{}
 	httpAddr string // bound address of the HTTP server, from its log
 }
 
@@ -67,49 +62,14 @@ func startBroker(t *testing.T, name string, env []string, args ...string) *proc 
 // start starts the binary with args.
 func start(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(brokerBin, args...)
-	cmd.Env = env
-	stderr, err := cmd.StderrPipe()
+	bp, err := brokerproc.Start(brokerproc.Config{Bin: brokerBin, Args: args, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{t: t, name: name, cmd: cmd, exited: make(chan struct{})}
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-		}
-	}()
-	go func() {
-		<-scanned // Wait closes the pipe: read it all first
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			p.exitCode = ee.ExitCode()
-		default:
-			p.exitCode = -1
-		}
-		close(p.exited)
-	}()
+	p := &proc{Proc: bp, t: t, name: name, exited: bp.Exited()}
 	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.exited
-		}
-		log := p.log()
+		p.Kill()
+		log := p.Log()
 		if strings.Contains(log, "WARNING: DATA RACE") {
 			t.Errorf("broker %s: data race:\n%s", name, log)
 		} else if t.Failed() {
@@ -120,24 +80,10 @@ func start(t *testing.T, name string, env []string, args ...string) *proc {
 }
 
 // log returns everything the process wrote on stderr so far.
-func (p *proc) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.lines, "\n")
-}
+func (p *proc) log() string { return p.Log() }
 
 // findLog returns the first JSON log line whose msg is msg, or nil.
-func (p *proc) findLog(msg string) map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, l := range p.lines {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
-			return m
-		}
-	}
-	return nil
-}
+func (p *proc) findLog(msg string) map[string]any { return p.Find(msg) }
 
 // logTime returns the time of a log line from findLog, or the zero time.
 func logTime(line map[string]any) time.Time {
@@ -149,18 +95,10 @@ func logTime(line map[string]any) time.Time {
 // waitLog waits for a JSON log line whose msg is msg and returns it.
 func (p *proc) waitLog(msg string, timeout time.Duration) map[string]any {
 	p.t.Helper()
-	var m map[string]any
-	waitFor(p.t, timeout, fmt.Sprintf("broker %s to log %q", p.name, msg), func() (bool, string) {
-		m = p.findLog(msg)
-		select {
-		case <-p.exited:
-			if m == nil {
-				p.t.Fatalf("broker %s exited (code %d) before logging %q:\n%s", p.name, p.exitCode, msg, p.log())
-			}
-		default:
-		}
-		return m != nil, ""
-	})
+	m, err := p.WaitLog(msg, timeout)
+	if err != nil {
+		p.t.Fatalf("broker %s: %v:\n%s", p.name, err, p.Log())
+	}
 	return m
 }
 
@@ -209,7 +147,7 @@ func (p *proc) waitHeld(timeout time.Duration) node.StatusResponse {
 	waitFor(p.t, timeout, "broker "+p.name+" to hold a node ID", func() (bool, string) {
 		select {
 		case <-p.exited:
-			p.t.Fatalf("broker %s exited (code %d) before holding a node ID:\n%s", p.name, p.exitCode, p.log())
+			p.t.Fatalf("broker %s exited (code %d) before holding a node ID:\n%s", p.name, p.ExitCode(), p.log())
 		default:
 		}
 		var err error
@@ -225,7 +163,7 @@ func (p *proc) waitHeld(timeout time.Duration) node.StatusResponse {
 // signal sends sig to the process.
 func (p *proc) signal(sig syscall.Signal) {
 	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.Signal(sig); err != nil {
 		p.t.Fatalf("signal %v to broker %s: %v", sig, p.name, err)
 	}
 }
@@ -235,7 +173,7 @@ func (p *proc) waitExit(timeout time.Duration) int {
 	p.t.Helper()
 	select {
 	case <-p.exited:
-		return p.exitCode
+		return p.ExitCode()
 	case <-time.After(timeout):
 		p.t.Fatalf("broker %s did not exit within %v:\n%s", p.name, timeout, p.log())
 		return 0

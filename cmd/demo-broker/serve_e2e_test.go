@@ -438,8 +438,8 @@ func TestServeS3CutOff(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("exited %v after the cut; %d /health 503s, %d /ids 503s seen", time.Since(cut).Round(time.Millisecond), healthDown, idsRefused)
-	if p.exitCode != exitLeaseLost {
-		t.Errorf("exit code %d, want %d (lease lost)", p.exitCode, exitLeaseLost)
+	if p.ExitCode() != exitLeaseLost {
+		t.Errorf("exit code %d, want %d (lease lost)", p.ExitCode(), exitLeaseLost)
 	}
 	if healthDown == 0 || idsRefused == 0 {
 		t.Errorf("saw %d /health 503s and %d /ids 503s before the exit, want some of each", healthDown, idsRefused)

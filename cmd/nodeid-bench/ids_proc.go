@@ -6,20 +6,18 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/brokerproc"
 )
 
 // freeAddr returns a loopback address with a port free a moment ago.
@@ -44,103 +42,36 @@ func loadAvg() string {
 
 // brokerProc is a demo-broker serve process.
 type brokerProc struct {
-	cmd    *exec.Cmd
-	url    string // http://addr, once listening
-	exited chan struct{}
-	code   int
-
-	mu    sync.Mutex
-	lines []string // the last lines of its stderr
+	*brokerproc.Proc
+	url string // http://addr, once listening
 }
 
 // startBrokerProc starts the broker and waits for its "http listening" log line.
 func startBrokerProc(bin string, args, env []string) (*brokerProc, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.Stdout = io.Discard
-	stderr, err := cmd.StderrPipe()
+	bp, err := brokerproc.Start(brokerproc.Config{Bin: bin, Args: args, Env: env, KeepLines: 50})
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	addr, err := bp.WaitAddr("http listening", 30*time.Second)
+	if err != nil {
+		bp.Kill()
+		return nil, fmt.Errorf("demo-broker did not listen: %w:\n%s", err, bp.Log())
 	}
-	p := &brokerProc{cmd: cmd, exited: make(chan struct{}), code: -1}
-	addr := make(chan string, 1)
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.lines = append(p.lines, line)
-			if len(p.lines) > 50 {
-				p.lines = p.lines[1:]
-			}
-			p.mu.Unlock()
-			if strings.Contains(line, `"msg":"http listening"`) {
-				var v struct{ Addr string }
-				if json.Unmarshal([]byte(line), &v) == nil {
-					select {
-					case addr <- v.Addr:
-					default:
-					}
-				}
-			}
-		}
-	}()
-	go func() {
-		<-scanned
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			p.code = 0
-		case errors.As(err, &ee):
-			p.code = ee.ExitCode()
-		}
-		close(p.exited)
-	}()
-	select {
-	case a := <-addr:
-		p.url = "http://" + a
-		return p, nil
-	case <-p.exited:
-		return nil, fmt.Errorf("demo-broker exited %d before listening:\n%s", p.code, p.tail())
-	case <-time.After(30 * time.Second):
-		p.kill()
-		return nil, fmt.Errorf("demo-broker did not listen within 30 s:\n%s", p.tail())
-	}
+	return &brokerProc{Proc: bp, url: "http://" + addr}, nil
 }
 
-func (p *brokerProc) tail() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.lines, "\n")
-}
+func (p *brokerProc) tail() string { return p.Log() }
 
 // kill kills the process unless it has exited.
-func (p *brokerProc) kill() {
-	select {
-	case <-p.exited:
-	default:
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+func (p *brokerProc) kill() { p.Kill() }
 
 // stop sends SIGTERM and returns the exit code (-1 if it had to be killed).
 func (p *brokerProc) stop(timeout time.Duration) int {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return p.code
-	case <-time.After(timeout):
-		p.kill()
+	code, ok := p.Stop(timeout)
+	if !ok {
 		return -1
 	}
+	return code
 }
 
 // waitHealthy polls /health until it answers 200.
@@ -156,8 +87,8 @@ func (p *brokerProc) waitHealthy(ctx context.Context, timeout time.Duration) err
 			}
 		}
 		select {
-		case <-p.exited:
-			return fmt.Errorf("demo-broker exited %d before /health 200:\n%s", p.code, p.tail())
+		case <-p.Exited():
+			return fmt.Errorf("demo-broker exited %d before /health 200:\n%s", p.ExitCode(), p.tail())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
@@ -170,7 +101,7 @@ func (p *brokerProc) waitHealthy(ctx context.Context, timeout time.Duration) err
 
 // statusMB returns a kB field of /proc/PID/status (VmRSS, VmHWM) in MB, or 0.
 func (p *brokerProc) statusMB(field string) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		return 0
 	}
@@ -190,7 +121,7 @@ func (p *brokerProc) rssMB() float64 { return p.statusMB("VmRSS") }
 
 // cpuTime returns the CPU time (user + system) the process has used.
 func (p *brokerProc) cpuTime() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
 	if err != nil {
 		return 0
 	}

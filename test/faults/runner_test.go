@@ -3,18 +3,15 @@
 package faults
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,7 +25,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
 )
 
@@ -96,7 +95,7 @@ type proc struct {
 	slot, gen  int
 	params     StartParams
 	proxy      *Proxy
-	cmd        *exec.Cmd
+	bp         *brokerproc.Proc
 	logPath    string
 	client     *http.Client
 
@@ -336,49 +335,30 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		return nil, err
 	}
 	fmt.Fprintf(logf, "# %s %s\n", bin, strings.Join(args, " "))
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = env
-	p.cmd.SysProcAttr = procAttr()
-	p.cmd.Stdout = logf
-	stderr, err := p.cmd.StderrPipe()
+	readyOnce := sync.OnceFunc(func() { close(p.ready) })
+	bp, err := brokerproc.Start(brokerproc.Config{
+		Bin: bin, Args: args, Env: env, SysProcAttr: procAttr(), Stdout: logf, KeepLines: 1,
+		OnLine: func(line string) { p.scanLine(line, logf, readyOnce) },
+	})
 	if err != nil {
 		_ = px.Close()
 		_ = logf.Close()
 		return nil, err
 	}
-	if err := p.cmd.Start(); err != nil {
-		_ = px.Close()
-		_ = logf.Close()
-		return nil, err
-	}
+	p.bp = bp
 	p.idx = r.h.AddBroker(BrokerRecord{Name: name, Task: p.task, ClockOffset: params.ClockOffset, Started: r.since()})
 	r.mu.Lock()
 	r.slots[slot] = p // before its watcher can see it exit
 	r.all = append(r.all, p)
 	r.mu.Unlock()
-	r.note("started %s (pid %d, clock offset %v, proxy %s%s)", name, p.cmd.Process.Pid, params.ClockOffset, px.URL(),
+	r.note("started %s (pid %d, clock offset %v, proxy %s%s)", name, bp.Pid(), params.ClockOffset, px.URL(),
 		map[bool]string{true: ", starts with " + params.Fault.String(), false: ""}[params.Fault.Action != Forward])
-	scanned := make(chan struct{})
-	r.bg.Add(2)
+	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		defer close(scanned)
-		p.scan(stderr, logf)
-	}()
-	go func() {
-		defer r.bg.Done()
-		<-scanned
-		err := p.cmd.Wait()
+		p.exitCode = bp.ExitCode() // -1 when killed by a signal; its log was read to the end
+		readyOnce()
 		_ = logf.Close()
-		p.exitCode = 0
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			p.exitCode = ee.ExitCode() // -1 when killed by a signal
-		default:
-			p.exitCode = -2
-		}
 		at := r.since()
 		r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.Exited, b.ExitedAt, b.ExitCode = true, at, p.exitCode })
 		close(p.exited)
@@ -387,7 +367,7 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 	select {
 	case <-p.ready:
 	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
+		_ = p.bp.Signal(syscall.SIGKILL)
 		return p, fmt.Errorf("broker %s did not log its HTTP address within 30s (log %s)", name, p.logPath)
 	}
 	if p.addr != "" {
@@ -398,41 +378,32 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 	return p, nil
 }
 
-// scan copies the broker's log to its file and picks up its addresses.
-func (p *proc) scan(stderr io.Reader, logf *os.File) {
-	readyOnce := sync.OnceFunc(func() { close(p.ready) })
-	defer readyOnce()
-	sc := bufio.NewScanner(stderr)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		_, _ = logf.WriteString(line + "\n")
-		if !strings.Contains(line, "listening") {
-			continue
-		}
-		var m struct {
-			Msg  string `json:"msg"`
-			Addr string `json:"addr"`
-		}
-		if json.Unmarshal([]byte(line), &m) != nil {
-			continue
-		}
-		switch m.Msg {
-		case "gossip listening":
-			p.r.mu.Lock()
-			p.gossipAddr = m.Addr
-			p.r.mu.Unlock()
-		case "http listening":
-			p.r.mu.Lock() // eligible reads it
-			p.addr = m.Addr
-			p.r.mu.Unlock()
-			if !p.r.sc.gossip {
-				readyOnce()
-			}
-		}
-		if p.addr != "" && (!p.r.sc.gossip || p.gossipAddr != "") {
-			readyOnce()
-		}
+// scanLine copies one line of the broker's log to its file and picks up its
+// addresses; ready is called once they are known.
+func (p *proc) scanLine(line string, logf *os.File, ready func()) {
+	_, _ = logf.WriteString(line + "\n")
+	if !strings.Contains(line, "listening") {
+		return
+	}
+	var m struct {
+		Msg  string `json:"msg"`
+		Addr string `json:"addr"`
+	}
+	if json.Unmarshal([]byte(line), &m) != nil {
+		return
+	}
+	switch m.Msg {
+	case "gossip listening":
+		p.r.mu.Lock()
+		p.gossipAddr = m.Addr
+		p.r.mu.Unlock()
+	case "http listening":
+		p.r.mu.Lock() // eligible reads it
+		p.addr = m.Addr
+		p.r.mu.Unlock()
+	}
+	if p.addr != "" && (!p.r.sc.gossip || p.gossipAddr != "") {
+		ready()
 	}
 }
 
@@ -478,11 +449,7 @@ func (p *proc) idsLoop() {
 }
 
 func (p *proc) record(start, end time.Duration, body []byte) {
-	var a struct {
-		NodeID  int      `json:"nodeId"`
-		Version int64    `json:"version"`
-		IDs     []string `json:"ids"`
-	}
+	var a node.IDsResponse
 	if err := json.Unmarshal(body, &a); err != nil {
 		p.r.h.AddCorrupt(fmt.Sprintf("%s: /ids answered 200 with %q: %v", p.name, body, err))
 		return
@@ -567,12 +534,8 @@ func (p *proc) learnClaim() {
 		return
 	}
 	defer resp.Body.Close()
-	var s struct {
-		State   string `json:"state"`
-		NodeID  int    `json:"nodeId"`
-		Version int64  `json:"version"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&s) == nil && s.State == "held" && s.NodeID >= 0 {
+	var s node.StatusResponse
+	if json.NewDecoder(resp.Body).Decode(&s) == nil && s.State == node.StateHeld && s.NodeID >= 0 {
 		p.version.Store(s.Version)
 		p.node.CompareAndSwap(-1, int64(s.NodeID))
 	}
@@ -742,11 +705,11 @@ func (r *run) apply(e Event) {
 	case KindKill:
 		r.note("kill -9 %s (held %v)", p.name, wasHeld)
 		r.setFate(p, FateKilled)
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.bp.Signal(syscall.SIGKILL)
 	case KindTerm:
 		r.note("SIGTERM %s (held %v)", p.name, wasHeld)
 		r.setFate(p, FateTerminated)
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.bp.Signal(syscall.SIGTERM)
 	case KindTermRenewing:
 		_ = p.proxy.Inject(Fault{Action: SlowAnswer, Ops: []Op{OpUpdate}, Delay: 500 * time.Millisecond})
 		caught := false
@@ -757,16 +720,16 @@ func (r *run) apply(e Event) {
 		}
 		r.note("SIGTERM %s while a renewal it sent has landed and waits for its answer (caught: %v, held %v)", p.name, caught, wasHeld)
 		r.setFate(p, FateTerminated)
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.bp.Signal(syscall.SIGTERM)
 		r.waitFault(p, 10*time.Second)
 		_ = p.proxy.Heal()
 	case KindPause:
 		r.note("SIGSTOP %s for %v (held %v)", p.name, e.For, wasHeld)
 		began := time.Now()
 		p.paused.Store(true)
-		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		_ = p.bp.Signal(syscall.SIGSTOP)
 		sleepCtx(r.faultCtx, e.For) // cut short at the end of the fault phase
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.bp.Signal(syscall.SIGCONT)
 		p.paused.Store(false)
 		r.mustLose(p, wasHeld, "a SIGSTOP", time.Since(began))
 		r.note("SIGCONT %s", p.name)
@@ -785,9 +748,9 @@ func (r *run) apply(e Event) {
 		r.note("stall %s for %v: S3 black-holed, SIGSTOP (a renewal in flight: %v, held %v)", p.name, e.For, caught, wasHeld)
 		began := time.Now()
 		p.paused.Store(true)
-		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		_ = p.bp.Signal(syscall.SIGSTOP)
 		sleepCtx(r.faultCtx, e.For)
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.bp.Signal(syscall.SIGCONT)
 		p.paused.Store(false)
 		r.mustLose(p, wasHeld, "a stall", time.Since(began))
 		r.waitFault(p, r.sc.renewDeadline()) // the partition outlasts the pause
@@ -859,10 +822,10 @@ func (r *run) finish() {
 		if p.hasExited() {
 			continue
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.bp.Signal(syscall.SIGCONT)
 		if Fate(p.fate.Load()) == FateNone {
 			r.setFate(p, FateTerminated)
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			_ = p.bp.Signal(syscall.SIGTERM)
 		}
 	}
 	r.note("SIGTERM to every live broker")
@@ -878,7 +841,7 @@ func (r *run) finish() {
 	for _, p := range live {
 		p.stopClients()
 		if !p.hasExited() {
-			_ = p.cmd.Process.Kill()
+			_ = p.bp.Signal(syscall.SIGKILL)
 		}
 	}
 }
@@ -895,8 +858,8 @@ func (r *run) killAll() {
 	}
 	for _, p := range all {
 		if !p.hasExited() {
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			_ = p.cmd.Process.Kill()
+			_ = p.bp.Signal(syscall.SIGCONT)
+			_ = p.bp.Signal(syscall.SIGKILL)
 		}
 		p.stopClients()
 		_ = p.proxy.Close()
