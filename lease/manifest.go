@@ -28,11 +28,11 @@ type Manifest struct {
 	// Before, a missing object was never created and is free: a task may take it
 	// by creating it held (If-None-Match: *), which is what lets a whole fleet
 	// start at once without creating every object N times. After, a missing
-	// object was deleted by someone and is recreated so that it becomes
-	// acquirable only once any holder of the deleted one has stopped. Before
-	// Filled, deletion is seen only when gossip knows a version of the ID
-	// (nodeid then treats it as deleted too); an object deleted while held
-	// and unknown to gossip is taken as never created.
+	// object was deleted by someone: nodeid leaves its ID out (no floor for it
+	// is safe whatever the clocks) until an operator restores it with
+	// nodeidctl repair. Before Filled, deletion is seen only when gossip knows a
+	// version of the ID (nodeid then treats it as deleted too); an object
+	// deleted while held and unknown to gossip is taken as never created.
 	Filled bool
 	// WriteID is new at every write, as in Record.
 	WriteID string

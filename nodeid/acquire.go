@@ -206,8 +206,8 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			i++
 			if v.manifest.Filled || known[id] > 0 {
 				// Deleted (the cluster is filled, or gossip has seen a
-				// version of it), and not recreated yet: never taken as
-				// never-created.
+				// version of it): never taken, never recreated (see
+				// noteDeleted).
 				continue
 			}
 			c, err := p.tryCreate(ctx, id)
@@ -297,6 +297,13 @@ func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Clai
 	}
 	if err != nil {
 		p.log.Error("skipping a lease object that is not a valid lease; repair it with nodeidctl repair", "key", key, "err", err)
+		p.cfg.Observer.Anomaly(key, err)
+		return nil, nil, nil
+	}
+	if prev.Holder == RecreatedHolder {
+		err := fmt.Errorf("%w: lease object %s was recreated after a deletion by an older nodeid, with a floor from its recreator's wall clock: restore it with nodeidctl repair --id %d --floor MS",
+			lease.ErrCorrupt, key, r.id)
+		p.log.Error("skipping a recreated lease object; repair it with nodeidctl repair", "key", key, "err", err)
 		p.cfg.Observer.Anomaly(key, err)
 		return nil, nil, nil
 	}

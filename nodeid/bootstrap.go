@@ -17,10 +17,11 @@ import (
 // bootstrapParallelism bounds the concurrent creates of missing lease objects.
 const bootstrapParallelism = 32
 
-// RecreatedHolder is the holder written into a lease object that was found
-// deleted and recreated: the object is held by nobody, yet not free, so that it
-// becomes acquirable only after MaxLeaseDuration by the ordinary expiry rule: a
-// task that held the deleted object has stopped by then.
+// RecreatedHolder is the holder that nodeid releases before this one wrote into
+// a lease object they found deleted and recreated, with a floor taken from the
+// recreator's wall clock. Such a floor is not safe whatever the clocks (see
+// Provider.noteDeleted), so an object held by RecreatedHolder is an anomaly:
+// never taken, restored with nodeidctl repair.
 const RecreatedHolder = "nodeid:recreated"
 
 // clusterView is what one bootstrap learned: the manifest and the listing.
@@ -30,7 +31,7 @@ type clusterView struct {
 	manifestAge  time.Duration
 	created      bool  // this task created the manifest
 	createdIDs   []int // lease objects this task created free
-	recreatedIDs []int // deleted lease objects this task recreated held
+	deletedIDs   []int // lease objects found deleted (left missing: see noteDeleted)
 	size         int
 	listing      lease.Listing
 	objects      map[int]lease.ObjectInfo // lease objects by ID, < size
@@ -54,7 +55,7 @@ func (v *clusterView) index(l lease.Listing) {
 // Filled, a missing object was never created and is free, and Acquire takes it
 // by creating it held. The first bootstrap after BootstrapWindow creates the
 // rest and marks the manifest Filled; from then on a missing object was deleted
-// by someone, and is recreated held by RecreatedHolder (see lease.Manifest).
+// by someone: it is reported and left missing (see noteDeleted).
 func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
 	return p.bootstrapFill(ctx, false)
 }
@@ -203,7 +204,7 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 	}
 	check := &clusterView{size: v.size}
 	check.index(l)
-	if len(check.objects) < v.size {
+	if len(check.objects)+len(v.deletedIDs) < v.size { // deleted ones stay missing
 		return
 	}
 	v.index(l)
@@ -226,8 +227,10 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 	}
 }
 
-// createMissing creates the lease objects of IDs below the cluster size that the
-// listing lacks: free ones while filling, "recreated" ones once filled.
+// createMissing goes through the IDs below the cluster size that the listing
+// lacks. Those that existed once (the manifest is filled, or gossip knows a
+// version of the ID) were deleted: they are reported and left missing
+// (noteDeleted). With filling, the others, never created, are created free.
 //
 // It visits the IDs in this task's spread order. With yield, it stops at the
 // first create another task won: that task is filling too (several tasks starting
@@ -235,9 +238,17 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 // errFillRaced tells the caller not to mark the manifest filled; the other
 // filler, or a later bootstrap, does.
 func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, yield bool) error {
+	known := p.knownNodes()
 	var missing []int
 	for _, id := range p.visitOrder(v.size) {
-		if _, ok := v.objects[id]; !ok {
+		if _, ok := v.objects[id]; ok {
+			continue
+		}
+		if v.manifest.Filled || known[id] > 0 {
+			p.noteDeleted(v, id, known[id])
+			continue
+		}
+		if filling {
 			missing = append(missing, id)
 		}
 	}
@@ -251,12 +262,8 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 		raced atomic.Bool
 	)
 	g.SetLimit(bootstrapParallelism)
-	known := p.knownNodes()
 	create := func(id int) {
-		// An ID gossip has seen a version of was created once: it is
-		// missing because someone deleted it, filled or not.
-		free := filling && known[id] == 0
-		info, err := p.createRecord(ctx, id, free, known[id])
+		info, err := p.createFree(ctx, id)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -264,12 +271,9 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 			raced.Store(yield)
 		case err != nil:
 			errs = append(errs, err)
-		case info.ETag != "" && free:
-			v.objects[id] = info
-			v.createdIDs = append(v.createdIDs, id)
 		case info.ETag != "":
 			v.objects[id] = info
-			v.recreatedIDs = append(v.recreatedIDs, id)
+			v.createdIDs = append(v.createdIDs, id)
 		}
 	}
 	for _, id := range missing {
@@ -292,26 +296,42 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 	return errors.Join(errs...)
 }
 
+// noteDeleted records that the lease object of id, which existed (the cluster
+// is filled, or gossip saw version knownVersion of it), is missing: someone
+// deleted it. It is not recreated. The deleted holder may have issued
+// Snowflake timestamps up to its own reservation, read from its own wall clock,
+// and nothing left in the bucket bounds that: a floor taken from this task's
+// clock would be safe only if the two clocks agreed, and the version only as
+// high as gossip knew. So the ID is left out until an operator restores it with
+// nodeidctl repair (a floor the operator confirms; the version from every
+// record in the bucket). It is reported once per Provider, as an anomaly.
+func (p *Provider) noteDeleted(v *clusterView, id int, knownVersion int64) {
+	v.deletedIDs = append(v.deletedIDs, id)
+	p.deletedMu.Lock()
+	defer p.deletedMu.Unlock()
+	if p.deletedSeen[id] {
+		return
+	}
+	if p.deletedSeen == nil {
+		p.deletedSeen = map[int]bool{}
+	}
+	p.deletedSeen[id] = true
+	key := lease.RecordKey(id)
+	err := fmt.Errorf("%w: lease object %s is missing though it existed (the cluster is filled, or gossip saw version %d of it): deleted by someone; "+
+		"it is not recreated automatically (no floor for it is safe whatever the clocks): restore it with nodeidctl repair --id %d --floor MS",
+		lease.ErrCorrupt, key, knownVersion, id)
+	p.log.Error("a lease object was deleted; its node ID is left out until an operator repairs it", "key", key, "nodeId", id, "err", err)
+	p.cfg.Observer.Anomaly(key, err)
+}
+
 // errFillRaced means another task was creating the missing objects too.
 var errFillRaced = errors.New("nodeid: another task is creating the missing lease objects")
 
-// createRecord creates one missing lease object: free, or else recreated held
-// by RecreatedHolder at knownVersion, the version gossip last saw (0 if none:
-// versions never go back). A lost race is errTaken (the object exists); an
-// unknown outcome is not an error: the object exists, or a later bootstrap
-// creates it.
-func (p *Provider) createRecord(ctx context.Context, id int, free bool, knownVersion int64) (lease.ObjectInfo, error) {
+// createFree creates the lease object of id, never created before, free. A
+// lost race is errTaken (the object exists); an unknown outcome is not an
+// error: the object exists, or a later bootstrap creates it.
+func (p *Provider) createFree(ctx context.Context, id int) (lease.ObjectInfo, error) {
 	r := lease.Record{NodeID: id, WriteID: lease.NewWriteID()}
-	if !free {
-		r.Holder = RecreatedHolder
-		r.Version = knownVersion
-		r.LeaseMillis = p.cfg.MaxLeaseDuration.Milliseconds()
-		r.ReservedUntilMs = p.clock.Wall().UnixMilli() + r.LeaseMillis
-		err := fmt.Errorf("lease object %s missing, though it existed (the cluster is filled, or gossip saw version %d): deleted by someone", lease.RecordKey(id), r.Version)
-		p.log.Error("recreating a deleted lease object; it becomes acquirable after the maximum lease",
-			"nodeId", id, "maxLease", p.cfg.MaxLeaseDuration)
-		p.cfg.Observer.Anomaly(lease.RecordKey(id), err)
-	}
 	body, err := r.Encode()
 	if err != nil {
 		return lease.ObjectInfo{}, err
@@ -338,10 +358,12 @@ type InitReport struct {
 	// Created lists the lease objects Init created free, in ID order: the
 	// missing ones of a cluster that was not filled yet.
 	Created []int
-	// Recreated lists, in ID order, the lease objects missing from a filled
-	// cluster (deleted by someone), which Init recreated held by
-	// RecreatedHolder; an operator should find out who deleted them.
-	Recreated []int
+	// Deleted lists, in ID order, the lease objects that existed once (the
+	// cluster is filled, or a version of the ID was seen) and are missing:
+	// deleted by someone. Init does not recreate them (no floor for them is
+	// safe whatever the clocks); nodeidctl repair restores them, and an
+	// operator should find out who deleted them.
+	Deleted []int
 }
 
 // Init bootstraps the cluster at once, as an operator would (nodeidctl init):
@@ -359,8 +381,8 @@ func Init(ctx context.Context, store lease.Store, cfg Config) (InitReport, error
 		return InitReport{}, err
 	}
 	slices.Sort(v.createdIDs)
-	slices.Sort(v.recreatedIDs)
-	rep := InitReport{Manifest: v.manifest, ManifestCreated: v.created, Created: v.createdIDs, Recreated: v.recreatedIDs}
+	slices.Sort(v.deletedIDs)
+	rep := InitReport{Manifest: v.manifest, ManifestCreated: v.created, Created: v.createdIDs, Deleted: v.deletedIDs}
 	if !v.manifest.Filled {
 		return rep, errors.New("nodeid: init: not every lease object could be created yet; run it again")
 	}

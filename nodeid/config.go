@@ -77,8 +77,7 @@ type Config struct {
 	ClockMargin time.Duration
 
 	// MaxLeaseDuration is the longest lease another holder may state; an object
-	// stating more is an anomaly and never taken automatically. Also the age a
-	// recreated (deleted) object must reach before it is taken. Default 60 s.
+	// stating more is an anomaly and never taken automatically. Default 60 s.
 	MaxLeaseDuration time.Duration
 
 	// Order is the acquire visit order. Default OrderSpread.
@@ -103,11 +102,11 @@ type Config struct {
 	// leases were the only ones it could take. Default 5 s.
 	MaxClockWait time.Duration
 
-	// BootstrapWindow: a lease object found missing while the manifest is
-	// younger than this (store clock) is taken to be part of a bootstrap in
-	// progress and created free; found missing later, it was deleted by
-	// someone, and is recreated so that it becomes acquirable only after
-	// MaxLeaseDuration. Default 10 s.
+	// BootstrapWindow is how old (on the store's clock) the manifest must be
+	// before a task fills the cluster: creates the lease objects never created,
+	// free, and marks the manifest filled. Until then tasks take missing IDs by
+	// creating them held; once filled, a missing object was deleted by someone
+	// and is left out until an operator repairs it. Default 10 s.
 	BootstrapWindow time.Duration
 
 	// StoreTimeout bounds each store request made by the renewal loop and by

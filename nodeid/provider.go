@@ -28,6 +28,11 @@ type Provider struct {
 	randMu sync.Mutex
 	rand   *rand.Rand
 
+	// deletedMu guards deletedSeen: the deleted lease objects already
+	// reported (see noteDeleted).
+	deletedMu   sync.Mutex
+	deletedSeen map[int]bool
+
 	// clockMu guards storeZero and manifest.
 	clockMu sync.Mutex
 	// storeZero is a lower bound of the store's clock at base, from the Date of

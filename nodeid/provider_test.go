@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -405,39 +406,80 @@ func TestManifestClusterSizeWinsShrinkAndGrow(t *testing.T) {
 	}
 }
 
-func TestDeletedObjectIsRecreatedAndAgedBeforeReuse(t *testing.T) {
+// A lease object deleted from a filled cluster is neither taken nor recreated,
+// however long one waits: its last holder may have issued timestamps up to a
+// reservation that nothing left in the bucket bounds. Acquire takes another
+// free ID, reports the deleted one as an anomaly once, and fails with
+// ErrClusterFull when none is left. Before, it was recreated held with the
+// version gossip knew and a floor from the recreator's wall clock, and taken
+// after the maximum lease.
+func TestDeletedObjectIsLeftOutNotRecreated(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("a")
-	cfg.ClusterSize = 1
-	c := e.acquire(e.provider(cfg))
-	e.clk.Advance(time.Minute) // past the bootstrap window; the holder's renewal is overdue
-	waitDone(t, c)
-	e.fill(cfg)
+	cfg.ClusterSize = 2
+	if _, err := Init(context.Background(), e.store, cfg); err != nil {
+		t.Fatal(err)
+	}
 	e.mem.Delete(lease.RecordKey(0))
-	cfg.TaskID = "b"
 	cfg.Peers = staticPeers{0: 7}
-	if _, err := e.provider(cfg).Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
-		t.Fatalf("deleted object taken at once: %v", err)
+	cfg.Order = OrderLowestFirst
+	var anomalies anomalyCount
+	cfg.Observer = &anomalies
+	p := e.provider(cfg)
+	c := e.acquire(p)
+	if c.NodeID() != 1 {
+		t.Fatalf("took node %d, want 1: the deleted node 0 is left out", c.NodeID())
 	}
-	r, _ := e.record(0)
-	if r.Holder != RecreatedHolder || r.Lease() != cfg.MaxLeaseDuration || r.Version != 7 {
-		t.Fatalf("recreated record %+v: want held by %q for the max lease, version 7 from gossip", r, RecreatedHolder)
+	cfg.TaskID, cfg.Observer = "b", nil
+	for range 3 {
+		if _, err := e.provider(cfg).Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
+			t.Fatalf("Acquire with only the deleted ID left: %v, want ErrClusterFull", err)
+		}
+		e.advance(cfg.MaxLeaseDuration+5*time.Second, c) // a renews node 1 meanwhile
 	}
-	e.clk.Advance(cfg.MaxLeaseDuration + 2*time.Second)
-	if _, err := e.provider(cfg).Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
-		t.Fatalf("recreated object taken before max lease + margins: %v", err)
+	if _, _, err := e.mem.Get(context.Background(), lease.RecordKey(0)); !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("the deleted object was recreated (%v)", err)
 	}
-	e.clk.Advance(time.Second)
-	n := e.acquire(e.provider(cfg))
-	if n.Version() != 8 {
-		t.Fatalf("version after recreation %d, want 8", n.Version())
+	if n := anomalies.Load(); n != 1 {
+		t.Fatalf("%d anomalies reported by a's provider, want the deletion once", n)
 	}
 }
 
+// A lease object that an older nodeid recreated held by RecreatedHolder has a
+// floor from its recreator's wall clock: it is an anomaly, never taken, even
+// once expired.
+func TestRecreatedObjectIsNotTaken(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("a")
+	cfg.ClusterSize = 1
+	if _, err := Init(context.Background(), e.store, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rec := lease.Record{NodeID: 0, Holder: RecreatedHolder, Version: 3, LeaseMillis: cfg.MaxLeaseDuration.Milliseconds(),
+		ReservedUntilMs: e.clk.Wall().UnixMilli(), WriteID: lease.NewWriteID()}
+	body, err := rec.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mem.Put(lease.RecordKey(0), body)
+	e.clk.Advance(2 * cfg.MaxLeaseDuration)
+	if _, err := e.provider(cfg).Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
+		t.Fatalf("Acquire of an expired recreated object: %v, want ErrClusterFull", err)
+	}
+}
+
+// anomalyCount counts Observer.Anomaly events.
+type anomalyCount struct {
+	NopObserver
+	atomic.Int64
+}
+
+func (a *anomalyCount) Anomaly(string, error) { a.Add(1) }
+
 // Before the cluster is filled, a missing object is never-created and free,
 // unless gossip has seen a version of its ID: then it was deleted, perhaps
-// while held, and is neither taken nor created free by the fill, but
-// recreated held like a deleted object of a filled cluster.
+// while held, and is neither taken nor created by the fill, which still marks
+// the cluster filled (a deleted object is missing either way).
 func TestDeletedBeforeFilledIsNotTakenWhenGossipKnowsIt(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("a")
@@ -457,8 +499,8 @@ func TestDeletedBeforeFilledIsNotTakenWhenGossipKnowsIt(t *testing.T) {
 
 	cfg.BootstrapWindow = 0
 	e.fill(cfg)
-	if r, _ := e.record(0); r.Holder != RecreatedHolder || r.Version != a.Version() || r.Lease() != cfg.MaxLeaseDuration {
-		t.Fatalf("after the fill: %+v; want recreated held by %q, version %d, for the max lease", r, RecreatedHolder, a.Version())
+	if _, _, err := e.mem.Get(context.Background(), lease.RecordKey(0)); !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("the fill recreated the deleted object (%v)", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package ctl
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -42,7 +41,7 @@ func (a *app) nodeidConfig(c *commonFlags, size int, l nodeid.Layout) nodeid.Con
 }
 
 // wallClock is the system clock with the operator's wall clock (Env.Now), which
-// stamps the manifest's createdAt and a recreated object's reservation.
+// stamps the manifest's createdAt.
 type wallClock struct {
 	nodeid.Clock
 	wall func() time.Time
@@ -51,7 +50,7 @@ type wallClock struct {
 func (c wallClock) Wall() time.Time { return c.wall() }
 
 // staticPeers hands nodeid.Init the highest versions the bucket has seen, as
-// gossip would: a recreated object starts at the highest version seen for it.
+// gossip would: a missing object with a version seen was deleted.
 type staticPeers map[int]int64
 
 func (p staticPeers) KnownNodes() map[int]int64 { return p }
@@ -91,8 +90,8 @@ func (h noteHandler) WithGroup(string) slog.Handler      { return h }
 // (missing, or ok). When lease objects are missing, the highest versions the
 // bucket has seen (records and their gossip maps) are read first and given to
 // Init as gossip's view: a missing object with a version seen was deleted (in
-// a filled cluster, every missing one was), and Init recreates it held,
-// starting at the highest version seen for it. The result is valid, as far as it
+// a filled cluster, every missing one was), and Init leaves it missing and
+// reports it (nodeidctl repair restores it). The result is valid, as far as it
 // goes, when Init fails too.
 func (a *app) bootstrap(ctx context.Context, st lease.Store, c *commonFlags, cfg nodeid.Config, mv manifestView) (nodeid.InitReport, error) {
 	if mv.state == manifestOK {
@@ -112,22 +111,9 @@ func (a *app) bootstrap(ctx context.Context, st lease.Store, c *commonFlags, cfg
 // versionsIfMissing lists the prefix and, when a lease object below size is
 // missing, reads every object for the highest versions seen; else it returns nil.
 func versionsIfMissing(ctx context.Context, st lease.Store, c *commonFlags, size int) (staticPeers, error) {
-	l, err := st.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list the prefix: %w", err)
-	}
-	exists := map[int]bool{}
-	for _, o := range l.Objects {
-		if id, ok := lease.ParseRecordKey(o.Key); ok {
-			exists[id] = true
-		}
-	}
-	missing := false
-	for id := range size {
-		missing = missing || !exists[id]
-	}
-	if !missing {
-		return nil, nil
+	missing, err := missingBelow(ctx, st, size)
+	if err != nil || len(missing) == 0 {
+		return nil, err
 	}
 	s, err := scan(ctx, st, c.rules())
 	if err != nil {
@@ -143,12 +129,13 @@ func (a *app) reportObjects(r nodeid.InitReport, c *commonFlags, quiet bool, err
 	if len(r.Created) > 0 {
 		a.out("created %d lease object(s), free: IDs %s", len(r.Created), idRanges(r.Created))
 	}
-	if len(r.Recreated) > 0 {
-		a.out("recreated %d deleted lease object(s) held by %q: IDs %s", len(r.Recreated), nodeid.RecreatedHolder, idRanges(r.Recreated))
-		a.note("a lease object that existed (the cluster is filled, or a version of it was seen) was deleted by someone; no task takes a recreated one "+
-			"until it is %v old on the store's clock (nodeidctl release --force --id N frees it at once)", c.maxLease)
+	if len(r.Deleted) > 0 {
+		a.out("found %d deleted lease object(s), not recreated: IDs %s", len(r.Deleted), idRanges(r.Deleted))
+		a.note("a lease object that existed (the cluster is filled, or a version of it was seen) was deleted by someone; no task takes its ID " +
+			"until an operator restores it with a floor confirmed by hand, above every timestamp its last holder may have issued: " +
+			"nodeidctl repair --id N --floor MS (its version comes from every record in the bucket)")
 	}
-	if len(r.Created)+len(r.Recreated) == 0 && !quiet && err == nil && r.Manifest.ClusterSize > 0 {
+	if len(r.Created)+len(r.Deleted) == 0 && !quiet && err == nil && r.Manifest.ClusterSize > 0 {
 		a.out("all lease objects %s exist: nothing to create", idRanges(seq(0, r.Manifest.ClusterSize)))
 	}
 }

@@ -47,8 +47,8 @@ type Env struct {
 	// OpenStore returns the store for a validated configuration (OpenS3).
 	OpenStore func(ctx context.Context, cfg s3store.Config) (lease.Store, error)
 	// Now is the operator's wall clock (time.Now). It only stamps the manifest's
-	// createdAt (for humans) and the reservation of a recreated lease object, as
-	// the provider's own wall clock does; it never judges a lease.
+	// createdAt (for humans), as the provider's own wall clock does; it never
+	// judges a lease.
 	Now func() time.Time
 }
 

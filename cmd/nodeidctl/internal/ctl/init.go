@@ -25,12 +25,12 @@ tasks start, is safe: every write is conditional.
 
 While the manifest is not filled, a missing lease object was never created
 and is free (status shows it unused; a task takes it by creating it): init
-creates it free ({"nodeId":N,"version":0,...}). Once the manifest is filled, a
-missing lease object was deleted by someone: like the provider, init recreates
-it held by "nodeid:recreated" for --max-lease-duration, with the highest
-version the bucket's records and their gossip maps have seen for it, so that
-no task takes it before any task that held the deleted object has stopped.
-'nodeidctl release --force --id N' frees such an object at once.
+creates it free ({"nodeId":N,"version":0,...}). Once the manifest is filled (or
+when the bucket's records have seen a version of the ID), a missing lease
+object was deleted by someone: like the provider, init does not recreate it,
+since its last holder may have issued timestamps up to a reservation that
+nothing left in the bucket bounds. It reports it; restore it with
+'nodeidctl repair --id N --floor MS', with a floor you confirm.
 
 If the manifest exists, layout and epoch flags given explicitly (or by their
 variables) must match it; a different --cluster-size is only a note (the

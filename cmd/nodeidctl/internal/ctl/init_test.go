@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
@@ -62,7 +61,7 @@ func TestInitLayoutFlags(t *testing.T) {
 	h.env = map[string]string{"NODEID_BUCKET": "test-bucket", "NODEID_PREFIX": ""}
 	stdout, _ := h.mustRun(ExitOK, "init")
 	contains(t, "init without flags", stdout, "cluster manifest exists: cluster size 4, layout 43/8/12 epoch 1000, filled",
-		`recreated 1 deleted lease object(s) held by "nodeid:recreated": IDs 2`)
+		`found 1 deleted lease object(s), not recreated: IDs 2`)
 }
 
 func TestInitExistingManifest(t *testing.T) {
@@ -109,17 +108,17 @@ func TestInitCorruptManifest(t *testing.T) {
 	}
 }
 
-// TestInitBootstraps: nodeid.Init creates what is missing (free while the
-// manifest is not filled, recreated once it is) and marks the manifest filled.
+// TestInitBootstraps: nodeid.Init creates what was never created, free, leaves
+// what was deleted missing (reporting it), and marks the manifest filled.
 func TestInitBootstraps(t *testing.T) {
 	tests := []struct {
-		name      string
-		plant     func(h *harness)
-		args      []string
-		free      []int // created free
-		recreated map[int]int64
-		stdout    []string
-		stderr    string
+		name    string
+		plant   func(h *harness)
+		args    []string
+		free    []int // created free
+		deleted []int // reported deleted, left missing
+		stdout  []string
+		stderr  string
 	}{
 		{name: "empty bucket", args: []string{"--cluster-size", "4"}, free: []int{0, 1, 2, 3},
 			stdout: []string{"created cluster manifest", "created 4 lease object(s), free: IDs 0-3",
@@ -133,17 +132,17 @@ func TestInitBootstraps(t *testing.T) {
 			free: []int{0, 2},
 			stdout: []string{"cluster manifest exists: cluster size 4, layout 41/10/12 epoch 1735689600000, not filled",
 				"created 2 lease object(s), free: IDs 0, 2", "the cluster manifest is now filled"}},
-		{name: "not filled, an object a gossip map knows is recreated, not created free",
+		{name: "not filled, an object a gossip map knows is deleted, not created free",
 			plant: func(h *harness) {
 				h.putManifest(4)
 				gossip := held(1, "task-a", 1)
 				gossip.KnownNodes = map[int]int64{1: 1, 3: 4}
 				h.put(gossip)
 			},
-			free:      []int{0, 2},
-			recreated: map[int]int64{3: 4},
-			stdout:    []string{"created 2 lease object(s), free: IDs 0, 2", `recreated 1 deleted lease object(s) held by "nodeid:recreated": IDs 3`},
-			stderr:    "deleted by someone"},
+			free:    []int{0, 2},
+			deleted: []int{3},
+			stdout:  []string{"created 2 lease object(s), free: IDs 0, 2", "found 1 deleted lease object(s), not recreated: IDs 3"},
+			stderr:  "deleted by someone"},
 		{name: "not filled, every ID taken",
 			plant: func(h *harness) {
 				h.putManifest(2)
@@ -151,7 +150,7 @@ func TestInitBootstraps(t *testing.T) {
 				h.put(held(1, "task-b", 1))
 			},
 			stdout: []string{"not filled", "all lease objects 0-1 exist: nothing to create", "the cluster manifest is now filled"}},
-		{name: "filled, deleted objects recreated with gossip's version",
+		{name: "filled, deleted objects left missing",
 			plant: func(h *harness) {
 				h.putFilledManifest(4)
 				gossip := held(0, "task-a", 1)
@@ -159,18 +158,9 @@ func TestInitBootstraps(t *testing.T) {
 				h.put(gossip)
 				h.put(lease.Record{NodeID: 1, Version: 3})
 			},
-			args:      []string{"--max-lease-duration", "45s"},
-			recreated: map[int]int64{2: 7, 3: 0},
-			stdout:    []string{"filled", `recreated 2 deleted lease object(s) held by "nodeid:recreated": IDs 2-3`},
-			stderr:    "deleted by someone; no task takes a recreated one until it is 45s old"},
-		{name: "filled, short maximum lease",
-			plant: func(h *harness) {
-				h.putFilledManifest(2)
-				h.put(lease.Record{NodeID: 0, Version: 5})
-			},
-			args:      []string{"--max-lease-duration", "2s"},
-			recreated: map[int]int64{1: 0},
-			stdout:    []string{"recreated 1 deleted lease object(s)"}},
+			deleted: []int{2, 3},
+			stdout:  []string{"filled", "found 2 deleted lease object(s), not recreated: IDs 2-3"},
+			stderr:  "nodeidctl repair --id N --floor MS"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,10 +172,6 @@ func TestInitBootstraps(t *testing.T) {
 			for id := range 4 {
 				before[id] = h.raw(lease.RecordKey(id))
 			}
-			maxLease := 60 * time.Second
-			if len(tc.args) == 2 && tc.args[0] == "--max-lease-duration" {
-				maxLease, _ = time.ParseDuration(tc.args[1])
-			}
 			stdout, stderr := h.mustRun(ExitOK, append([]string{"init"}, tc.args...)...)
 			contains(t, "stdout", stdout, tc.stdout...)
 			contains(t, "stderr", stderr, tc.stderr)
@@ -194,39 +180,40 @@ func TestInitBootstraps(t *testing.T) {
 				t.Errorf("manifest %+v not filled", m)
 			}
 			for id := range m.ClusterSize {
-				r := h.record(id)
-				version, recreated := tc.recreated[id]
 				switch {
 				case slices.Contains(tc.free, id):
-					if !r.Free() || r.Version != 0 || r.ReservedUntilMs != 0 {
+					if r := h.record(id); !r.Free() || r.Version != 0 || r.ReservedUntilMs != 0 {
 						t.Errorf("record %d = %+v, want created free", id, r)
 					}
-				case recreated:
-					if r.Holder != nodeid.RecreatedHolder || r.Version != version || r.LeaseMillis != maxLease.Milliseconds() ||
-						r.ReservedUntilMs != h.wall.UnixMilli()+maxLease.Milliseconds() {
-						t.Errorf("record %d = %+v, want recreated with version %d for %v", id, r, version, maxLease)
+				case slices.Contains(tc.deleted, id):
+					if raw := h.raw(lease.RecordKey(id)); raw != "" {
+						t.Errorf("deleted object %d was recreated: %s", id, raw)
 					}
 				case h.raw(lease.RecordKey(id)) != before[id]:
-					t.Errorf("record %d was rewritten: %+v", id, r)
+					t.Errorf("record %d was rewritten: %s", id, h.raw(lease.RecordKey(id)))
 				}
 			}
 		})
 	}
 }
 
-// TestInitRecreatedIsHeldOnTheStoreClock: a recreated object is held on the
-// store's clock, then expires like any lease.
-func TestInitRecreatedIsHeldOnTheStoreClock(t *testing.T) {
+// TestInitDeletedThenRepaired: a lease object deleted from a filled cluster
+// is shown missing and left missing by init; repair restores it free with a
+// version above every one the bucket has seen and the floor the operator
+// confirms, and a task can then take it.
+func TestInitDeletedThenRepaired(t *testing.T) {
 	h := newHarness(t)
 	h.mustRun(ExitOK, "init", "--cluster-size", "3")
+	r := held(2, "task-a", 6)
+	h.put(r)
 	h.mem.Delete(lease.RecordKey(2))
-	h.mustRun(ExitOK, "init", "--max-lease-duration", "20s")
-	if l := h.status("--max-lease-duration", "20s").Leases[2]; l.State != StateHeld {
-		t.Errorf("recreated lease 2 is %s, want held", l.State)
+	h.mustRun(ExitOK, "init")
+	if l := h.status().Leases[2]; l.State != StateMissing {
+		t.Fatalf("deleted lease 2 is %s after init, want missing", l.State)
 	}
-	h.clk.Advance(23 * time.Second)
-	if l := h.status("--max-lease-duration", "20s").Leases[2]; l.State != StateExpired {
-		t.Errorf("recreated lease 2 is %s after 23s, want expired", l.State)
+	h.mustRun(ExitOK, "repair", "--id", "2", "--floor", "1800000000000", "--version", "6", "--yes")
+	if got := h.record(2); !got.Free() || got.Version != 6 || got.ReservedUntilMs != 1800000000000 {
+		t.Fatalf("repaired record %+v, want free, version 6, floor 1800000000000", got)
 	}
 }
 

@@ -53,7 +53,7 @@ func runRelease(a *app, ctx context.Context, cmd *command, args []string) error 
 		if mv, err := readManifest(ctx, st); err == nil && unusedIn(mv, *id) {
 			return refusef("there is no lease object %s: it was never created (unused: the cluster manifest is not filled), so node %d is free already: nothing to release", key, *id)
 		}
-		return refusef("there is no lease object %s: nothing to release (nodeidctl init recreates missing objects)", key)
+		return refusef("there is no lease object %s: nothing to release (it was deleted: restore it with nodeidctl repair --id %d --floor MS)", key, *id)
 	case StateCorrupt:
 		return refusef("lease object %s is corrupt (%v): release only frees a record that decodes; rewrite it with nodeidctl repair --id %d --floor MS",
 			key, o.err, *id)

@@ -39,7 +39,7 @@ func TestRelease(t *testing.T) {
 		{name: "lease above maximum refused", plant: func(h *harness) { r := held(3, "t", 1); r.LeaseMillis = 61000; h.put(r) },
 			args: []string{"--force"}, code: ExitFailed, stderr: "above the maximum lease"},
 		{name: "missing refused", plant: func(h *harness) {}, code: ExitFailed,
-			stderr: "there is no lease object 3.json: nothing to release (nodeidctl init recreates missing objects)"},
+			stderr: "there is no lease object 3.json: nothing to release (it was deleted: restore it with nodeidctl repair --id 3 --floor MS)"},
 		{name: "unused refused", plant: func(h *harness) {}, unfilled: true, code: ExitFailed,
 			stderr: "there is no lease object 3.json: it was never created (unused: the cluster manifest is not filled), so node 3 is free already"},
 		{name: "changed meanwhile", plant: func(h *harness) { h.put(held(3, "task-a", 5)) }, args: []string{"--force"},

@@ -21,8 +21,8 @@ were never created, so they are free and a starting task may take one by
 creating it. Then, like nodeidctl init (nodeid.Init), it creates the missing
 lease objects free with If-None-Match: * and marks the manifest filled again.
 If the cluster was filled, lease objects missing below the old size were
-deleted: they are first recreated held by "nodeid:recreated" (as init does),
-since clearing the flag would otherwise make them look never created, and free.
+deleted: growing is refused until they are restored with nodeidctl repair,
+since clearing the flag would make them look never created, and free.
 
 Shrinking: only the manifest's size changes; filled stays as it is. Tasks
 holding IDs at or above M keep them until they stop; new tasks do not take
@@ -32,6 +32,27 @@ them. status lists such objects apart.
 variable left in a shell never resizes a cluster.`,
 		run: runResize,
 	}
+}
+
+// missingBelow lists the IDs below size whose lease object is missing.
+func missingBelow(ctx context.Context, st lease.Store, size int) ([]int, error) {
+	l, err := st.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the prefix: %w", err)
+	}
+	exists := map[int]bool{}
+	for _, o := range l.Objects {
+		if id, ok := lease.ParseRecordKey(o.Key); ok {
+			exists[id] = true
+		}
+	}
+	var missing []int
+	for id := range size {
+		if !exists[id] {
+			missing = append(missing, id)
+		}
+	}
+	return missing, nil
 }
 
 func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
@@ -71,11 +92,12 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 	grow := *size > old.ClusterSize
 	if grow && old.Filled {
 		// Clearing filled makes a missing object look never created, hence
-		// free: recreate the deleted ones first, held, as init would.
-		b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, old.ClusterSize, old.Layout), mv)
-		a.reportObjects(b, &c, true, err)
-		if err != nil {
+		// free: a deleted one must be restored first.
+		if deleted, err := missingBelow(ctx, st, old.ClusterSize); err != nil {
 			return fmt.Errorf("the cluster size was not changed: %w", err)
+		} else if len(deleted) > 0 {
+			return refusef("lease objects %s were deleted from the filled cluster: restore them with nodeidctl repair --id N --floor MS before growing it "+
+				"(growing clears filled, which would make them look never created, and free)", idRanges(deleted))
 		}
 	}
 	next := old

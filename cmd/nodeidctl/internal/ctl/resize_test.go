@@ -6,7 +6,6 @@ import (
 
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
-	"github.com/nodeid/nodeid/nodeid"
 )
 
 func TestResize(t *testing.T) {
@@ -20,7 +19,6 @@ func TestResize(t *testing.T) {
 		wantFilled bool // the manifest's filled flag afterwards
 		objects    int  // lease objects afterwards
 		free       []int
-		recreated  []int
 		stdout     string
 		stderr     string
 	}{
@@ -30,14 +28,14 @@ func TestResize(t *testing.T) {
 		{name: "grow a cluster that is not filled", plant: func(h *harness) { h.putManifest(4); h.put(held(1, "task-a", 1)) },
 			args: []string{"--cluster-size", "6"}, code: ExitOK, wantSize: 6, wantFilled: true, objects: 6,
 			free: []int{0, 2, 3, 4, 5}, stdout: "created 5 lease object(s), free: IDs 0, 2-5"},
-		{name: "grow recreates the deleted objects first",
+		{name: "grow refused while an object is deleted",
 			plant: func(h *harness) {
 				h.mustRun(ExitOK, "init", "--cluster-size", "4")
 				h.mem.Delete(lease.RecordKey(2))
 			},
-			args: []string{"--cluster-size", "6"}, code: ExitOK, wantSize: 6, wantFilled: true, objects: 6,
-			free: []int{0, 1, 3, 4, 5}, recreated: []int{2},
-			stdout: "recreated 1 deleted lease object(s) held by \"nodeid:recreated\": IDs 2\ncluster size 4 -> 6\ncreated 2 lease object(s), free: IDs 4-5"},
+			args: []string{"--cluster-size", "6"}, code: ExitFailed, wantSize: 4, wantFilled: true, objects: 3,
+			free:   []int{0, 1, 3},
+			stderr: "lease objects 2 were deleted from the filled cluster: restore them with nodeidctl repair"},
 		{name: "shrink", args: []string{"--cluster-size", "2"}, code: ExitOK, wantSize: 2, wantFilled: true, objects: 4,
 			free:   []int{0, 1, 2, 3},
 			stdout: "cluster size 4 -> 2", stderr: "holders of IDs 2..3 keep them until they stop; new tasks will not take them"},
@@ -85,11 +83,6 @@ func TestResize(t *testing.T) {
 			for _, id := range tc.free {
 				if r := h.record(id); !r.Free() || r.Version != 0 {
 					t.Errorf("record %d = %+v, want free", id, r)
-				}
-			}
-			for _, id := range tc.recreated {
-				if r := h.record(id); r.Holder != nodeid.RecreatedHolder {
-					t.Errorf("record %d = %+v, want recreated", id, r)
 				}
 			}
 		})

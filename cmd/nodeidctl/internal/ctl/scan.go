@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
 )
 
 // State is a lease object's state as nodeidctl reports it.
@@ -35,8 +36,8 @@ const (
 	StateUnused State = "unused"
 	// StateMissing: no object for an ID below the cluster size of a filled
 	// manifest (or when the manifest is missing or corrupt, or a record's
-	// gossip map has seen a version of it): it was deleted by someone; the
-	// next task to start, or nodeidctl init, recreates it.
+	// gossip map has seen a version of it): it was deleted by someone; no
+	// task takes it until nodeidctl repair restores it.
 	StateMissing State = "missing"
 	// StateUnknown: the object could not be read (the error says why).
 	StateUnknown State = "unknown"
@@ -82,8 +83,11 @@ func judge(id int, body []byte, meta lease.Meta, err error, r judgeRules) object
 		return o
 	}
 	rec, err := lease.DecodeRecord(body, id)
-	if err == nil && rec.Lease() > r.maxLease {
+	switch {
+	case err == nil && rec.Lease() > r.maxLease:
 		err = fmt.Errorf("%w: leaseMillis %d above the maximum lease %v (--max-lease-duration)", lease.ErrCorrupt, rec.LeaseMillis, r.maxLease)
+	case err == nil && rec.Holder == nodeid.RecreatedHolder:
+		err = fmt.Errorf("%w: recreated after a deletion by an older nodeid, with a floor from its recreator's wall clock (not safe whatever the clocks)", lease.ErrCorrupt)
 	}
 	if err != nil {
 		o.state, o.err = StateCorrupt, err

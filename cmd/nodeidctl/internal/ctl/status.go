@@ -101,8 +101,8 @@ ID: its state (free, held, expired, corrupt, unused, missing, or unknown when it
 could not be read), holder, version, age and lease, and reservation. An ID
 without a lease object is unused while the manifest is not filled (never
 created: free, a task takes it by creating it) and missing once it is filled,
-or when a record's gossip map has seen a version of it (deleted: the next task
-to start, or nodeidctl init, recreates it). Held and expired are judged on the
+or when a record's gossip map has seen a version of it (deleted: no task takes
+it until nodeidctl repair --id N --floor MS restores it). Held and expired are judged on the
 store's clock only: Date - Last-Modified of the object's own GET against
 leaseMillis + 1s + --clock-margin. Objects above the cluster size are listed
 apart; other keys under the prefix are named in a note. A free or expired
@@ -279,7 +279,7 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
 			farFloor, shortList(far, 10))
 	}
 	if j.Counts[StateMissing] > 0 {
-		fmt.Fprintln(w, "missing objects were deleted (the cluster is filled, or a version of them was seen): the next task that starts, or nodeidctl init, recreates them")
+		fmt.Fprintln(w, "missing objects were deleted (the cluster is filled, or a version of them was seen): no task takes them until nodeidctl repair --id N --floor MS restores them")
 	}
 }
 
