@@ -2,7 +2,7 @@
 # flakehunt.sh: run nodeid's tests many times, with one core kept busy, to find
 # flaky tests (docs/flakes.md has the last hunt's result).
 #
-#   bash test/flakehunt.sh [-count N] [-race] [-noload] [-run REGEX] [-timeout D] [PACKAGE...]
+#   bash test/flakehunt.sh [-count N] [-race] [-noload] [-faults] [-run REGEX] [-timeout D] [PACKAGE...]
 #
 #  1. lists every package with tests: the main module's, and bench/'s if it
 #     has its own go.mod and Test functions (benchmarks are not run). PACKAGE
@@ -24,9 +24,10 @@
 #    NODEID_TEST_S3_BUCKET is set (start them as test/all.sh does:
 #    bash test/minio/servers.sh install start; eval "$(bash test/minio/servers.sh env)");
 #  - the fault suite (go test -tags faults ./test/faults, about 3 minutes a run
-#    on a MinIO of its own) runs only with FLAKEHUNT_FAULTS=1, FLAKEHUNT_FAULTS_COUNT
-#    times (default 1), never under -race (see test/all.sh). test/faults' untagged
-#    unit tests are always in the list.
+#    on a MinIO of its own) runs only with -faults or FLAKEHUNT_FAULTS=1 (also
+#    with PACKAGE arguments), FLAKEHUNT_FAULTS_COUNT times (default 1), never
+#    under -race (see test/all.sh). test/faults' untagged unit tests are always
+#    in the list.
 #
 # Defaults from the environment (flags win): FLAKEHUNT_COUNT (10), FLAKEHUNT_RACE=1,
 # FLAKEHUNT_LOAD=0 (no busy loop), FLAKEHUNT_RUN, FLAKEHUNT_TIMEOUT (30m, per package),
@@ -53,6 +54,7 @@ while (($# > 0)); do
 	-count=* | --count=*) count=${1#*=} ;;
 	-race | --race) race=1 ;;
 	-noload | --noload | --no-load) load=0 ;;
+	-faults | --faults) faults=1 ;;
 	-run | --run) run=${2:?-run needs a regular expression}; shift ;;
 	-run=* | --run=*) run=${1#*=} ;;
 	-timeout | --timeout) timeout=${2:?-timeout needs a duration}; shift ;;
@@ -128,11 +130,12 @@ else
 			fi
 		done < <(cd bench && go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...)
 	fi
-	if [[ $faults == 1 ]]; then
-		units+=("."$'\t'"github.com/nodeid/nodeid/test/faults"$'\t'"faults")
-	else
-		echo "skipping the fault suite (-tags faults ./test/faults): set FLAKEHUNT_FAULTS=1 to run it"
+	if [[ $faults != 1 ]]; then
+		echo "skipping the fault suite (-tags faults ./test/faults): -faults or FLAKEHUNT_FAULTS=1 runs it"
 	fi
+fi
+if [[ $faults == 1 ]]; then
+	units+=("."$'\t'"github.com/nodeid/nodeid/test/faults"$'\t'"faults")
 fi
 if ((${#units[@]} == 0)); then
 	echo "flakehunt: no package with tests" >&2
