@@ -57,7 +57,7 @@ type simParams struct {
 // default; SafetyMargin 100 ms covers the 1 % rate error over a 4 s lease
 // 2.5 times (a tight margin leaves the rules no slack to hide a bug in).
 func defaultSimParams() simParams {
-	return simParams{tasks: 12, ids: 6, duration: 90 * time.Second, maxSkew: 4 * time.Second, maxDrift: 0.01,
+	return simParams{tasks: 12, ids: 6, duration: 3 * time.Minute, maxSkew: 4 * time.Second, maxDrift: 0.01,
 		minLease: 3900 * time.Millisecond, maxLease: 4 * time.Second, safetyMargin: 100 * time.Millisecond,
 		maxEarlyStamp: lease.DefaultClockMargin}
 }
@@ -211,10 +211,17 @@ func (s *sim) dispatch(ev *simEvent) {
 
 // wait lets d of real time pass for task t, and any pause of t on top. A task
 // that crashed meanwhile does not come back.
+//
+// Past the end of the run, every process that waits ends: nested waits would
+// otherwise carry simulated time on without bound (a task acquiring inside
+// another's store call inside ...), as long as one stack keeps waiting.
 func (s *sim) wait(t *simTask, d time.Duration) {
 	s.runUntil(s.now + d)
 	for t.pausedUntil > s.now {
 		s.runUntil(t.pausedUntil)
+	}
+	if s.now > s.params.duration {
+		t.crashed = true
 	}
 	if t.crashed {
 		panic(errProcessDead)
