@@ -40,6 +40,7 @@ type Node struct {
 	stalled  atomic.Int64                // 1 + ns after base of the first failed issue since the last success; 0: none
 
 	idFile  idFileState
+	elector *elector // nil unless Config.Elect
 	renewed chan struct{} // a renewal succeeded (buffered 1): refresh the id file
 
 	mu          sync.Mutex         // guards the fields below
@@ -81,6 +82,9 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n.metrics = m
 	n.store = m.Store(store)
+	if n.elector, err = newElector(n.store, cfg); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -123,6 +127,9 @@ func (n *Node) Start(ctx context.Context) error {
 		if err := n.idFile.writeOnceFloorPassed(ctx, claim, n.clock, n.log); err != nil {
 			return err
 		}
+	}
+	if n.elector != nil {
+		n.elector.start(n)
 	}
 	close(n.serving)
 	return nil
@@ -287,6 +294,11 @@ func (n *Node) close(ctx context.Context) error {
 		cancel()
 		<-n.startDone
 		<-n.watchDone
+	}
+	if n.elector != nil {
+		if err := n.elector.stop(ctx); err != nil {
+			n.log.Warn("resign not confirmed; the leadership will expire", "election", n.cfg.Elect, "err", err)
+		}
 	}
 	claim := n.claim.Load()
 	if claim == nil {
