@@ -146,7 +146,10 @@ var (
 	leaderTermDesc = prometheus.NewDesc(namespace+"_leader_term", "The term (fencing token) this node holds or last held in the election; 0 if never elected.", []string{"name"}, nil)
 )
 
-func (c electionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- leaderDesc; ch <- leaderTermDesc }
+func (c electionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- leaderDesc
+	ch <- leaderTermDesc
+}
 
 func (c electionCollector) Collect(ch chan<- prometheus.Metric) {
 	el := c.n.elector

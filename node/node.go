@@ -40,7 +40,7 @@ type Node struct {
 	stalled  atomic.Int64                // 1 + ns after base of the first failed issue since the last success; 0: none
 
 	idFile  idFileState
-	elector *elector // nil unless Config.Elect
+	elector *elector      // nil unless Config.Elect
 	renewed chan struct{} // a renewal succeeded (buffered 1): refresh the id file
 
 	mu          sync.Mutex         // guards the fields below
