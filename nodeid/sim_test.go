@@ -50,7 +50,10 @@ type simParams struct {
 	// production: every task runs DefaultConfig's timings (15 s leases)
 	// instead of the drawn lease and safetyMargin.
 	production bool
-	mutate     func(p *Provider)
+	// acquireTimeout, when set, is every task's AcquireTimeout: an election
+	// campaign waits (package election sets it to forever).
+	acquireTimeout time.Duration
+	mutate         func(p *Provider)
 }
 
 // defaultSimParams: RenewInterval lease/3, RenewDeadline 2*lease/3 as by
@@ -391,6 +394,9 @@ func (s *sim) startTask(at time.Duration) {
 		cfg.SafetyMargin = s.params.safetyMargin
 	}
 	cfg.TaskID, cfg.ClusterSize, cfg.Clock = t.name, s.params.ids, t
+	if s.params.acquireTimeout > 0 {
+		cfg.AcquireTimeout = s.params.acquireTimeout
+	}
 	p, err := New(simStore{t}, cfg)
 	if err != nil {
 		panic(err)
