@@ -20,8 +20,11 @@ func (b *demoBroker) leaderTerm() int64 {
 }
 
 // pickLeader picks the broker that leads demoElection (so that the kill
-// shows a failover of the leadership too), else as pick.
-func (d *demo) pickLeader() (*demoBroker, error) {
+// shows a failover of the leadership too), once one leads, else as pick.
+func (d *demo) pickLeader(ctx context.Context) (*demoBroker, error) {
+	if _, err := d.waitLeader(ctx, 0); err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
 	for _, b := range d.brokers {
 		if !d.subjects[b] && b.getState() == node.StateHeld && b.leaderTerm() > 0 {
@@ -37,20 +40,30 @@ func (d *demo) pickLeader() (*demoBroker, error) {
 // waitNewLeader waits until a broker leads demoElection with a term above
 // oldTerm and tells it; it fails after the acquire timeout.
 func (d *demo) waitNewLeader(ctx context.Context, oldTerm int64) error {
+	b, err := d.waitLeader(ctx, oldTerm)
+	if err != nil {
+		return err
+	}
+	d.event("%s was elected leader of %q with term %d (the killed leader had term %d): it was fenced before its lease could be judged expired.",
+		b.view().name, demoElection, b.leaderTerm(), oldTerm)
+	return nil
+}
+
+// waitLeader waits until a broker leads demoElection with a term above
+// oldTerm and returns it; it fails after the acquire timeout.
+func (d *demo) waitLeader(ctx context.Context, oldTerm int64) (*demoBroker, error) {
 	deadline := time.Now().Add(d.tl.acquireTimeout)
 	for {
 		for _, b := range d.brokerList() {
 			if t := b.leaderTerm(); t > oldTerm {
-				d.event("%s was elected leader of %q with term %d (the killed leader had term %d): it was fenced before its lease could be judged expired.",
-					b.view().name, demoElection, t, oldTerm)
-				return nil
+				return b, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no broker was elected leader of %q after term %d within %v", demoElection, oldTerm, d.tl.acquireTimeout)
+			return nil, fmt.Errorf("no broker was elected leader of %q after term %d within %v", demoElection, oldTerm, d.tl.acquireTimeout)
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
-			return err
+			return nil, err
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (d *demo) show(ctx context.Context) error {
 // killOne kills a broker abruptly and starts a replacement, which takes the
 // dead broker's node ID once its lease has expired (when the cluster is full).
 func (d *demo) killOne(ctx context.Context) error {
-	victim, err := d.pickLeader()
+	victim, err := d.pickLeader(ctx)
 	if err != nil {
 		return err
 	}
