@@ -305,6 +305,7 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"--drain-delay", "200ms", "--shutdown-timeout", "5s",
 		"--acquire-timeout", (sc.duration + 5*time.Minute).String(),
 		"--task-id", p.task,
+		"--elect", electionName,
 		"--debug-clock-offset", params.ClockOffset.String(),
 		"--log-level", "info",
 	}
@@ -482,11 +483,15 @@ func (p *proc) healthLoop() {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var lastEnd atomic.Int64
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-p.stopClient:
 			return
 		case <-tick.C:
+		}
+		if n%leaderPollEveryN == 0 {
+			inflight.Add(1)
+			go func() { defer inflight.Done(); p.pollLeader() }()
 		}
 		select {
 		case sem <- struct{}{}:
@@ -525,6 +530,21 @@ func (p *proc) healthLoop() {
 			}
 		}()
 	}
+}
+
+// pollLeader reads /leader once and records a 200 answer.
+func (p *proc) pollLeader() {
+	start := p.r.since()
+	resp, err := p.client.Get(p.url("/leader"))
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var l node.LeaderResponse
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&l) != nil {
+		return
+	}
+	p.r.h.AddLeader(LeaderObs{Broker: p.idx, Start: start, End: p.r.since(), Term: l.Term, Self: l.Self})
 }
 
 // learnClaim reads the broker's node ID and version from /status.
