@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
@@ -909,13 +910,24 @@ func (r *run) finalScan() {
 			r.h.AddCorrupt(fmt.Sprintf("final read of %s: %v", o.Key, err))
 			continue
 		}
-		if o.Key == lease.ManifestKey {
+		// The election's objects (--elect) are a one-slot cluster of
+		// their own: the same codec, not counted as node IDs.
+		key, elect := strings.CutPrefix(o.Key, election.Dir+electionName+"/")
+		if key == lease.ManifestKey {
 			if _, err := lease.DecodeManifest(body); err != nil {
 				r.h.AddCorrupt(fmt.Sprintf("%s: %v", o.Key, err))
 			}
 			continue
 		}
-		id, ok := lease.ParseRecordKey(o.Key)
+		id, ok := lease.ParseRecordKey(key)
+		if elect {
+			if !ok || id != 0 {
+				r.h.AddCorrupt(fmt.Sprintf("unexpected object %s", o.Key))
+			} else if _, err := lease.DecodeRecord(body, id); err != nil {
+				r.h.AddCorrupt(fmt.Sprintf("%s: %v", o.Key, err))
+			}
+			continue
+		}
 		if !ok {
 			r.h.AddCorrupt(fmt.Sprintf("unexpected object %s", o.Key))
 			continue
