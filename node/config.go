@@ -68,7 +68,8 @@ type Config struct {
 	// (lease.Probe: a second If-None-Match: * create and an If-Match with a
 	// wrong ETag must be refused). Without it, Start fails on a store that
 	// ignores either condition, with an error wrapping
-	// lease.ErrConditionIgnored. Default false: the probe runs.
+	// lease.ErrConditionIgnored; an inconclusive probe is retried for up to
+	// Provider.AcquireTimeout. Default false: the probe runs.
 	SkipProbe bool
 
 	// Metrics, when set, receives the node's Prometheus metrics (nodeid_*).

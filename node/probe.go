@@ -2,11 +2,14 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nodeid/nodeid/internal/ctxtime"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -31,6 +34,12 @@ type StoreProbeStatus struct {
 	LastModifiedSeen bool `json:"lastModifiedSeen"`
 }
 
+// Backoff between inconclusive store probes.
+const (
+	probeRetryMin = 100 * time.Millisecond
+	probeRetryMax = 2 * time.Second
+)
+
 // probeOutcome is the recorded result of the probe.
 type probeOutcome struct {
 	result lease.ProbeResult
@@ -38,14 +47,31 @@ type probeOutcome struct {
 }
 
 // runProbe probes the store, unless Config.SkipProbe, and records the result.
-// A store that ignores a condition, or a probe that could not tell, stops the
-// node: the error wraps lease.ErrConditionIgnored or lease.ErrProbeInconclusive.
+// A store that ignores a condition stops the node at once (the error wraps
+// lease.ErrConditionIgnored); an inconclusive probe (a lost answer, a 5xx) is
+// retried with backoff for up to Provider.AcquireTimeout, as Acquire retries,
+// and then stops the node (the error wraps lease.ErrProbeInconclusive).
 func (n *Node) runProbe(ctx context.Context) error {
 	if n.cfg.SkipProbe {
 		return nil
 	}
-	r, err := lease.Probe(ctx, n.store)
-	n.probe.Store(&probeOutcome{result: r, err: err})
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Provider.AcquireTimeout)
+	defer cancel()
+	var (
+		r   lease.ProbeResult
+		err error
+	)
+	for wait := probeRetryMin; ; wait = min(2*wait, probeRetryMax) {
+		r, err = lease.Probe(ctx, n.store)
+		n.probe.Store(&probeOutcome{result: r, err: err})
+		if err == nil || !errors.Is(err, lease.ErrProbeInconclusive) || ctx.Err() != nil {
+			break
+		}
+		n.log.Warn("store probe inconclusive: retrying", "err", err, "in", wait.String())
+		if ctxtime.Sleep(ctx, wait) != nil {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("store probe: %w", err)
 	}

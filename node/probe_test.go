@@ -99,3 +99,21 @@ func TestStoreProbeRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreProbeRetriesInconclusive: a lost answer to a probe write is
+// retried; the node then starts.
+func TestStoreProbeRetriesInconclusive(t *testing.T) {
+	fs := storetest.NewFaultStore(storetest.NewMemStore())
+	fs.Queue(storetest.OpUpdate, storetest.Fault{Err: storetest.Unknown(storetest.OpUpdate, lease.ProbeKey)})
+	n, err := New(fs, testConfig("a", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(closeCtx(t))
+	if p := n.probeStatus(); p == nil || !p.OK {
+		t.Fatalf("probe status %+v", p)
+	}
+}
