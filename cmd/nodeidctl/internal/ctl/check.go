@@ -94,7 +94,7 @@ func runCheck(a *app, ctx context.Context, cmd *command, args []string) error {
 		out.Conditions = "inconclusive"
 		out.Problems = append(out.Problems, fmt.Sprintf("the probe of %s could not tell whether it honours the conditions: %v", storeName(&c), perr))
 	}
-	if perr == nil || r.DateSeen {
+	if perr == nil || ce != nil { // the GET ran: the time facts are known
 		out.Problems = append(out.Problems, r.TimeProblems()...)
 	}
 	if r.DateSeen {
