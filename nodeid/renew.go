@@ -185,7 +185,7 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 	}
 	for _, pw := range c.pending {
 		if pw.rec.WriteID == rec.WriteID {
-			c.committed(pw.rec, meta.ETag, pw.sent)
+			c.committed(pw.rec, meta.ETag, c.p.hooks.adoptedSent(pw.sent, seen))
 			return rec.WriteID, nil
 		}
 	}

@@ -16,6 +16,10 @@ type testHooks struct {
 	sequential  bool          // no goroutines: reads and creates one by one, no renewal loop
 	fenceExtra  time.Duration // bug: the fence stays up this much longer
 	ignoreFloor bool          // bug: a successor reports floor 0
+	// adoptAtReadBack (a bug): a pending write that a read-back finds landed
+	// is adopted as if sent when the read-back's answer arrived, not when it
+	// was sent: the fence runs from the wrong t0.
+	adoptAtReadBack bool
 	// stateOf, when set, judges records instead of lease.StateOf (a bug).
 	stateOf func(r *lease.Record, m lease.Meta) lease.State
 }
@@ -33,6 +37,15 @@ func (h *testHooks) extraFence() time.Duration {
 
 // floorIgnored reports whether a successor must report floor 0.
 func (h *testHooks) floorIgnored() bool { return h != nil && h.ignoreFloor }
+
+// adoptedSent returns the send time to fence from when a read-back that
+// answered at seen finds landed a pending write sent at sent: sent.
+func (h *testHooks) adoptedSent(sent, seen time.Time) time.Time {
+	if h != nil && h.adoptAtReadBack {
+		return seen
+	}
+	return sent
+}
 
 // stateOf judges the record r read with meta m: lease.StateOf with the
 // configured clock margin, unless a test replaced the rule.

@@ -53,7 +53,7 @@ func (b *broker) run(ctx context.Context) error {
 		_ = ln.Close()
 		return envflag.Usagef("%v", err)
 	}
-	b.log.Info("acquiring a node ID", "bucket", b.cfg.bucket, "prefix", b.cfg.prefix)
+	b.log.Info("lease store", "bucket", b.cfg.bucket, "prefix", b.cfg.prefix, "endpoint", b.cfg.s3Endpoint)
 	srv := &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return b.serveHTTP(gctx, srv, ln, n) })
@@ -66,6 +66,10 @@ func (b *broker) run(ctx context.Context) error {
 func (b *broker) runNode(ctx context.Context, store *s3store.Store, n *node.Node) error {
 	if err := store.Check(ctx); err != nil {
 		_ = n.Close(ctx) // never started: ends it, so serveHTTP stops
+		if ctx.Err() != nil {
+			b.log.Info("stopped by a signal before a node ID was acquired")
+			return nil
+		}
 		return err
 	}
 	err := n.Run(ctx, b.cfg.shutdownTimeout)

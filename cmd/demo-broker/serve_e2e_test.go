@@ -527,6 +527,24 @@ func TestServeSignalWhileAcquiring(t *testing.T) {
 	}
 }
 
+// TestServeSignalWhileCheckingTheStore stops a broker whose S3 does not
+// answer yet (its store check hangs): it exits 0, having held nothing.
+func TestServeSignalWhileCheckingTheStore(t *testing.T) {
+	t.Parallel()
+	srv := startFakeS3(t)
+	proxy := newCutProxy(t, strings.TrimPrefix(srv.URL(), "http://"))
+	proxy.Cut() // connections are accepted and never answered
+	p := startBroker(t, "waiting", brokerEnv(t), "--bucket", srv.Bucket(), "--s3-endpoint", proxy.URL(), "--s3-path-style")
+	p.waitLog("lease store", 10*time.Second)
+	p.signal(syscall.SIGTERM)
+	if code := p.waitExit(10 * time.Second); code != 0 {
+		t.Fatalf("exited %d after SIGTERM during the store check, want 0", code)
+	}
+	if p.findLog("stopped by a signal before a node ID was acquired") == nil {
+		t.Error("no log line saying it stopped before acquiring")
+	}
+}
+
 // TestServeClockSkewHandover hands a node ID over from a broker whose clock is
 // 1 s ahead to one whose clock is 1 s behind (--debug-clock-offset): the
 // release lowers the reservation to the last timestamp issued (or to the

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,15 @@ type Fault struct {
 	// Err is nil, an unknown-outcome error): the ambiguous case, where the write
 	// landed but its answer was lost.
 	Landed bool
+	// Late holds a write back and returns Err (or, if Err is nil, an
+	// unknown-outcome error) at once: the write is still on its way. It lands
+	// later, after the next Get of the same key has read the object (so that
+	// read-back sees the object without the write: the client concludes the
+	// write did not land, and then it does), or at LandLate, whichever comes
+	// first. It is the conditional write it was: it lands only if its
+	// condition still holds then (If-Match on the ETag it carried, or
+	// If-None-Match). Late takes precedence over Landed.
+	Late bool
 }
 
 // ErrInjected is the default error of injected faults.
@@ -51,12 +61,13 @@ type FaultStore struct {
 	mu       sync.Mutex
 	injector func(op Op, key string) Fault
 	queued   map[Op][]Fault
-	killed   error // set by Kill: every call fails with it
+	killed   error                             // set by Kill: every call fails with it
+	late     map[string][]func() (bool, error) // writes held back by Late faults, by key, in send order
 }
 
 // NewFaultStore wraps inner; with nothing injected it passes every call through.
 func NewFaultStore(inner lease.Store) *FaultStore {
-	return &FaultStore{inner: inner, Sleep: ctxtime.Sleep, queued: map[Op][]Fault{}}
+	return &FaultStore{inner: inner, Sleep: ctxtime.Sleep, queued: map[Op][]Fault{}, late: map[string][]func() (bool, error){}}
 }
 
 // SetInjector sets the function consulted for every operation that has no queued
@@ -111,8 +122,10 @@ func (f *FaultStore) next(op Op, key string) (Fault, error) {
 	return Fault{}, nil
 }
 
-// apply runs one operation under its fault. call performs it on the inner store.
-func (f *FaultStore) apply(ctx context.Context, op Op, key string, call func() error) error {
+// apply runs one operation under its fault. call performs it on the inner store;
+// land, for writes, performs it again without touching the caller's results:
+// a late write lands after its caller returned (and its ctx ended).
+func (f *FaultStore) apply(ctx context.Context, op Op, key string, call func() error, land func(ctx context.Context) error) error {
 	ft, killed := f.next(op, key)
 	if killed != nil {
 		return killed
@@ -122,41 +135,102 @@ func (f *FaultStore) apply(ctx context.Context, op Op, key string, call func() e
 			return err
 		}
 	}
-	if ft.Landed && (op == OpCreate || op == OpUpdate) {
+	write := op == OpCreate || op == OpUpdate
+	answer := ft.Err
+	if answer == nil {
+		answer = Unknown(op, key)
+	}
+	switch {
+	case ft.Late && write && land != nil:
+		lctx := context.WithoutCancel(ctx)
+		f.mu.Lock()
+		f.late[key] = append(f.late[key], func() (bool, error) {
+			err := land(lctx)
+			if errors.Is(err, lease.ErrPreconditionFailed) {
+				return false, nil // its condition no longer held: it never lands
+			}
+			return err == nil, err
+		})
+		f.mu.Unlock()
+		return answer
+	case ft.Landed && write:
 		if err := call(); err != nil {
 			return err
 		}
-		if ft.Err == nil {
-			return Unknown(op, key)
-		}
-		return ft.Err
-	}
-	if ft.Err != nil {
+		return answer
+	case ft.Err != nil:
 		return ft.Err
 	}
 	return call()
 }
 
+// landLate applies the writes held back for key (all keys when key is nil), in
+// the order they were sent, and returns how many landed.
+func (f *FaultStore) landLate(key *string) (int, error) {
+	f.mu.Lock()
+	var held []func() (bool, error)
+	if key != nil {
+		held = f.late[*key]
+		delete(f.late, *key)
+	} else {
+		keys := make([]string, 0, len(f.late))
+		for k := range f.late {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			held = append(held, f.late[k]...)
+		}
+		clear(f.late)
+	}
+	f.mu.Unlock()
+	landed := 0
+	var errs []error
+	for _, land := range held {
+		ok, err := land()
+		if ok {
+			landed++
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return landed, errors.Join(errs...)
+}
+
+// LandLate lands now every write still held back by a Late fault (in send
+// order per key, keys in order), each only if its condition still holds, and
+// returns how many landed. An error is one the inner store returned other than
+// a failed condition.
+func (f *FaultStore) LandLate() (int, error) { return f.landLate(nil) }
+
 // List implements lease.Store.
 func (f *FaultStore) List(ctx context.Context) (l lease.Listing, err error) {
-	err = f.apply(ctx, OpList, "", func() (e error) { l, e = f.inner.List(ctx); return e })
+	err = f.apply(ctx, OpList, "", func() (e error) { l, e = f.inner.List(ctx); return e }, nil)
 	return l, err
 }
 
 // Get implements lease.Store.
 func (f *FaultStore) Get(ctx context.Context, key string) (body []byte, m lease.Meta, err error) {
-	err = f.apply(ctx, OpGet, key, func() (e error) { body, m, e = f.inner.Get(ctx, key); return e })
+	err = f.apply(ctx, OpGet, key, func() (e error) { body, m, e = f.inner.Get(ctx, key); return e }, nil)
+	// Writes held back for key land now, after this read saw the object
+	// without them. Their errors concern the writes, not this read.
+	if err == nil || errors.Is(err, lease.ErrNotFound) {
+		_, _ = f.landLate(&key)
+	}
 	return body, m, err
 }
 
 // Create implements lease.Store.
 func (f *FaultStore) Create(ctx context.Context, key string, body []byte) (m lease.Meta, err error) {
-	err = f.apply(ctx, OpCreate, key, func() (e error) { m, e = f.inner.Create(ctx, key, body); return e })
+	err = f.apply(ctx, OpCreate, key, func() (e error) { m, e = f.inner.Create(ctx, key, body); return e },
+		func(ctx context.Context) error { _, e := f.inner.Create(ctx, key, body); return e })
 	return m, err
 }
 
 // Update implements lease.Store.
 func (f *FaultStore) Update(ctx context.Context, key string, body []byte, etag string) (m lease.Meta, err error) {
-	err = f.apply(ctx, OpUpdate, key, func() (e error) { m, e = f.inner.Update(ctx, key, body, etag); return e })
+	err = f.apply(ctx, OpUpdate, key, func() (e error) { m, e = f.inner.Update(ctx, key, body, etag); return e },
+		func(ctx context.Context) error { _, e := f.inner.Update(ctx, key, body, etag); return e })
 	return m, err
 }

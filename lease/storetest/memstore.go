@@ -25,6 +25,7 @@ type MemStore struct {
 type memBucket struct {
 	mu      sync.Mutex
 	now     func() time.Time
+	early   func() time.Duration // how early a write's Last-Modified is stamped; nil: not early
 	objects map[string]memObject // by full key
 	counts  map[Op]int
 	// ignoreINM and ignoreIM make writes skip their condition, like a broken store.
@@ -52,6 +53,16 @@ func IgnoreIfNoneMatch() MemOption { return func(b *memBucket) { b.ignoreINM = t
 // use it.
 func IgnoreIfMatch() MemOption { return func(b *memBucket) { b.ignoreIM = true } }
 
+// WithEarlyLastModified makes each write stamp its Last-Modified early by the
+// duration early returns (called once per write, under the store's lock),
+// before truncating it to the second: a store whose Last-Modified comes from
+// another clock than its Date (versitygw stamps the file's mtime), or from
+// when the request began. Date stays the store's clock. The expiry rule's
+// clock margin must cover it (docs/design.md section 5).
+func WithEarlyLastModified(early func() time.Duration) MemOption {
+	return func(b *memBucket) { b.early = early }
+}
+
 // NewMemStore returns an empty store with prefix "" on a new bucket.
 func NewMemStore(opts ...MemOption) *MemStore {
 	b := &memBucket{now: time.Now, objects: map[string]memObject{}, counts: map[Op]int{}}
@@ -65,6 +76,15 @@ func NewMemStore(opts ...MemOption) *MemStore {
 func (s *MemStore) WithPrefix(prefix string) *MemStore { return &MemStore{b: s.b, prefix: prefix} }
 
 func (b *memBucket) stamp() time.Time { return b.now().UTC().Truncate(time.Second) }
+
+// modified returns the Last-Modified stamp of a write applied now.
+func (b *memBucket) modified() time.Time {
+	t := b.now().UTC()
+	if b.early != nil {
+		t = t.Add(-b.early())
+	}
+	return t.Truncate(time.Second)
+}
 
 // List implements lease.Store.
 func (s *MemStore) List(ctx context.Context) (lease.Listing, error) {
@@ -124,10 +144,9 @@ func (s *MemStore) write(ctx context.Context, op Op, key string, body []byte, co
 	if !ignored && !cond(cur, exists) {
 		return lease.Meta{}, lease.ErrPreconditionFailed
 	}
-	now := b.stamp()
-	o := memObject{body: slices.Clone(body), etag: etagOf(body), lastModified: now}
+	o := memObject{body: slices.Clone(body), etag: etagOf(body), lastModified: b.modified()}
 	b.objects[s.prefix+key] = o
-	return lease.Meta{ETag: o.etag, Date: now}, nil
+	return lease.Meta{ETag: o.etag, Date: b.stamp()}, nil
 }
 
 // Put writes body at key unconditionally. It exists for tests that plant garbage
@@ -136,7 +155,7 @@ func (s *MemStore) Put(key string, body []byte) {
 	b := s.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.objects[s.prefix+key] = memObject{body: slices.Clone(body), etag: etagOf(body), lastModified: b.stamp()}
+	b.objects[s.prefix+key] = memObject{body: slices.Clone(body), etag: etagOf(body), lastModified: b.modified()}
 }
 
 // Delete removes key, as an operator (or an accident) might; nodeid never deletes.
