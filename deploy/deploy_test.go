@@ -134,6 +134,20 @@ func TestTaskDefinition(t *testing.T) {
 			}
 		}
 	})
+	// Gossip is encrypted by default, with a key from a secret, never in the
+	// plain environment (issue 18).
+	if env["NODEID_GOSSIP_ADDR"] != "" {
+		if _, ok := env["NODEID_GOSSIP_KEY"]; ok {
+			t.Error("NODEID_GOSSIP_KEY is in environment: pass it in secrets")
+		}
+		keyed := false
+		for _, s := range broker.Secrets {
+			keyed = keyed || s.Name == "NODEID_GOSSIP_KEY" && s.ValueFrom != ""
+		}
+		if !keyed {
+			t.Error("gossip is on without NODEID_GOSSIP_KEY in secrets")
+		}
+	}
 	for _, s := range broker.Secrets {
 		names = append(names, s.Name)
 	}

@@ -1,6 +1,8 @@
 package gossip
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,10 @@ import (
 // MaxNameLen is the longest member name accepted, in bytes. Names travel in UDP
 // packets of about 1400 bytes; an ECS task ARN is about 100.
 const MaxNameLen = 512
+
+// MaxLabelLen is the longest Cluster used as is, in bytes: memberlist's limit
+// for a label. A longer one is hashed.
+const MaxLabelLen = 255
 
 // Config configures a Node. Start from DefaultConfig (LAN timings) or
 // DefaultLocalConfig (loopback), set Name, and pass it to Start, which
@@ -48,6 +54,30 @@ type Config struct {
 	// error: gossip is advisory, and others can join this member later. Call
 	// Join to retry.
 	Join []string
+
+	// Cluster is the identity of the cluster this member belongs to: what
+	// defines it, such as the lease store ("s3://bucket/prefix", with the
+	// endpoint when not AWS's). It scopes gossip: it is memberlist's Label, so
+	// packets and streams of members with another label are dropped (with
+	// SecretKey, the label is authenticated too), and it rides in the node
+	// metadata, so that a member that gets through anyway (one with no label,
+	// which memberlist lets through) is recognised as another cluster's: it is
+	// logged and reported by Foreign, and never obeyed (no conflict, not in
+	// KnownNodes, not counted by gates). An identity above MaxLabelLen bytes
+	// is replaced by "sha256:" and its hash in hex.
+	//
+	// Empty: no label. Such a member only hears members without a label, and
+	// treats those with one as foreign, as they treat it: set Cluster on every
+	// member of a cluster, or on none (upgrades: all members of a cluster
+	// must change together, as for a key).
+	Cluster string
+
+	// NoLabel sends Cluster in the metadata only, not as memberlist's label:
+	// this member then exchanges packets with unlabelled members (older
+	// releases, members without a Cluster), sees them as foreign and is seen
+	// as foreign by them. For a transition or a test of the foreign path;
+	// leave it false otherwise.
+	NoLabel bool
 
 	// SecretKey, when set, encrypts and authenticates all gossip (AES-GCM,
 	// memberlist's keyring): 16, 24 or 32 bytes for AES-128, -192 or -256. Every
@@ -197,6 +227,9 @@ func (c *Config) memberlistConfig(n *Node) *memberlist.Config {
 	mc.ProbeTimeout = c.ProbeTimeout
 	mc.PushPullInterval = c.PushPullInterval
 	mc.TCPTimeout = c.TCPTimeout
+	if !c.NoLabel {
+		mc.Label = c.label()
+	}
 	if len(c.SecretKey) > 0 {
 		mc.SecretKey = append([]byte(nil), c.SecretKey...)
 	}
@@ -204,4 +237,14 @@ func (c *Config) memberlistConfig(n *Node) *memberlist.Config {
 	mc.Events = (*events)(n)
 	mc.Logger = log.New(io.Writer(slogWriter{c.Logger}), "", 0)
 	return mc
+}
+
+// label returns the memberlist label for c.Cluster: itself, or "sha256:" and
+// its hash in hex when longer than MaxLabelLen bytes.
+func (c *Config) label() string {
+	if len(c.Cluster) <= MaxLabelLen {
+		return c.Cluster
+	}
+	sum := sha256.Sum256([]byte(c.Cluster))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -12,9 +12,9 @@ var _ memberlist.Delegate = (*delegate)(nil)
 
 // NodeMeta returns this member's claim as metadata.
 func (d *delegate) NodeMeta(limit int) []byte {
-	b := encodeMeta(d.claim.Load())
+	b := encodeMeta(d.claim.Load(), d.cfg.label())
 	if len(b) > limit {
-		return nil // cannot happen: about 40 bytes against memberlist's 512
+		return nil // cannot happen: about 40 bytes plus a label of at most 255, against memberlist's 512
 	}
 	return b
 }
@@ -51,6 +51,9 @@ var _ memberlist.EventDelegate = (*events)(nil)
 
 // NotifyJoin records a joining member and checks it for a conflict.
 func (e *events) NotifyJoin(m *memberlist.Node) {
+	if (*Node)(e).foreign(m) {
+		return
+	}
 	e.view.set(m)
 	if m.Name == e.cfg.Name {
 		return
@@ -64,6 +67,9 @@ func (e *events) NotifyJoin(m *memberlist.Node) {
 
 // NotifyUpdate records a member's new metadata and checks it for a conflict.
 func (e *events) NotifyUpdate(m *memberlist.Node) {
+	if (*Node)(e).foreign(m) {
+		return
+	}
 	e.view.set(m)
 	if c, ok := decodeMeta(m.Meta); ok && m.Name != e.cfg.Name {
 		(*Node)(e).observe(m.Name, c)
@@ -74,6 +80,7 @@ func (e *events) NotifyUpdate(m *memberlist.Node) {
 // Members and KnownNodes.
 func (e *events) NotifyLeave(m *memberlist.Node) {
 	e.view.remove(m.Name)
+	e.view.removeForeign(m.Name)
 	if m.Name != e.cfg.Name {
 		e.log.Debug("gossip: member left", "peer", m.Name, "addr", m.Address())
 	}
@@ -89,4 +96,28 @@ func (n *Node) observe(name string, c claim) {
 	n.conf.raise(c)
 	n.log.Warn("gossip: a peer advertises our node ID with a higher version", "peer", name,
 		"nodeId", c.nodeID, "version", c.version, "ourVersion", own.version)
+}
+
+// foreign reports whether m belongs to another cluster: its metadata names a
+// cluster other than this member's label (a member without one names none).
+// Such a member is kept apart (Foreign), logged once when first seen or when
+// its cluster changes, and never enters the view: it reaches neither
+// KnownNodes, nor OnConflict, nor the gates. It does not block.
+func (n *Node) foreign(m *memberlist.Node) bool {
+	if m.Name == n.cfg.Name {
+		return false
+	}
+	cluster := metaCluster(m.Meta)
+	if cluster == n.cfg.label() {
+		if n.view.removeForeign(m.Name) {
+			n.log.Info("gossip: member now advertises our cluster", "peer", m.Name, "cluster", cluster)
+		}
+		return false
+	}
+	n.view.remove(m.Name)
+	if n.view.setForeign(m.Name, ForeignMember{Name: m.Name, Addr: m.Address(), Cluster: cluster}) {
+		n.log.Warn("gossip: ignoring a member of another cluster (a gossip pool joined by mistake?)",
+			"peer", m.Name, "addr", m.Address(), "peerCluster", cluster, "cluster", n.cfg.label())
+	}
+	return true
 }

@@ -8,24 +8,27 @@ type claim struct {
 	version int64
 }
 
-// metaJSON is the node metadata: {"nodeId":3,"version":7}, or {"nodeId":-1}
-// for a member that holds no ID. Unknown fields are ignored, so that later
-// releases can add some.
+// metaJSON is the node metadata: {"nodeId":3,"version":7,"cluster":"…"}, or
+// {"nodeId":-1,"cluster":"…"} for a member that holds no ID. Cluster is the
+// member's Config.Label (its cluster identity, hashed when long); absent for a
+// member without one. Unknown fields are ignored, so that later releases can
+// add some.
 type metaJSON struct {
 	NodeID  *int   `json:"nodeId"`
 	Version *int64 `json:"version,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
 }
 
-// encodeMeta returns the metadata advertising c (nil: no ID).
-func encodeMeta(c *claim) []byte {
+// encodeMeta returns the metadata advertising c (nil: no ID) in cluster.
+func encodeMeta(c *claim, cluster string) []byte {
 	none := -1
-	m := metaJSON{NodeID: &none}
+	m := metaJSON{NodeID: &none, Cluster: cluster}
 	if c != nil {
-		m = metaJSON{NodeID: &c.nodeID, Version: &c.version}
+		m = metaJSON{NodeID: &c.nodeID, Version: &c.version, Cluster: cluster}
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		panic(err) // two integers always marshal
+		panic(err) // two integers and a string always marshal
 	}
 	return b
 }
@@ -42,4 +45,14 @@ func decodeMeta(b []byte) (claim, bool) {
 		return claim{}, false
 	}
 	return claim{nodeID: *m.NodeID, version: *m.Version}, true
+}
+
+// metaCluster returns the cluster a member's metadata names ("" for none, or
+// for metadata that is not ours at all).
+func metaCluster(b []byte) string {
+	var m metaJSON
+	if len(b) == 0 || json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	return m.Cluster
 }

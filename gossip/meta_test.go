@@ -8,10 +8,10 @@ import (
 )
 
 func TestMetaCodec(t *testing.T) {
-	if got := string(encodeMeta(nil)); got != `{"nodeId":-1}` {
+	if got := string(encodeMeta(nil, "")); got != `{"nodeId":-1}` {
 		t.Errorf("encodeMeta(nil) = %s", got)
 	}
-	if got := string(encodeMeta(&claim{nodeID: 3, version: 7})); got != `{"nodeId":3,"version":7}` {
+	if got := string(encodeMeta(&claim{nodeID: 3, version: 7}, "")); got != `{"nodeId":3,"version":7}` {
 		t.Errorf("encodeMeta(3, 7) = %s", got)
 	}
 	tests := []struct {

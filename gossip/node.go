@@ -59,7 +59,7 @@ func Start(cfg Config) (*Node, error) {
 	n.wg.Add(2)
 	go n.serve()
 	go n.dispatch()
-	n.log.Info("gossip started", "addr", n.Addr(), "encrypted", len(cfg.SecretKey) > 0)
+	n.log.Info("gossip started", "addr", n.Addr(), "encrypted", len(cfg.SecretKey) > 0, "cluster", cfg.label())
 	if len(cfg.Join) > 0 {
 		if joined, err := n.Join(cfg.Join); err != nil {
 			n.log.Warn("gossip: joined no member at start; others may join this one later", "join", cfg.Join, "err", err)
@@ -124,6 +124,32 @@ func (n *Node) Members() []Member {
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// ForeignMember is a live member whose metadata names another cluster (see
+// Config.Cluster): it reached this one despite the label, typically because it
+// has no label. It is reported, never obeyed.
+type ForeignMember struct {
+	// Name is the member's name.
+	Name string
+	// Addr is its gossip address, "host:port".
+	Addr string
+	// Cluster is the cluster label its metadata names; "" for a member without
+	// a Cluster.
+	Cluster string
+}
+
+// Foreign returns the live members of another cluster, sorted by name. They
+// are not in Members nor KnownNodes, raise no conflict and count for no gate.
+func (n *Node) Foreign() []ForeignMember {
+	var out []ForeignMember
+	n.view.eachForeign(func(f ForeignMember) { out = append(out, f) })
+	slices.SortFunc(out, func(a, b ForeignMember) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Cluster returns the label this member gossips under: Config.Cluster, or its
+// hash when longer than MaxLabelLen.
+func (n *Node) Cluster() string { return n.cfg.label() }
 
 // KnownNodes returns the highest version advertised per node ID among the
 // live members, this one included. It satisfies nodeid.Peers. After Close it

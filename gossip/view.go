@@ -17,6 +17,7 @@ import (
 type view struct {
 	mu      sync.Mutex
 	members map[string]peer // by member name; this one included
+	foreign map[string]ForeignMember
 }
 
 // peer is what the view keeps of one live member.
@@ -60,5 +61,38 @@ func (v *view) each(f func(name string, p peer)) {
 	defer v.mu.Unlock()
 	for name, p := range v.members {
 		f(name, p)
+	}
+}
+
+// setForeign records a member of another cluster, and reports whether it is
+// new or its cluster changed.
+func (v *view) setForeign(name string, f ForeignMember) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.foreign == nil {
+		v.foreign = map[string]ForeignMember{}
+	}
+	old, ok := v.foreign[name]
+	v.foreign[name] = f
+	return !ok || old.Cluster != f.Cluster
+}
+
+// removeForeign forgets a member of another cluster, and reports whether it
+// was one.
+func (v *view) removeForeign(name string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.foreign[name]
+	delete(v.foreign, name)
+	return ok
+}
+
+// eachForeign calls f for every live member of another cluster, holding the
+// view's lock.
+func (v *view) eachForeign(f func(ForeignMember)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, m := range v.foreign {
+		f(m)
 	}
 }

@@ -188,6 +188,9 @@ func (n *Node) Status() StatusResponse {
 		for id, v := range g.KnownNodes() {
 			s.KnownNodes[strconv.Itoa(id)] = v
 		}
+		for _, f := range g.Foreign() {
+			s.ForeignMembers = append(s.ForeignMembers, ForeignMember{Name: f.Name, Addr: f.Addr, Cluster: f.Cluster})
+		}
 	} else if c != nil && state == StateHeld {
 		s.KnownNodes[strconv.Itoa(c.NodeID())] = c.Version()
 	}

@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	f.register(m.storeRequests, m.storeDuration)
 	m.idsIssued = f.counter("ids_issued_total", "Snowflake IDs handed out.")
 	m.fencedRefusals = f.counter("ids_fenced_refusals_total", "ID requests refused because the node held no valid lease.")
-	f.register(stateCollector{n: n})
+	f.register(stateCollector{n: n}, foreignCollector{n: n})
 	f.register(probeCollectors(n)...)
 	if f.err != nil {
 		return nil, fmt.Errorf("node: register metrics: %w", f.err)
@@ -300,4 +300,20 @@ func (s renewSignal) Renewed(id int, latency time.Duration) {
 	case s.renewed <- struct{}{}:
 	default:
 	}
+}
+
+// foreignCollector reports nodeid_gossip_foreign_members at scrape time.
+type foreignCollector struct{ n *Node }
+
+var foreignDesc = prometheus.NewDesc(namespace+"_gossip_foreign_members",
+	"Live gossip members of another cluster (a gossip pool joined by mistake): reported, never obeyed. 0 without gossip.", nil, nil)
+
+func (c foreignCollector) Describe(ch chan<- *prometheus.Desc) { ch <- foreignDesc }
+
+func (c foreignCollector) Collect(ch chan<- prometheus.Metric) {
+	k := 0
+	if g := c.n.gossip.Load(); g != nil {
+		k = len(g.Foreign())
+	}
+	ch <- prometheus.MustNewConstMetric(foreignDesc, prometheus.GaugeValue, float64(k))
 }

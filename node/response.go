@@ -19,6 +19,11 @@ type StatusResponse struct {
 	ReservedUntilMs int64 `json:"reservedUntilMs"`
 	// KnownNodes is the gossip view: node ID (decimal string) -> version.
 	KnownNodes map[string]int64 `json:"knownNodes"`
+	// ForeignMembers lists gossip members of another cluster (their metadata
+	// names another cluster identity; see gossip.Config.Cluster), by name:
+	// a gossip pool joined by mistake. They are reported here and never
+	// obeyed: they are not in KnownNodes and fence nothing. Omitted when none.
+	ForeignMembers []ForeignMember `json:"foreignMembers,omitempty"`
 	// IDsIssued counts the IDs this node handed out.
 	IDsIssued int64 `json:"idsIssued"`
 	// Ready reports the readiness check.
@@ -28,6 +33,13 @@ type StatusResponse struct {
 	// StoreProbe is the result of the store probe run before taking an ID;
 	// absent before it ran, or when Config.SkipProbe.
 	StoreProbe *StoreProbeStatus `json:"storeProbe,omitempty"`
+}
+
+// ForeignMember is a gossip member of another cluster, in StatusResponse.
+type ForeignMember struct {
+	Name    string `json:"name"`
+	Addr    string `json:"addr"`
+	Cluster string `json:"cluster"`
 }
 
 // IDsResponse is the JSON body of GET /ids?n=K. IDs are decimal strings:

@@ -54,6 +54,9 @@ func (b *broker) run(ctx context.Context) error {
 		return envflag.Usagef("%v", err)
 	}
 	b.log.Info("lease store", "bucket", b.cfg.bucket, "prefix", b.cfg.prefix, "endpoint", b.cfg.s3Endpoint)
+	if g := b.cfg.node.Gossip; g != nil && len(g.SecretKey) == 0 {
+		b.log.Warn("gossip is not encrypted: set --gossip-key (from a secret) so that only this cluster's brokers are heard", "cluster", g.Cluster)
+	}
 	srv := &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return b.serveHTTP(gctx, srv, ln, n) })

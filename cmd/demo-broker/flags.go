@@ -27,6 +27,7 @@ type serveConfig struct {
 	node node.Config
 
 	bucket, prefix, region, s3Endpoint string
+	gossipCluster                      string // --gossip-cluster; "" derives it from the store
 	s3PathStyle                        bool
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
 
@@ -89,6 +90,7 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	f.StringVar(&c.httpAddr, "http-addr", ":8080", "address of the HTTP server (/ids, /status, /health, /ready, /metrics)")
 	f.StringVar(&c.gossipAddr, "gossip-addr", "", "IP:port to gossip on (TCP and UDP), for example :7946 or 0.0.0.0:7946 (empty: no gossip; gossip is advisory)")
 	f.StringVar(&join, "join", "", "comma-separated host:port list of gossip members to join at start (needs --gossip-addr)")
+	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: s3://BUCKET/PREFIX)")
 	f.StringVar(&key, "gossip-key", "", "base64 of a 16, 24 or 32-byte key that encrypts gossip (AES-GCM); every broker needs the same (empty: plain text)")
 	f.DurationVar(&readyTimeout, "ready-timeout", c.node.ReadyTimeout, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")
 	f.StringVar(&c.node.IDFile, "id-file", "", "write {\"nodeId\":..,\"version\":..,\"validUntilMs\":..} to this file (atomically) once the lease is held, rewrite it after every renewal, and remove it the moment the broker fences: for sidecar use")
@@ -246,6 +248,10 @@ func (c *serveConfig) fillGossip(f *envflag.Set, join, key string) error {
 	}
 	gc.BindAddr, gc.BindPort, gc.Join = host, p, joins
 	gc.SecretKey = secret
+	gc.Cluster = c.gossipCluster
+	if gc.Cluster == "" {
+		gc.Cluster = "s3://" + c.bucket + "/" + c.prefix
+	}
 	c.node.Gossip = &gc
 	if t := c.node.Provider.TaskID; len(t) > gossip.MaxNameLen {
 		return envflag.Usagef("%s is %d bytes: want at most %d", src("task-id"), len(t), gossip.MaxNameLen)
