@@ -33,11 +33,12 @@ type Node struct {
 	gossip   atomic.Pointer[gossip.Node]
 	gen      atomic.Pointer[snowflake.Generator] // set before claim
 	claim    atomic.Pointer[nodeid.Claim]
-	gate     atomic.Pointer[gossip.Gate] // readiness gate after taking over an expired lease
-	stopping atomic.Bool                 // set first by Close: health 503, no more IDs
-	issued   atomic.Int64                // IDs handed out
-	base     time.Time                   // Clock.Now at New: the origin of stalled
-	stalled  atomic.Int64                // 1 + ns after base of the first failed issue since the last success; 0: none
+	gate     atomic.Pointer[gossip.Gate]  // readiness gate after taking over an expired lease
+	stopping atomic.Bool                  // set first by Close: health 503, no more IDs
+	issued   atomic.Int64                 // IDs handed out
+	base     time.Time                    // Clock.Now at New: the origin of stalled
+	stalled  atomic.Int64                 // 1 + ns after base of the first failed issue since the last success; 0: none
+	probe    atomic.Pointer[probeOutcome] // the store probe's result; nil before it ran or when skipped
 
 	idFile  idFileState
 	renewed chan struct{} // a renewal succeeded (buffered 1): refresh the id file
@@ -156,6 +157,9 @@ func (n *Node) Run(ctx context.Context, shutdownTimeout time.Duration) error {
 // acquire starts gossip, if configured, and takes a node ID.
 func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 	if err := n.idFile.prepare(n.log); err != nil {
+		return nil, err
+	}
+	if err := n.runProbe(ctx); err != nil {
 		return nil, err
 	}
 	pc := n.cfg.Provider

@@ -53,6 +53,7 @@ func Run(t *testing.T, target Target) {
 		{"ListPaginates", testListPaginates},
 		{"PrefixIsolation", testPrefixIsolation},
 		{"CanceledContext", testCanceledContext},
+		{"Probe", testProbe},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, target) })
@@ -367,5 +368,23 @@ func testCanceledContext(t *testing.T, tg Target) {
 	}
 	if _, err := s.List(ctx); err == nil {
 		t.Fatalf("List with a canceled context succeeded")
+	}
+}
+
+// testProbe runs lease.Probe twice (the second finds the probe object there) and
+// wants it to pass with the time facts nodeid needs.
+func testProbe(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	for i := range 2 {
+		r, err := lease.Probe(ctxFor(t), s)
+		if err != nil {
+			t.Fatalf("probe %d: %v", i+1, err)
+		}
+		if p := r.TimeProblems(); len(p) > 0 {
+			t.Fatalf("probe %d: %v", i+1, p)
+		}
+	}
+	if _, ok := lease.ParseRecordKey(lease.ProbeKey); ok || lease.ProbeKey == lease.ManifestKey {
+		t.Fatalf("ProbeKey %q collides with nodeid's keys", lease.ProbeKey)
 	}
 }
