@@ -228,6 +228,9 @@ func (n *Node) activate(claim *nodeid.Claim) {
 	}
 	claim.SetIssuedFunc(func() int64 { return n.idFile.lowestRelease(gen.Stop(), pc.Clock) })
 	n.gen.Store(gen)
+	if claim.TookOverExpired() {
+		n.metrics.expiredTakeovers.Inc()
+	}
 	n.claim.Store(claim) // from here health is 200
 	if g := n.gossip.Load(); g != nil {
 		if err := g.SetClaim(claim.NodeID(), claim.Version()); err != nil {

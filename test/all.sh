@@ -7,6 +7,9 @@
 #  2. builds or reuses MinIO and versitygw (test/minio/servers.sh; a cold MinIO
 #     build takes about 5 minutes on 2 cores), starts them on 127.0.0.1 and stops
 #     them on exit;
+#  2b. puts promtool (from Debian's prometheus package, test/promtool.sh) in
+#     the same cache, and systemd-analyze on the machine, for the operator
+#     kit's checks (deploy/kit_test.go);
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
 #     conformance suite runs on the in-memory store, gofakes3, MinIO and
 #     versitygw (with CI=true a missing server fails instead of skipping). The
@@ -62,6 +65,16 @@ if [[ ! -x $bin/staticcheck || ! -f $bin/staticcheck.version || "$(<"$bin/static
 fi
 "$bin/staticcheck" ./...
 "$bin/staticcheck" -tags faults ./test/faults/...
+
+step "operator kit tools"
+# promtool checks deploy/prometheus's alert rules, systemd-analyze the systemd
+# unit (deploy/kit_test.go; with CI=true a missing one fails the test).
+NODEID_TEST_PROMTOOL=$(bash test/promtool.sh)
+export NODEID_TEST_PROMTOOL
+if ! command -v systemd-analyze >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+	echo "no systemd-analyze: installing systemd (apt-get)" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
+fi
 
 step "S3 servers"
 # A state folder of our own, so servers someone started by hand are left alone.
