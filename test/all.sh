@@ -7,9 +7,11 @@
 #  2. builds or reuses MinIO and versitygw (test/minio/servers.sh; a cold MinIO
 #     build takes about 5 minutes on 2 cores), starts them on 127.0.0.1 and stops
 #     them on exit;
+#     It also builds or reuses the pinned etcd server (test/etcd/install.sh;
+#     about 2 minutes cold), which the etcd tests start themselves;
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
-#     conformance suite runs on the in-memory store, gofakes3, MinIO and
-#     versitygw (with CI=true a missing server fails instead of skipping). The
+#     conformance suite runs on the in-memory store, gofakes3, MinIO,
+#     versitygw and etcd (with CI=true a missing server fails instead of skipping). The
 #     race detector needs a C compiler; without one the tests run without it,
 #     with a warning (with CI=true, that is a failure);
 #  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
@@ -75,6 +77,12 @@ trap cleanup EXIT
 bash "$servers" install
 bash "$servers" start
 eval "$(bash "$servers" env)"
+
+step "etcd server"
+NODEID_ETCD_BIN=$(bash test/etcd/install.sh)
+export NODEID_ETCD_BIN
+# The pinned server is a module of its own: vet it here, as ./... skips it.
+(cd test/etcd/server && go vet ./...)
 
 step "go test -race"
 flags=(-race -count=1)

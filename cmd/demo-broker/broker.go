@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/internal/etcdflag"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
@@ -107,7 +108,7 @@ func (b *broker) serveHTTP(ctx context.Context, srv *http.Server, ln net.Listene
 // embedded S3 if asked). The returned function closes the embedded S3 or the
 // etcd connection (a no-op otherwise).
 func (b *broker) openStore(ctx context.Context) (checkedStore, func(), error) {
-	if b.cfg.store == storeEtcd {
+	if b.cfg.store == etcdflag.StoreEtcd {
 		return b.openEtcd()
 	}
 	sc := s3store.DefaultConfig()

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/internal/etcdtest"
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 )
 
 // readEtcdLease reads node id's lease record from etcd.
@@ -57,6 +62,40 @@ func TestServeEtcd(t *testing.T) {
 	if _, meta := readEtcdLease(t, st, bs.NodeID); meta.Liveness != lease.LivenessLive {
 		t.Fatalf("b's lease in etcd: liveness %v, want live", meta.Liveness)
 	}
+	t.Run("nodeidctl agrees", func(t *testing.T) {
+		ctlEnv := append(brokerEnv(t), "NODEID_STORE=etcd", "NODEID_ETCD_ENDPOINTS="+srv.Endpoint)
+		cmd := exec.Command(ctlBin, "status", "--json")
+		cmd.Env = ctlEnv
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("nodeidctl status --json: %v\n%s", err, out)
+		}
+		var ctl struct {
+			Manifest struct {
+				ClusterSize int `json:"clusterSize"`
+			} `json:"manifest"`
+			Leases []struct {
+				NodeID  int    `json:"nodeId"`
+				State   string `json:"state"`
+				Holder  string `json:"holder"`
+				Version int64  `json:"version"`
+			} `json:"leases"`
+		}
+		if err := json.Unmarshal(out, &ctl); err != nil || ctl.Manifest.ClusterSize != 2 || len(ctl.Leases) != 2 {
+			t.Fatalf("nodeidctl status --json: %v\n%s", err, out)
+		}
+		for _, s := range []node.StatusResponse{as, bs} {
+			if l := ctl.Leases[s.NodeID]; l.NodeID != s.NodeID || l.State != "held" || l.Holder != s.Task || l.Version != s.Version {
+				t.Errorf("nodeidctl sees node %d as %+v; the broker's /status says %+v", s.NodeID, l, s)
+			}
+		}
+		// A live lease is not released without --force.
+		cmd = exec.Command(ctlBin, "release", "--id", strconv.Itoa(bs.NodeID))
+		cmd.Env = ctlEnv
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "etcd") {
+			t.Errorf("nodeidctl release of b's live lease: %v\n%s; want a refusal naming etcd's liveness", err, out)
+		}
+	})
 
 	// SIGTERM: a releases its ID and exits 0; c takes it free, version 2.
 	a.signal(syscall.SIGTERM)

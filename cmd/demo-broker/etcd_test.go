@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/internal/etcdflag"
 )
 
 func TestParseServeFlagsEtcd(t *testing.T) {
@@ -18,8 +19,8 @@ func TestParseServeFlagsEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec := c.etcd.config(c.prefix)
-	if c.store != storeEtcd || strings.Join(ec.Endpoints, " ") != "127.0.0.1:2379 127.0.0.2:2379" || ec.Username != "nodeid" ||
+	ec := c.etcd.Config(c.prefix)
+	if c.store != etcdflag.StoreEtcd || strings.Join(ec.Endpoints, " ") != "127.0.0.1:2379 127.0.0.2:2379" || ec.Username != "nodeid" ||
 		ec.Password != "secret" || ec.Prefix != "nodeid/" {
 		t.Errorf("%+v", ec)
 	}

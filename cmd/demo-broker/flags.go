@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeid/nodeid/gossip"
 	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/internal/etcdflag"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
@@ -31,7 +32,7 @@ type serveConfig struct {
 	s3PathStyle                        bool
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
 	store                              string // --store: s3 or etcd
-	etcd                               etcdFlags
+	etcd                               etcdflag.Flags
 
 	httpAddr        string
 	gossipAddr      string // "" when gossip is off
@@ -73,8 +74,8 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	pc.TaskID = "" // resolved at start (ECS metadata, else host+pid+random)
 	f := envflag.New("demo-broker serve", lookupEnv)
 	f.BindAll()
-	f.StringVar(&c.store, "store", storeS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
-	c.etcd.bind(f)
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
+	c.etcd.Bind(f)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
 	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects, used as given")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")
@@ -152,7 +153,7 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	switch {
 	case c.embeddedS3 != "" && c.s3Endpoint != "":
 		return envflag.Usagef("%s and %s exclude each other: a broker either serves the embedded S3 or uses another", src("embedded-s3"), src("s3-endpoint"))
-	case c.bucket == "" && c.embeddedS3 == "" && c.store == storeS3:
+	case c.bucket == "" && c.embeddedS3 == "" && c.store == etcdflag.StoreS3:
 		return envflag.Usagef("--bucket (or %s) is required", envflag.Name("bucket"))
 	case c.drainDelay < 0:
 		return envflag.Usagef("%s %v must not be negative", src("drain-delay"), c.drainDelay)
@@ -175,7 +176,7 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	}
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Prefix, sc.Region, sc.Endpoint = c.bucket, c.prefix, c.region, c.s3Endpoint
-	if err := sc.Validate(); err != nil && c.store == storeS3 {
+	if err := sc.Validate(); err != nil && c.store == etcdflag.StoreS3 {
 		return envflag.Usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
 	}
 	check := c.node // validated as a copy: New fills in the task ID and the loggers first
