@@ -47,20 +47,21 @@ func isExec(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// Server is one etcd member started for a test.
+// Server is one etcd member on 127.0.0.1.
 type Server struct {
-	t        testing.TB
 	bin, dir string
 	// Endpoint is the client address, host:port.
 	Endpoint           string
 	clientURL, peerURL string
-	mu                 sync.Mutex
-	cmd                *exec.Cmd
-	exited             chan struct{}
 	logPath            string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
-// Start starts etcd for t, or skips t when no binary is found outside CI.
+// Start starts etcd for t, or skips t when no binary is found outside CI. It
+// is stopped when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := Binary()
@@ -70,31 +71,46 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip("no etcd binary: run test/etcd/install.sh, or set NODEID_ETCD_BIN")
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
-	s.Endpoint = "127.0.0.1:" + freePort(t)
-	s.clientURL, s.peerURL = "http://"+s.Endpoint, "http://127.0.0.1:"+freePort(t)
-	s.logPath = filepath.Join(s.dir, "etcd.log")
-	s.start()
+	s, err := Launch(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Stop(syscall.SIGKILL) })
 	return s
 }
 
-func freePort(t testing.TB) string {
-	t.Helper()
+// Launch starts the etcd binary bin as a single member on free ports of
+// 127.0.0.1, its data and log in dir, and waits until it is healthy. Stop it
+// when done.
+func Launch(bin, dir string) (*Server, error) {
+	s := &Server{bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log")}
+	cport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s.Endpoint = "127.0.0.1:" + cport
+	s.clientURL, s.peerURL = "http://"+s.Endpoint, "http://127.0.0.1:"+pport
+	return s, s.start()
+}
+
+func freePort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("free port: %v", err)
+		return "", fmt.Errorf("free port: %w", err)
 	}
 	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port), nil
 }
 
 // start runs the member and waits until it answers /health.
-func (s *Server) start() {
-	s.t.Helper()
+func (s *Server) start() error {
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		s.t.Fatalf("etcd log: %v", err)
+		return fmt.Errorf("etcd log: %w", err)
 	}
 	cmd := exec.Command(s.bin, "--name", "default", "--data-dir", filepath.Join(s.dir, "data"),
 		"--listen-client-urls", s.clientURL, "--advertise-client-urls", s.clientURL,
@@ -102,7 +118,8 @@ func (s *Server) start() {
 		"--initial-cluster", "default="+s.peerURL, "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start etcd %s: %v", s.bin, err)
+		logf.Close()
+		return fmt.Errorf("start etcd %s: %w", s.bin, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
@@ -113,14 +130,15 @@ func (s *Server) start() {
 	for {
 		select {
 		case <-exited:
-			s.t.Fatalf("etcd exited at start:\n%s", s.Log())
+			return fmt.Errorf("etcd exited at start:\n%s", s.Log())
 		default:
 		}
 		if healthy(s.clientURL) {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("etcd not healthy after 60 s:\n%s", s.Log())
+			s.Stop(syscall.SIGKILL)
+			return fmt.Errorf("etcd not healthy after 60 s:\n%s", s.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -151,12 +169,12 @@ func (s *Server) Stop(sig syscall.Signal) {
 	<-exited
 }
 
-// Restart stops the member with sig and starts it again on the same ports
-// and data: its keys and leases survive.
-func (s *Server) Restart(sig syscall.Signal) {
-	s.t.Helper()
+// Restart stops the member with sig, leaves it down for down, and starts it
+// again on the same ports and data: its keys and leases survive.
+func (s *Server) Restart(sig syscall.Signal, down time.Duration) error {
 	s.Stop(sig)
-	s.start()
+	time.Sleep(down)
+	return s.start()
 }
 
 // Log returns the member's log so far.
