@@ -25,10 +25,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
-	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/s3store"
 )
 
