@@ -26,7 +26,7 @@ func TestHerdSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := b.proxy.Counts()
+	all := b.meter.Counts()
 	for _, r := range rep.Runs {
 		if r.Acquired != o.tasks || !r.Distinct {
 			t.Errorf("%s: %d of %d acquired, distinct %v: %v", r.Variant, r.Acquired, o.tasks, r.Distinct, r.Errors)
