@@ -97,7 +97,7 @@ func startBackend(ctx context.Context, c common, record bool) (*backend, error) 
 	}
 	b := &backend{c: c, runID: randomHex(4)}
 	switch c.store {
-	case "s3":
+	case "", "s3":
 	case "etcd":
 		e, err := startEtcd(c)
 		if err != nil {
