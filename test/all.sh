@@ -16,8 +16,9 @@
 #     with a warning (with CI=true, that is a failure);
 #  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
 #     demo-broker processes on a MinIO of its own under kills, pauses,
-#     partitions, ambiguous writes and MinIO restarts, then every safety check;
-#     about 3 minutes. Not under -race: the brokers are separate processes, and
+#     partitions, ambiguous writes and MinIO restarts, then every safety check,
+#     and the same on an etcd of its own (kills, pauses, partitions, etcd
+#     restarts); about 5 minutes. Not under -race: the brokers are separate processes, and
 #     the race detector would slow the timing-sensitive runs for nothing (the
 #     suite's own code runs under -race in step 3). With CI=true a missing
 #     MinIO binary fails it instead of skipping;
