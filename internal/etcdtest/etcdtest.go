@@ -9,6 +9,7 @@ package etcdtest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -54,6 +55,7 @@ type Server struct {
 	Endpoint           string
 	clientURL, peerURL string
 	logPath            string
+	tls                *TLS
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -62,7 +64,10 @@ type Server struct {
 
 // Start starts etcd for t, or skips t when no binary is found outside CI. It
 // is stopped when t ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { t.Helper(); return StartTLS(t, nil) }
+
+// StartTLS is Start, serving clients over TLS when tc is not nil.
+func StartTLS(t testing.TB, tc *TLS) *Server {
 	t.Helper()
 	bin := Binary()
 	if bin == "" {
@@ -71,7 +76,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip("no etcd binary: run test/etcd/install.sh, or set NODEID_ETCD_BIN")
 	}
-	s, err := Launch(bin, t.TempDir())
+	s, err := LaunchTLS(bin, t.TempDir(), tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +84,24 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// TLS makes the member serve its clients over TLS: its certificate and key
+// (PEM files), and when ClientCAFile is set, client certificates signed by
+// that CA are required. Health is checked with Client (which must trust the
+// server, and carry a client certificate when one is required).
+type TLS struct {
+	CertFile, KeyFile string
+	ClientCAFile      string
+	Client            *tls.Config
+}
+
 // Launch starts the etcd binary bin as a single member on free ports of
 // 127.0.0.1, its data and log in dir, and waits until it is healthy. Stop it
 // when done.
-func Launch(bin, dir string) (*Server, error) {
-	s := &Server{bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log")}
+func Launch(bin, dir string) (*Server, error) { return LaunchTLS(bin, dir, nil) }
+
+// LaunchTLS is Launch, serving clients over TLS when t is not nil.
+func LaunchTLS(bin, dir string, t *TLS) (*Server, error) {
+	s := &Server{bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log"), tls: t}
 	cport, err := freePort()
 	if err != nil {
 		return nil, err
@@ -93,7 +111,11 @@ func Launch(bin, dir string) (*Server, error) {
 		return nil, err
 	}
 	s.Endpoint = "127.0.0.1:" + cport
-	s.clientURL, s.peerURL = "http://"+s.Endpoint, "http://127.0.0.1:"+pport
+	scheme := "http://"
+	if t != nil {
+		scheme = "https://"
+	}
+	s.clientURL, s.peerURL = scheme+s.Endpoint, "http://127.0.0.1:"+pport
 	return s, s.start()
 }
 
@@ -112,10 +134,17 @@ func (s *Server) start() error {
 	if err != nil {
 		return fmt.Errorf("etcd log: %w", err)
 	}
-	cmd := exec.Command(s.bin, "--name", "default", "--data-dir", filepath.Join(s.dir, "data"),
+	args := []string{"--name", "default", "--data-dir", filepath.Join(s.dir, "data"),
 		"--listen-client-urls", s.clientURL, "--advertise-client-urls", s.clientURL,
 		"--listen-peer-urls", s.peerURL, "--initial-advertise-peer-urls", s.peerURL,
-		"--initial-cluster", "default="+s.peerURL, "--log-level", "warn")
+		"--initial-cluster", "default=" + s.peerURL, "--log-level", "warn"}
+	if t := s.tls; t != nil {
+		args = append(args, "--cert-file", t.CertFile, "--key-file", t.KeyFile)
+		if t.ClientCAFile != "" {
+			args = append(args, "--client-cert-auth", "--trusted-ca-file", t.ClientCAFile)
+		}
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -133,7 +162,7 @@ func (s *Server) start() error {
 			return fmt.Errorf("etcd exited at start:\n%s", s.Log())
 		default:
 		}
-		if healthy(s.clientURL) {
+		if s.healthy() {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -144,11 +173,16 @@ func (s *Server) start() error {
 	}
 }
 
-func healthy(url string) bool {
+func (s *Server) healthy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if s.tls != nil {
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: s.tls.Client}}
+		defer client.CloseIdleConnections()
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.clientURL+"/health", nil)
+	resp, err := client.Do(req)
 	if err != nil {
 		return false
 	}
