@@ -9,6 +9,9 @@
 #     them on exit;
 #     It also builds or reuses the pinned etcd server (test/etcd/install.sh;
 #     about 2 minutes cold), which the etcd tests start themselves;
+#  2b. puts promtool (from Debian's prometheus package, test/promtool.sh) in
+#     the same cache, and systemd-analyze on the machine, for the operator
+#     kit's checks (deploy/kit_test.go);
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
 #     conformance suite runs on the in-memory store, gofakes3, MinIO,
 #     versitygw and etcd (with CI=true a missing server fails instead of skipping). The
@@ -65,6 +68,16 @@ if [[ ! -x $bin/staticcheck || ! -f $bin/staticcheck.version || "$(<"$bin/static
 fi
 "$bin/staticcheck" ./...
 "$bin/staticcheck" -tags faults ./test/faults/...
+
+step "operator kit tools"
+# promtool checks deploy/prometheus's alert rules, systemd-analyze the systemd
+# unit (deploy/kit_test.go; with CI=true a missing one fails the test).
+NODEID_TEST_PROMTOOL=$(bash test/promtool.sh)
+export NODEID_TEST_PROMTOOL
+if ! command -v systemd-analyze >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+	echo "no systemd-analyze: installing systemd (apt-get)" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
+fi
 
 step "S3 servers"
 # A state folder of our own, so servers someone started by hand are left alone.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nodeid/nodeid/internal/envflag"
 	"github.com/nodeid/nodeid/internal/etcdflag"
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
@@ -75,10 +77,27 @@ func (b *broker) runNode(ctx context.Context, store checkedStore, n *node.Node) 
 		return err
 	}
 	err := n.Run(ctx, b.cfg.shutdownTimeout)
+	if ce := (*lease.ConditionIgnoredError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("%s ignores %s: nodeid cannot run on it, two brokers could hold one node ID (%w)",
+			b.storeName(), ce.Condition, err)
+	}
 	if err == nil && n.Claim() == nil {
 		b.log.Info("stopped by a signal before a node ID was acquired")
 	}
 	return err
+}
+
+// storeName names the store for messages: the endpoint, or the AWS bucket.
+func (b *broker) storeName() string {
+	switch {
+	case b.cfg.store == etcdflag.StoreEtcd:
+		return fmt.Sprintf("etcd at --etcd-endpoints %s (prefix %s)", b.cfg.etcd.Endpoints, b.cfg.prefix)
+	case b.cfg.embeddedS3 != "":
+		return fmt.Sprintf("the embedded S3 on %s (bucket %s)", b.cfg.embeddedS3, b.cfg.bucket)
+	case b.cfg.s3Endpoint != "":
+		return fmt.Sprintf("the S3 store at --s3-endpoint %s (bucket %s)", b.cfg.s3Endpoint, b.cfg.bucket)
+	}
+	return fmt.Sprintf("AWS S3 bucket %s", b.cfg.bucket)
 }
 
 // serveHTTP serves until ctx ends; then it keeps answering (503) until the

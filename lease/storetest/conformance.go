@@ -65,6 +65,7 @@ func Run(t *testing.T, target Target) {
 		{"PrefixIsolation", testPrefixIsolation},
 		{"CanceledContext", testCanceledContext},
 		{"Liveness", testLiveness},
+		{"Probe", testProbe},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, target) })
@@ -504,5 +505,23 @@ func testLiveness(t *testing.T, tg Target) {
 	}
 	if _, gm := mustGet(t, s, "l.json"); gm.Liveness != lease.LivenessExpired {
 		t.Errorf("a refused UpdateLive bound liveness: %v", gm.Liveness)
+	}
+}
+
+// testProbe runs lease.Probe twice (the second finds the probe object there) and
+// wants it to pass with the time facts nodeid needs.
+func testProbe(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	for i := range 2 {
+		r, err := lease.Probe(ctxFor(t), s)
+		if err != nil {
+			t.Fatalf("probe %d: %v", i+1, err)
+		}
+		if p := r.TimeProblems(); len(p) > 0 {
+			t.Fatalf("probe %d: %v", i+1, p)
+		}
+	}
+	if _, ok := lease.ParseRecordKey(lease.ProbeKey); ok || lease.ProbeKey == lease.ManifestKey {
+		t.Fatalf("ProbeKey %q collides with nodeid's keys", lease.ProbeKey)
 	}
 }

@@ -36,6 +36,8 @@ type memBucket struct {
 	counts  map[Op]int
 	judge   bool  // judges expiry itself (WithJudgedExpiry)
 	rev     int64 // writes so far: the ETag of a write when judge, as etcd's revision
+	// ignoreINM and ignoreIM make writes skip their condition, like a broken store.
+	ignoreINM, ignoreIM bool
 }
 
 type memObject struct {
@@ -50,6 +52,15 @@ type MemOption func(*memBucket)
 
 // WithClock makes the store read time from now (a fake clock, typically).
 func WithClock(now func() time.Time) MemOption { return func(b *memBucket) { b.now = now } }
+
+// IgnoreIfNoneMatch makes the store apply every Create, existing key or not, like
+// a store that accepts If-None-Match: * and ignores it. Tests of [lease.Probe] use it.
+func IgnoreIfNoneMatch() MemOption { return func(b *memBucket) { b.ignoreINM = true } }
+
+// IgnoreIfMatch makes the store apply every Update of an existing key whatever its
+// ETag, like a store that accepts If-Match and ignores it. Tests of [lease.Probe]
+// use it.
+func IgnoreIfMatch() MemOption { return func(b *memBucket) { b.ignoreIM = true } }
 
 // WithEarlyLastModified makes each write stamp its Last-Modified early by the
 // duration early returns (called once per write, under the store's lock),
@@ -188,7 +199,8 @@ func (s *MemStore) write(ctx context.Context, op Op, key string, body []byte, tt
 	defer b.mu.Unlock()
 	b.counts[op]++
 	cur, exists := b.objects[s.prefix+key]
-	if !cond(cur, exists) {
+	ignored := (op == OpCreate && b.ignoreINM) || (op == OpUpdate && b.ignoreIM && exists)
+	if !ignored && !cond(cur, exists) {
 		return lease.Meta{}, lease.ErrPreconditionFailed
 	}
 	o := memObject{body: slices.Clone(body), etag: b.etag(body), lastModified: b.modified()}

@@ -943,6 +943,9 @@ func (r *run) finalScan() {
 			r.h.AddCorrupt(fmt.Sprintf("final read of %s: %v", o.Key, err))
 			continue
 		}
+		if o.Key == lease.ProbeKey {
+			continue // the brokers' store probe (lease.Probe): no lease state
+		}
 		if o.Key == lease.ManifestKey {
 			if _, err := lease.DecodeManifest(body); err != nil {
 				r.h.AddCorrupt(fmt.Sprintf("%s: %v", o.Key, err))

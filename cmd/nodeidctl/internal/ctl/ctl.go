@@ -1,5 +1,5 @@
 // Package ctl is nodeidctl, the operator's command for a nodeid lease bucket:
-// status, init, release, repair and resize. [Run] is the whole command, with its
+// status, check, init, release, repair and resize. [Run] is the whole command, with its
 // surroundings (environment, store, clock) passed in through [Env], so tests run
 // it in-process against an in-memory store or an embedded S3 server; main only
 // wires it to the process.
@@ -107,7 +107,7 @@ type command struct {
 
 // commands returns the subcommands in the order of the usage text.
 func commands() []*command {
-	return []*command{statusCommand(), initCommand(), releaseCommand(), repairCommand(), resizeCommand()}
+	return []*command{statusCommand(), checkCommand(), initCommand(), releaseCommand(), repairCommand(), resizeCommand()}
 }
 
 // Run runs nodeidctl with args (without the program name) and returns the exit

@@ -155,7 +155,7 @@ type snapshot struct {
 	manifest manifestView
 	size     int      // the manifest's cluster size, 0 when it is missing or corrupt
 	objects  []object // by ID: every ID below size, then listed IDs at or above it
-	foreign  []string // keys that are neither the manifest nor a lease object
+	foreign  []string // keys that are neither the manifest, the probe object nor a lease object
 }
 
 // scan reads the manifest, lists the prefix and reads every lease object: each
@@ -183,7 +183,7 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 		switch {
 		case ok && id >= s.size:
 			ids = append(ids, id)
-		case !ok && o.Key != lease.ManifestKey:
+		case !ok && o.Key != lease.ManifestKey && o.Key != lease.ProbeKey:
 			s.foreign = append(s.foreign, o.Key)
 		}
 	}
