@@ -89,6 +89,12 @@ func TestServeEtcd(t *testing.T) {
 				t.Errorf("nodeidctl sees node %d as %+v; the broker's /status says %+v", s.NodeID, l, s)
 			}
 		}
+		// check: the probe passes, and etcd needs no Date or Last-Modified.
+		cmd = exec.Command(ctlBin, "check")
+		cmd.Env = ctlEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("nodeidctl check on etcd: %v\n%s", err, out)
+		}
 		// A live lease is not released without --force.
 		cmd = exec.Command(ctlBin, "release", "--id", strconv.Itoa(bs.NodeID))
 		cmd.Env = ctlEnv
