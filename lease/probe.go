@@ -69,6 +69,10 @@ type ProbeResult struct {
 	// ClockUncertainty is the round trip of the request ClockOffset came from:
 	// the store read its clock somewhere within it.
 	ClockUncertainty time.Duration
+	// ExpiryJudged is true when the GET of the probe object carried the
+	// store's own judgement of its liveness (Meta.Liveness): the store
+	// judges expiry itself (etcd) and needs neither Date nor Last-Modified.
+	ExpiryJudged bool
 }
 
 // Probe checks on the object [ProbeKey] that store refuses a second create with
@@ -122,6 +126,7 @@ func Probe(ctx context.Context, store Store) (ProbeResult, error) {
 	}
 	sample(sent, m)
 	r.LastModifiedSeen = !m.LastModified.IsZero()
+	r.ExpiryJudged = m.Liveness.Judged()
 	// 3. A second create must be refused.
 	sent = time.Now()
 	m, err = store.Create(ctx, ProbeKey, body("second create"))
@@ -148,8 +153,12 @@ func Probe(ctx context.Context, store Store) (ProbeResult, error) {
 }
 
 // TimeProblems returns what in r keeps expiry from being judged on the store's
-// clock (a missing Date or Last-Modified), empty when nothing does.
+// clock (a missing Date or Last-Modified), empty when nothing does: always
+// empty on a store that judges expiry itself.
 func (r ProbeResult) TimeProblems() []string {
+	if r.ExpiryJudged {
+		return nil
+	}
 	var p []string
 	if !r.DateSeen {
 		p = append(p, "the store's responses carry no Date header")

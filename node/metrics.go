@@ -253,6 +253,23 @@ func (s *countedStore) Update(ctx context.Context, key string, body []byte, etag
 	return meta, err
 }
 
+// CreateLive implements lease.LiveWriter, so that a store judging expiry
+// itself (etcd) still binds liveness through this wrapper.
+func (s *countedStore) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {
+	start := time.Now()
+	meta, err := lease.CreateLive(ctx, s.next, key, body, ttl)
+	s.observe("create", start, err)
+	return meta, err
+}
+
+// UpdateLive implements lease.LiveWriter, as CreateLive.
+func (s *countedStore) UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (lease.Meta, error) {
+	start := time.Now()
+	meta, err := lease.UpdateLive(ctx, s.next, key, body, etag, ttl)
+	s.observe("update", start, err)
+	return meta, err
+}
+
 // observers passes every event to each Observer.
 type observers []nodeid.Observer
 

@@ -94,9 +94,9 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 			return classKnownLive
 		case !exists:
 			return classNeverCreated
-		case w.held[id].etag == o.ETag && lease.Expired(o.LastModified, v.listing.Date, w.held[id].lease, p.cfg.ClockMargin):
+		case w.held[id].etag == o.ETag && lease.ListedExpired(o, v.listing.Date, w.held[id].lease, p.cfg.ClockMargin):
 			return classExpiring
-		case lease.Expired(o.LastModified, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
+		case lease.ListedExpired(o, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
 			return classStale
 		case previous != nil && previous[id] != o.ETag:
 			return classMoved
@@ -324,7 +324,7 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 	}
 	key := lease.RecordKey(id)
 	t0 := p.clock.Now()
-	meta, err := p.store.Create(ctx, key, body)
+	meta, err := lease.CreateLive(ctx, p.store, key, body, next.LiveFor())
 	switch {
 	case errors.Is(err, lease.ErrPreconditionFailed):
 		return nil, errTaken
@@ -391,7 +391,7 @@ func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Clai
 		return nil, nil, err
 	}
 	t0 := p.clock.Now()
-	meta, err := p.store.Update(ctx, key, body, r.meta.ETag)
+	meta, err := lease.UpdateLive(ctx, p.store, key, body, r.meta.ETag, next.LiveFor())
 	switch {
 	case errors.Is(err, lease.ErrPreconditionFailed):
 		return nil, nil, errTaken

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -163,6 +164,9 @@ func aheadBehind(d time.Duration) string {
 
 // storeName names the store for messages: the endpoint, or the AWS bucket.
 func storeName(c *commonFlags) string {
+	if c.store == etcdflag.StoreEtcd {
+		return fmt.Sprintf("etcd at --etcd-endpoints %s (prefix %s)", c.etcd.Endpoints, c.prefix)
+	}
 	if c.endpoint != "" {
 		return fmt.Sprintf("the S3 store at --s3-endpoint %s (bucket %s)", c.endpoint, c.bucket)
 	}
