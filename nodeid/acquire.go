@@ -16,7 +16,7 @@ import (
 // maxRelists bounds the LISTs of one acquire round after losing a race (a
 // create, or a CAS on a lease read free or expired): each gives a fresh view
 // of which IDs moved meanwhile.
-const maxRelists = 8
+const maxRelists = 3
 
 // errTaken means another task created or took the candidate first.
 var errTaken = errors.New("nodeid: taken by another task")
@@ -67,11 +67,13 @@ func (w *watched) note(r readResult, leaseDur, clockMargin time.Duration) {
 // the order to visit them: OrderSpread visits never-created IDs first, then
 // the leases seen held earlier in this Acquire that the listing shows unchanged
 // and expired by their own lease, then objects the listing shows untouched for
-// longer than any lease (each confirmed by a GET), then the rest, then the
-// objects written since this Acquire's previous listing, and last the IDs
-// gossip knows to be live (known), each class in the task's spread
-// permutation. OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider
-// does. It records the listing's ETags in w for the next call.
+// longer than any lease (each confirmed by a GET), then the rest (those
+// written longest ago first), then the objects written since this Acquire's
+// previous listing, and last the IDs gossip knows to be live (known), each
+// class in the task's spread permutation. Objects this Acquire read held and
+// the listing shows unchanged are left out (see stillHeld). OrderLowestFirst
+// visits 0, 1, 2, ... as a Zeebe-style provider does. It records the
+// listing's ETags in w for the next call.
 func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
 	previous := w.listed
 	w.listed = make(map[int]string, len(v.objects))
@@ -127,7 +129,7 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) bool {
 	o, exists := v.objects[id]
 	h, seen := w.held[id]
-	if !exists || !seen || h.etag != o.ETag || lease.Expired(o.LastModified, v.listing.Date, h.lease, clockMargin) {
+	if !exists || !seen || h.etag != o.ETag || lease.ListedExpired(o, v.listing.Date, h.lease, clockMargin) {
 		return false
 	}
 	if at := lease.FirstExpiredDate(o.LastModified, h.lease, clockMargin); !at.IsZero() && (w.soonest.IsZero() || at.Before(w.soonest)) {
