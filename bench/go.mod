@@ -1,6 +1,6 @@
 module github.com/nodeid/nodeid/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/bwmarrin/snowflake v0.3.0

@@ -3,10 +3,14 @@ package election_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/election/electiontest"
+	"github.com/nodeid/nodeid/etcdstore"
+	"github.com/nodeid/nodeid/internal/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/s3store"
@@ -15,6 +19,29 @@ import (
 
 func TestElectionMemStore(t *testing.T) {
 	electiontest.Run(t, func(*testing.T) lease.Store { return storetest.NewMemStore().WithPrefix("nodeid/") })
+}
+
+// TestElectionJudgedMemStore runs the suite on a store that judges expiry
+// itself (as etcd does): elections must bind each held record's liveness
+// through the scoped store, or a leader's record would read expired at once.
+func TestElectionJudgedMemStore(t *testing.T) {
+	electiontest.Run(t, func(*testing.T) lease.Store {
+		return storetest.NewMemStore(storetest.WithJudgedExpiry()).WithPrefix("nodeid/")
+	})
+}
+
+// TestElectionEtcd runs the suite on a real etcd server (the pinned binary of
+// test/etcd/install.sh; skipped without it outside CI).
+func TestElectionEtcd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	electiontest.Run(t, func(t *testing.T) lease.Store {
+		st, err := etcdstore.New(etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: fmt.Sprintf("%s-%d/", t.Name(), rand.Int64())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	})
 }
 
 func TestElectionGofakes3(t *testing.T) {

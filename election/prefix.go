@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/nodeid/nodeid/lease"
 )
@@ -46,3 +47,17 @@ func (s subStore) Create(ctx context.Context, key string, body []byte) (lease.Me
 func (s subStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
 	return s.parent.Update(ctx, s.sub+key, body, etag)
 }
+
+// CreateLive forwards to the parent's liveness-binding create (lease.CreateLive):
+// on a store that judges expiry itself (etcd), an election's held record must
+// bind its liveness like a node ID's, or it would read expired at once.
+func (s subStore) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {
+	return lease.CreateLive(ctx, s.parent, s.sub+key, body, ttl)
+}
+
+// UpdateLive forwards to the parent's liveness-binding update (lease.UpdateLive).
+func (s subStore) UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (lease.Meta, error) {
+	return lease.UpdateLive(ctx, s.parent, s.sub+key, body, etag, ttl)
+}
+
+var _ lease.LiveWriter = subStore{}

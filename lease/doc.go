@@ -22,6 +22,13 @@
 // ever compares a timestamp written by another node with its own wall clock: the
 // renewedAt and expiresAt fields of a [Record] are for humans only.
 //
+// A store may instead judge expiry itself (etcd): its writes through
+// [CreateLive] and [UpdateLive] bind the key's liveness to a lease on the
+// store's own clock, started no earlier than the write was sent, and its
+// responses say whether that liveness still runs ([Liveness]). [StateOf] then
+// takes the store's word. Either way the record persists after its liveness
+// ends, so versions never go back and the Snowflake floor carries over.
+//
 // # Garbage
 //
 // [DecodeRecord] and [DecodeManifest] are strict: bad JSON, an unknown field or

@@ -71,14 +71,32 @@ func FirstExpiredDate(lastModified time.Time, lease, clockMargin time.Duration) 
 }
 
 // StateOf judges a decoded record from one response's Meta: free when it has no
-// holder, expired by [Expired] with the record's own lease duration, else held.
+// holder; on a store that judges expiry itself (m.Liveness judged), expired
+// when the store says its liveness ran out; on a store that reports its clock,
+// expired by [Expired] with the record's own lease duration; else held.
 func StateOf(r *Record, m Meta, clockMargin time.Duration) State {
 	switch {
 	case r.Free():
 		return StateFree
+	case m.Liveness.Judged():
+		if m.Liveness == LivenessExpired {
+			return StateExpired
+		}
+		return StateHeld
 	case Expired(m.LastModified, m.Date, r.Lease(), clockMargin):
 		return StateExpired
 	default:
 		return StateHeld
 	}
+}
+
+// ListedExpired reports whether a listing entry shows a lease of duration
+// lease expired: the store's own judgement on a store that judges expiry
+// itself, else [Expired] with the listing's Date. Listings only order
+// candidates; a take is judged by [StateOf] on a fresh read.
+func ListedExpired(o ObjectInfo, date time.Time, lease, clockMargin time.Duration) bool {
+	if o.Liveness.Judged() {
+		return o.Liveness == LivenessExpired
+	}
+	return Expired(o.LastModified, date, lease, clockMargin)
 }

@@ -41,6 +41,10 @@ type Meta struct {
 	// Date is the store's clock when it answered (the HTTP Date header), whole
 	// seconds on S3. Zero when the response did not say.
 	Date time.Time
+	// Liveness is the store's own judgement of the key's lease, on a store
+	// that judges expiry itself (etcd); LivenessUnjudged on a store that
+	// reports Date and LastModified instead (S3). See [Liveness].
+	Liveness Liveness
 }
 
 // ObjectInfo is one entry of a [Listing].
@@ -52,6 +56,8 @@ type ObjectInfo struct {
 	// LastModified on the store's clock; treat it as whole seconds (some servers
 	// list milliseconds, others seconds).
 	LastModified time.Time
+	// Liveness as for Meta.Liveness, at the listing's one instant.
+	Liveness Liveness
 }
 
 // Listing is the result of [Store.List].

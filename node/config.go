@@ -69,6 +69,14 @@ type Config struct {
 	// lesser of 30 s and 2 * Provider.LeaseDuration.
 	MaxIssueStall time.Duration
 
+	// SkipProbe skips the store probe Start runs before taking an ID
+	// (lease.Probe: a second If-None-Match: * create and an If-Match with a
+	// wrong ETag must be refused). Without it, Start fails on a store that
+	// ignores either condition, with an error wrapping
+	// lease.ErrConditionIgnored; an inconclusive probe is retried for up to
+	// Provider.AcquireTimeout. Default false: the probe runs.
+	SkipProbe bool
+
 	// Metrics, when set, receives the node's Prometheus metrics (nodeid_*).
 	// If it is also a prometheus.Gatherer (a *prometheus.Registry is), the
 	// node's /metrics serves it. Nil: a registry of the node's own, with

@@ -177,6 +177,7 @@ func (n *Node) Status() StatusResponse {
 	if err != nil && state != StateReleased {
 		s.Error = err.Error()
 	}
+	s.StoreProbe = n.probeStatus()
 	c := n.claim.Load()
 	if c != nil {
 		st := c.Status()

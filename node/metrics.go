@@ -27,6 +27,7 @@ type metrics struct {
 
 	acquisitions, renewals, renewFailures prometheus.Counter
 	lost, released, anomalies             prometheus.Counter
+	expiredTakeovers                      prometheus.Counter
 	acquireDuration, renewLatency         prometheus.Histogram
 
 	storeRequests *prometheus.CounterVec
@@ -58,6 +59,11 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.lost = f.counter("lease_lost_total", "Leases that ended without a release (taken over, renewal failed past its deadline, or a higher version seen in gossip).")
 	m.released = f.counter("lease_released_total", "Leases released on shutdown.")
 	m.anomalies = f.counter("lease_anomalies_total", "Lease objects found corrupt or otherwise not to be taken (see the log and nodeidctl status).")
+	m.expiredTakeovers = f.counter("lease_expired_takeovers_total",
+		"Leases this node took over after they expired: their previous holder died, froze or lost the lease without a release (0 or 1 per node).")
+	f.register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_size",
+		Help: "The number of node IDs (Provider.ClusterSize) this node takes one from."},
+		func() float64 { return float64(n.cfg.Provider.ClusterSize) }))
 	m.acquireDuration = f.histogram("lease_acquire_duration_seconds", "Time taken to acquire a node ID, bootstrap and retries included.",
 		[]float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60})
 	m.renewLatency = f.histogram("lease_renew_duration_seconds", "Latency of successful lease renewals (one conditional write, or more with read-backs).",
@@ -75,6 +81,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.idsIssued = f.counter("ids_issued_total", "Snowflake IDs handed out.")
 	m.fencedRefusals = f.counter("ids_fenced_refusals_total", "ID requests refused because the node held no valid lease.")
 	f.register(stateCollector{n: n}, foreignCollector{n: n}, electionCollector{n: n})
+	f.register(probeCollectors(n)...)
 	if f.err != nil {
 		return nil, fmt.Errorf("node: register metrics: %w", f.err)
 	}
@@ -242,6 +249,23 @@ func (s *countedStore) Create(ctx context.Context, key string, body []byte) (lea
 func (s *countedStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
 	start := time.Now()
 	meta, err := s.next.Update(ctx, key, body, etag)
+	s.observe("update", start, err)
+	return meta, err
+}
+
+// CreateLive implements lease.LiveWriter, so that a store judging expiry
+// itself (etcd) still binds liveness through this wrapper.
+func (s *countedStore) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {
+	start := time.Now()
+	meta, err := lease.CreateLive(ctx, s.next, key, body, ttl)
+	s.observe("create", start, err)
+	return meta, err
+}
+
+// UpdateLive implements lease.LiveWriter, as CreateLive.
+func (s *countedStore) UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (lease.Meta, error) {
+	start := time.Now()
+	meta, err := lease.UpdateLive(ctx, s.next, key, body, etag, ttl)
 	s.observe("update", start, err)
 	return meta, err
 }

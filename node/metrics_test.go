@@ -108,3 +108,48 @@ func TestStore(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsExpiredTakeover checks nodeid_cluster_size and that a node which
+// takes over an expired lease counts it in nodeid_lease_expired_takeovers_total,
+// the trace a dead holder leaves once its own metrics are gone.
+func TestMetricsExpiredTakeover(t *testing.T) {
+	for _, expired := range []bool{false, true} {
+		storeNow := time.Now
+		if expired {
+			past := time.Now().Add(-time.Hour)
+			storeNow = func() time.Time { return past }
+		}
+		store := storetest.NewMemStore(storetest.WithClock(func() time.Time { return storeNow() }))
+		if expired { // a holder that wrote an hour ago and then died
+			r := lease.Record{NodeID: 0, Holder: "dead", Version: 4, LeaseMillis: 3000, WriteID: "00000000000000aa"}
+			body, err := r.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			store.Put(lease.RecordKey(0), body)
+			storeNow = time.Now
+		}
+		cfg := testConfig("a", 1)
+		cfg.Metrics = nil
+		n, err := New(store, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := "nodeid_lease_expired_takeovers_total 0"
+		if expired {
+			want = "nodeid_lease_expired_takeovers_total 1"
+		}
+		out := scrape(t, n)
+		for _, w := range []string{want, "nodeid_cluster_size 1"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("expired=%v: no %q in\n%s", expired, w, out)
+			}
+		}
+		if err := n.Close(closeCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -33,11 +33,12 @@ type Node struct {
 	gossip   atomic.Pointer[gossip.Node]
 	gen      atomic.Pointer[snowflake.Generator] // set before claim
 	claim    atomic.Pointer[nodeid.Claim]
-	gate     atomic.Pointer[gossip.Gate] // readiness gate after taking over an expired lease
-	stopping atomic.Bool                 // set first by Close: health 503, no more IDs
-	issued   atomic.Int64                // IDs handed out
-	base     time.Time                   // Clock.Now at New: the origin of stalled
-	stalled  atomic.Int64                // 1 + ns after base of the first failed issue since the last success; 0: none
+	gate     atomic.Pointer[gossip.Gate]  // readiness gate after taking over an expired lease
+	stopping atomic.Bool                  // set first by Close: health 503, no more IDs
+	issued   atomic.Int64                 // IDs handed out
+	base     time.Time                    // Clock.Now at New: the origin of stalled
+	stalled  atomic.Int64                 // 1 + ns after base of the first failed issue since the last success; 0: none
+	probe    atomic.Pointer[probeOutcome] // the store probe's result; nil before it ran or when skipped
 
 	idFile  idFileState
 	elector *elector      // nil unless Config.Elect
@@ -165,6 +166,9 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 	if err := n.idFile.prepare(n.log); err != nil {
 		return nil, err
 	}
+	if err := n.runProbe(ctx); err != nil {
+		return nil, err
+	}
 	pc := n.cfg.Provider
 	pc.Observer = renewSignal{Observer: observers{n.metrics, pc.Observer}, renewed: n.renewed}
 	if n.cfg.Gossip != nil {
@@ -231,6 +235,9 @@ func (n *Node) activate(claim *nodeid.Claim) {
 	}
 	claim.SetIssuedFunc(func() int64 { return n.idFile.lowestRelease(gen.Stop(), pc.Clock) })
 	n.gen.Store(gen)
+	if claim.TookOverExpired() {
+		n.metrics.expiredTakeovers.Inc()
+	}
 	n.claim.Store(claim) // from here health is 200
 	if g := n.gossip.Load(); g != nil {
 		if err := g.SetClaim(claim.NodeID(), claim.Version()); err != nil {

@@ -34,6 +34,9 @@ type StatusResponse struct {
 	Ready bool `json:"ready"`
 	// Error says why the node is not serving, when it is not.
 	Error string `json:"error,omitempty"`
+	// StoreProbe is the result of the store probe run before taking an ID;
+	// absent before it ran, or when Config.SkipProbe.
+	StoreProbe *StoreProbeStatus `json:"storeProbe,omitempty"`
 }
 
 // ForeignMember is a gossip member of another cluster, in StatusResponse.

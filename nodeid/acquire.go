@@ -13,8 +13,9 @@ import (
 	"github.com/nodeid/nodeid/lease"
 )
 
-// maxRelists bounds the LISTs of one acquire round after losing a create race:
-// each gives a fresh view of which never-created IDs are left.
+// maxRelists bounds the LISTs of one acquire round after losing a race (a
+// create, or a CAS on a lease read free or expired): each gives a fresh view
+// of which IDs moved meanwhile.
 const maxRelists = 3
 
 // errTaken means another task created or took the candidate first.
@@ -26,6 +27,7 @@ const (
 	classExpiring            // seen held earlier in this Acquire, unchanged since, and now old enough to be expired
 	classStale               // untouched for longer than any lease: near-certainly free or expired
 	classOther               // held, or free since recently: a GET tells
+	classMoved               // written since this Acquire's previous listing: probably just taken (or renewed)
 	classKnownLive           // gossip knows the ID to be live
 )
 
@@ -35,9 +37,16 @@ const (
 // own lease, to be expired: a near-certain take, still confirmed by a GET. And
 // Acquire waits no longer than until the first lease seen held in the last
 // round can be found expired (soonest, on the store's clock).
+//
+// It also keeps the ETags of the previous listing: an object written since was
+// probably just taken by another task (or renewed by its holder), so it is
+// visited after the objects that did not move. That is what keeps a fleet
+// re-taking a bucket of released IDs from reading the IDs its own members
+// took a moment ago.
 type watched struct {
 	held    map[int]heldLease
 	soonest time.Time
+	listed  map[int]string // ETag by ID in the previous listing; nil before the first
 }
 
 // heldLease is one lease found held: the ETag it was read with and its lease.
@@ -58,11 +67,19 @@ func (w *watched) note(r readResult, leaseDur, clockMargin time.Duration) {
 // the order to visit them: OrderSpread visits never-created IDs first, then
 // the leases seen held earlier in this Acquire that the listing shows unchanged
 // and expired by their own lease, then objects the listing shows untouched for
-// longer than any lease (each confirmed by a GET), then the rest, and last the
-// IDs gossip knows to be live (known), each class in the task's spread
-// permutation. OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider
-// does.
+// longer than any lease (each confirmed by a GET), then the rest (those
+// written longest ago first), then the objects written since this Acquire's
+// previous listing, and last the IDs gossip knows to be live (known), each
+// class in the task's spread permutation. Objects this Acquire read held and
+// the listing shows unchanged are left out (see stillHeld). OrderLowestFirst
+// visits 0, 1, 2, ... as a Zeebe-style provider does. It records the
+// listing's ETags in w for the next call.
 func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
+	previous := w.listed
+	w.listed = make(map[int]string, len(v.objects))
+	for id, o := range v.objects {
+		w.listed[id] = o.ETag
+	}
 	var order []int
 	for _, id := range p.visitOrder(v.size) {
 		if !tried[id] {
@@ -79,16 +96,46 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 			return classKnownLive
 		case !exists:
 			return classNeverCreated
-		case w.held[id].etag == o.ETag && lease.Expired(o.LastModified, v.listing.Date, w.held[id].lease, p.cfg.ClockMargin):
+		case w.held[id].etag == o.ETag && lease.ListedExpired(o, v.listing.Date, w.held[id].lease, p.cfg.ClockMargin):
 			return classExpiring
-		case lease.Expired(o.LastModified, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
+		case lease.ListedExpired(o, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
 			return classStale
+		case previous != nil && previous[id] != o.ETag:
+			return classMoved
 		default:
 			return classOther
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(class(a), class(b)) })
+	order = slices.DeleteFunc(order, func(id int) bool { return w.stillHeld(id, v, p.cfg.ClockMargin) })
+	// Within classOther, the objects written longest ago first (by whole
+	// seconds, so that the spread order still breaks the ties): after a
+	// fleet's release, the IDs its successors took a moment ago are the
+	// newest, and those nobody took yet keep the release's older stamp.
+	slices.SortStableFunc(order, func(a, b int) int {
+		ca, cb := class(a), class(b)
+		if ca != cb || ca != classOther {
+			return cmp.Compare(ca, cb)
+		}
+		return v.objects[a].LastModified.Truncate(time.Second).Compare(v.objects[b].LastModified.Truncate(time.Second))
+	})
 	return order
+}
+
+// stillHeld reports whether the listing shows id unchanged since this Acquire
+// read it held, and not yet old enough to be expired by its lease: the object
+// is byte for byte what was read (every write has a new writeId), so it is
+// still held and reading it again would tell nothing. It is not visited; the
+// instant it could be found expired counts for Acquire's wait.
+func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) bool {
+	o, exists := v.objects[id]
+	h, seen := w.held[id]
+	if !exists || !seen || h.etag != o.ETag || lease.ListedExpired(o, v.listing.Date, h.lease, clockMargin) {
+		return false
+	}
+	if at := lease.FirstExpiredDate(o.LastModified, h.lease, clockMargin); !at.IsZero() && (w.soonest.IsZero() || at.Before(w.soonest)) {
+		w.soonest = at
+	}
+	return true
 }
 
 // readResult is one GET of a candidate.
@@ -191,7 +238,8 @@ func (p *Provider) describeFar(far []farFloor) string {
 }
 
 // visit makes one pass over the untried candidates. lostRace reports a create
-// lost to another task: the pass stops there, as the listing is stale.
+// or a take lost to another task: the pass stops there, as the listing is
+// stale, and the caller lists again rather than read on near the winner.
 func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool, errs *[]error, far *[]farFloor, w *watched) (c *Claim, lostRace bool, err error) {
 	known := p.knownNodes() // one view of gossip per pass
 	order := p.candidates(v, tried, w, known)
@@ -240,6 +288,9 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			if c != nil || errors.Is(err, ErrClockBehind) {
 				return c, false, err
 			}
+			if errors.Is(err, errTaken) || w.movedHeld(v, r) {
+				return nil, true, nil
+			}
 			if ff != nil {
 				*far = append(*far, *ff)
 			}
@@ -251,6 +302,16 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 		batch = min(2*batch, p.cfg.MaxReadsInFlight)
 	}
 	return nil, false, nil
+}
+
+// movedHeld reports whether the read r found held (noted in w) an object
+// whose ETag differs from the listing's: it was written since the listing
+// (taken, most likely), so the listing is stale and reading on from it would
+// find more such objects.
+func (w *watched) movedHeld(v *clusterView, r readResult) bool {
+	o, listed := v.objects[r.id]
+	h, held := w.held[r.id]
+	return listed && held && h.etag == r.meta.ETag && o.ETag != r.meta.ETag
 }
 
 // tryCreate takes a never-created ID by creating its lease object held, with
@@ -265,7 +326,7 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 	}
 	key := lease.RecordKey(id)
 	t0 := p.clock.Now()
-	meta, err := p.store.Create(ctx, key, body)
+	meta, err := lease.CreateLive(ctx, p.store, key, body, next.LiveFor())
 	switch {
 	case errors.Is(err, lease.ErrPreconditionFailed):
 		return nil, errTaken
@@ -280,8 +341,8 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 }
 
 // tryTake takes the object read in r if it is free or expired. It returns no
-// claim and no error when the object is held (noted in w), corrupt, or was
-// taken by someone else first.
+// claim and no error when the object is held (noted in w) or corrupt, and
+// errTaken when someone else wrote it first.
 //
 // A free or expired lease whose floor is more than MaxClockWait ahead of this
 // task's wall clock is not written (its version is not bumped): it is reported
@@ -332,13 +393,13 @@ func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Clai
 		return nil, nil, err
 	}
 	t0 := p.clock.Now()
-	meta, err := p.store.Update(ctx, key, body, r.meta.ETag)
+	meta, err := lease.UpdateLive(ctx, p.store, key, body, r.meta.ETag, next.LiveFor())
 	switch {
 	case errors.Is(err, lease.ErrPreconditionFailed):
-		return nil, nil, nil
+		return nil, nil, errTaken
 	case errors.Is(err, lease.ErrUnknownOutcome):
 		if meta, err = p.readBackTake(ctx, key, next.WriteID); err != nil {
-			return nil, nil, nil // not ours, or unknown: if it landed after all, it expires
+			return nil, nil, errTaken // not ours, or unknown: if it landed after all, it expires
 		}
 	case err != nil:
 		return nil, nil, fmt.Errorf("take %s: %w", key, err)

@@ -124,12 +124,10 @@ func (p *Provider) cachedView(listed *lease.ObjectInfo, date time.Time) *cluster
 	if c == nil || listed == nil || listed.ETag != c.etag {
 		return nil
 	}
-	age, ok := lease.StoreAge(listed.LastModified.Truncate(time.Second), date)
-	if !ok {
-		age = 0
-	}
-	return &clusterView{manifest: c.manifest, manifestMeta: lease.Meta{ETag: c.etag, LastModified: listed.LastModified, Date: date},
-		manifestAge: age, size: c.manifest.ClusterSize}
+	meta := lease.Meta{ETag: c.etag, LastModified: listed.LastModified, Date: date, Liveness: listed.Liveness}
+	aged := meta
+	aged.LastModified = aged.LastModified.Truncate(time.Second) // listings may carry ms
+	return &clusterView{manifest: c.manifest, manifestMeta: meta, manifestAge: p.manifestAge(aged), size: c.manifest.ClusterSize}
 }
 
 // readOrCreateManifest reads the manifest, or creates it when the listing
@@ -148,7 +146,9 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 		if body, err = mine.Encode(); err != nil {
 			return nil, err
 		}
-		meta, err = p.store.Create(ctx, lease.ManifestKey, body)
+		// On a store that judges expiry itself, the manifest's liveness
+		// runs out when the bootstrap window has passed (see manifestAge).
+		meta, err = lease.CreateLive(ctx, p.store, lease.ManifestKey, body, p.cfg.BootstrapWindow)
 		switch {
 		case err == nil:
 			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "layout", mine.LayoutString())
@@ -177,11 +177,27 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 	}
 	p.observeDate(meta.Date, p.clock.Now())
 	p.remember(m, meta.ETag)
+	return &clusterView{manifest: m, manifestMeta: meta, manifestAge: p.manifestAge(meta), size: m.ClusterSize}, nil
+}
+
+// manifestAge returns how old the manifest read with meta is on the store's
+// clock: Date - Last-Modified on a store that reports its clock. A store that
+// judges expiry itself reports no age, but the manifest was created with a
+// liveness of BootstrapWindow: once it has run out (or a later write of the
+// manifest bound none), the window has passed. Unknown: 0 (do not fill now; a
+// later bootstrap will).
+func (p *Provider) manifestAge(meta lease.Meta) time.Duration {
+	if meta.Liveness.Judged() {
+		if meta.Liveness == lease.LivenessExpired {
+			return p.cfg.BootstrapWindow
+		}
+		return 0
+	}
 	age, ok := lease.StoreAge(meta.LastModified, meta.Date)
 	if !ok {
-		age = 0 // unknown: do not fill now; a later bootstrap will
+		return 0
 	}
-	return &clusterView{manifest: m, manifestMeta: meta, manifestAge: age, size: m.ClusterSize}, nil
+	return age
 }
 
 // fill creates the lease objects that were never created, free, and then marks

@@ -19,7 +19,10 @@
 //
 //   - Another task judges a lease expired only on the store's clock: the Date
 //     and Last-Modified of one response (lease.Expired), with a margin for their
-//     one-second resolution.
+//     one-second resolution; or, on a store that judges expiry itself (etcd),
+//     the store's word that the liveness bound by the holder's last write ran
+//     out (lease.Liveness): every write of a held record binds one of its
+//     lease (lease.CreateLive, lease.UpdateLive).
 //   - The holder fences itself on its own monotonic clock: [Claim.Valid] turns
 //     false at t0 + LeaseDuration - SafetyMargin, t0 being when its last
 //     successful write was sent. The store applied that write after t0, so every

@@ -129,7 +129,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	c.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
 	sent := c.p.clock.Now()
-	meta, err := c.p.store.Update(wctx, c.key, body, etag)
+	meta, err := lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
 	cancel()
 	if err == nil {
 		c.mu.Lock()

@@ -53,7 +53,12 @@ type simParams struct {
 	// acquireTimeout, when set, is every task's AcquireTimeout: an election
 	// campaign waits (package election sets it to forever).
 	acquireTimeout time.Duration
-	mutate         func(p *Provider)
+	// judged: the store judges expiry itself, as etcd does (a MemStore
+	// WithJudgedExpiry on the simulation's clock): no Date or
+	// Last-Modified, a liveness of the record's lease from when each write
+	// lands.
+	judged bool
+	mutate func(p *Provider)
 }
 
 // defaultSimParams: RenewInterval lease/3, RenewDeadline 2*lease/3 as by
@@ -144,8 +149,12 @@ func newSim(seed uint64, params simParams) *sim {
 		seed: seed, params: params, rng: rand.New(rand.NewPCG(seed, 0x5eed)),
 		epoch: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), counts: map[string]int{},
 	}
-	s.mem = storetest.NewMemStore(storetest.WithClock(func() time.Time { return s.epoch.Add(s.now) }),
-		storetest.WithEarlyLastModified(func() time.Duration { return s.between(0, params.maxEarlyStamp) }))
+	opts := []storetest.MemOption{storetest.WithClock(func() time.Time { return s.epoch.Add(s.now) }),
+		storetest.WithEarlyLastModified(func() time.Duration { return s.between(0, params.maxEarlyStamp) })}
+	if params.judged {
+		opts = append(opts, storetest.WithJudgedExpiry())
+	}
+	s.mem = storetest.NewMemStore(opts...)
 	s.check = newSimChecker(s)
 	return s
 }
@@ -349,31 +358,39 @@ func (ss simStore) Get(ctx context.Context, key string) (b []byte, m lease.Meta,
 	return b, m, err
 }
 
-func (ss simStore) Create(ctx context.Context, key string, body []byte) (m lease.Meta, err error) {
-	s := ss.t.s
-	create := func(ctx context.Context) (lease.Meta, error) {
-		m, e := s.mem.Create(ctx, key, body)
-		if e == nil {
-			s.check.written(key, body)
-		}
-		return m, e
-	}
-	err = ss.call(storetest.OpCreate, key, func() (e error) { m, e = create(ctx); return e },
-		func() { _, _ = create(context.Background()) })
-	return m, err
+func (ss simStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
+	return ss.CreateLive(ctx, key, body, 0)
 }
 
-func (ss simStore) Update(ctx context.Context, key string, body []byte, etag string) (m lease.Meta, err error) {
+func (ss simStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	return ss.UpdateLive(ctx, key, body, etag, 0)
+}
+
+func (ss simStore) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {
+	return ss.write(ctx, storetest.OpCreate, key, body, func(ctx context.Context) (lease.Meta, error) {
+		return ss.t.s.mem.CreateLive(ctx, key, body, ttl)
+	})
+}
+
+func (ss simStore) UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (lease.Meta, error) {
+	return ss.write(ctx, storetest.OpUpdate, key, body, func(ctx context.Context) (lease.Meta, error) {
+		return ss.t.s.mem.UpdateLive(ctx, key, body, etag, ttl)
+	})
+}
+
+// write runs the write do of body at key through the simulation's faults,
+// and shows the checker each write that landed.
+func (ss simStore) write(ctx context.Context, op storetest.Op, key string, body []byte, do func(context.Context) (lease.Meta, error)) (m lease.Meta, err error) {
 	s := ss.t.s
-	update := func(ctx context.Context) (lease.Meta, error) {
-		m, e := s.mem.Update(ctx, key, body, etag)
+	write := func(ctx context.Context) (lease.Meta, error) {
+		m, e := do(ctx)
 		if e == nil {
 			s.check.written(key, body)
 		}
 		return m, e
 	}
-	err = ss.call(storetest.OpUpdate, key, func() (e error) { m, e = update(ctx); return e },
-		func() { _, _ = update(context.Background()) })
+	err = ss.call(op, key, func() (e error) { m, e = write(ctx); return e },
+		func() { _, _ = write(context.Background()) })
 	return m, err
 }
 
@@ -758,13 +775,21 @@ func simSeedList() []uint64 {
 	return seeds
 }
 
-func TestSimulation(t *testing.T) {
+func TestSimulation(t *testing.T) { testSimulation(t, false) }
+
+// TestSimulationJudgedExpiry runs the simulation on a store that judges
+// expiry itself (etcd's kind): the same seeds, tasks and faults.
+func TestSimulationJudgedExpiry(t *testing.T) { testSimulation(t, true) }
+
+func testSimulation(t *testing.T, judged bool) {
 	var total simChecker
 	for _, seed := range simSeedList() {
-		k := runSim(seed, simParamsFor(seed))
+		params := simParamsFor(seed)
+		params.judged = judged
+		k := runSim(seed, params)
 		if len(k.violations) > 0 {
-			t.Fatalf("seed %d (reproduce: go test ./nodeid -run TestSimulation -sim.seed %d -v):\n%s\n%s",
-				seed, seed, strings.Join(k.violations, "\n"), k.summary())
+			t.Fatalf("seed %d (reproduce: go test ./nodeid -run '%s$' -sim.seed %d -v):\n%s\n%s",
+				seed, t.Name(), seed, strings.Join(k.violations, "\n"), k.summary())
 		}
 		total.steps += k.steps
 		total.issuedIDs += k.issuedIDs
@@ -792,6 +817,7 @@ func TestSimulationIsDeterministic(t *testing.T) {
 var simMutations = []struct {
 	name   string
 	mutate func(p *Provider)
+	s3Only bool // breaks a rule that a store judging expiry itself does not use
 }{
 	{"expiry judged on the taker's wall clock against expiresAt", func(p *Provider) {
 		p.hooks.stateOf = func(r *lease.Record, m lease.Meta) lease.State {
@@ -803,16 +829,16 @@ var simMutations = []struct {
 			}
 			return lease.StateHeld
 		}
-	}},
+	}, false},
 	// Everywhere the rule is used (the take, Acquire's wait for the first
 	// expiry, the candidates' order). With ClockMargin = 1 s this is also
 	// the rule without its clock margin: age > lease + 1 s.
 	{"no resolution term: age > lease + ClockMargin", func(p *Provider) {
 		p.cfg.ClockMargin -= lease.StoreClockResolution
-	}},
-	{"no safety margin: fence at t0 + lease", func(p *Provider) { p.hooks.fenceExtra = p.cfg.SafetyMargin }},
-	{"successor ignores the floor", func(p *Provider) { p.hooks.ignoreFloor = true }},
-	{"late write adopted with its read-back time as t0", func(p *Provider) { p.hooks.adoptAtReadBack = true }},
+	}, true},
+	{"no safety margin: fence at t0 + lease", func(p *Provider) { p.hooks.fenceExtra = p.cfg.SafetyMargin }, false},
+	{"successor ignores the floor", func(p *Provider) { p.hooks.ignoreFloor = true }, false},
+	{"late write adopted with its read-back time as t0", func(p *Provider) { p.hooks.adoptAtReadBack = true }, false},
 }
 
 var simMutationSeeds = flag.Int("sim.mutationseeds", 40, "seeds per mutation in TestSimulationCatchesBrokenRules")
@@ -821,13 +847,22 @@ var simMutationSeeds = flag.Int("sim.mutationseeds", 40, "seeds per mutation in 
 // a wide margin: each mutation runs over the same seeds, and at least 90 % of
 // them must report a violation. The table of catch rates is logged (-v), and
 // recorded in docs/simulation.md.
-func TestSimulationCatchesBrokenRules(t *testing.T) {
+func TestSimulationCatchesBrokenRules(t *testing.T) { testSimulationCatches(t, false) }
+
+// TestSimulationJudgedCatchesBrokenRules is TestSimulationCatchesBrokenRules
+// on a store that judges expiry itself, for the rules such a store uses.
+func TestSimulationJudgedCatchesBrokenRules(t *testing.T) { testSimulationCatches(t, true) }
+
+func testSimulationCatches(t *testing.T, judged bool) {
 	n := *simMutationSeeds
 	var table strings.Builder
 	fmt.Fprintf(&table, "catch rates over seeds 1..%d:\n", n)
 	for _, m := range simMutations {
+		if judged && m.s3Only {
+			continue
+		}
 		params := defaultSimParams()
-		params.mutate = m.mutate
+		params.mutate, params.judged = m.mutate, judged
 		caught, first := 0, ""
 		for seed := uint64(1); seed <= uint64(n); seed++ {
 			if k := runSim(seed, params); len(k.violations) > 0 {

@@ -7,15 +7,21 @@
 #  2. builds or reuses MinIO and versitygw (test/minio/servers.sh; a cold MinIO
 #     build takes about 5 minutes on 2 cores), starts them on 127.0.0.1 and stops
 #     them on exit;
+#     It also builds or reuses the pinned etcd server (test/etcd/install.sh;
+#     about 2 minutes cold), which the etcd tests start themselves;
+#  2b. puts promtool (from Debian's prometheus package, test/promtool.sh) in
+#     the same cache, and systemd-analyze on the machine, for the operator
+#     kit's checks (deploy/kit_test.go);
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
-#     conformance suite runs on the in-memory store, gofakes3, MinIO and
-#     versitygw (with CI=true a missing server fails instead of skipping). The
+#     conformance suite runs on the in-memory store, gofakes3, MinIO,
+#     versitygw and etcd (with CI=true a missing server fails instead of skipping). The
 #     race detector needs a C compiler; without one the tests run without it,
 #     with a warning (with CI=true, that is a failure);
 #  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
 #     demo-broker processes on a MinIO of its own under kills, pauses,
-#     partitions, ambiguous writes and MinIO restarts, then every safety check;
-#     about 3 minutes. Not under -race: the brokers are separate processes, and
+#     partitions, ambiguous writes and MinIO restarts, then every safety check,
+#     and the same on an etcd of its own (kills, pauses, partitions, etcd
+#     restarts); about 5 minutes. Not under -race: the brokers are separate processes, and
 #     the race detector would slow the timing-sensitive runs for nothing (the
 #     suite's own code runs under -race in step 3). With CI=true a missing
 #     MinIO binary fails it instead of skipping;
@@ -63,6 +69,16 @@ fi
 "$bin/staticcheck" ./...
 "$bin/staticcheck" -tags faults ./test/faults/...
 
+step "operator kit tools"
+# promtool checks deploy/prometheus's alert rules, systemd-analyze the systemd
+# unit (deploy/kit_test.go; with CI=true a missing one fails the test).
+NODEID_TEST_PROMTOOL=$(bash test/promtool.sh)
+export NODEID_TEST_PROMTOOL
+if ! command -v systemd-analyze >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+	echo "no systemd-analyze: installing systemd (apt-get)" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
+fi
+
 step "S3 servers"
 # A state folder of our own, so servers someone started by hand are left alone.
 NODEID_SERVER_STATE=$(mktemp -d "${TMPDIR:-/tmp}/nodeid-all.XXXXXX")
@@ -75,6 +91,12 @@ trap cleanup EXIT
 bash "$servers" install
 bash "$servers" start
 eval "$(bash "$servers" env)"
+
+step "etcd server"
+NODEID_ETCD_BIN=$(bash test/etcd/install.sh)
+export NODEID_ETCD_BIN
+# The pinned server is a module of its own: vet it here, as ./... skips it.
+(cd test/etcd/server && go vet ./...)
 
 step "go test -race"
 flags=(-race -count=1)

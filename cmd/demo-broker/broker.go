@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/internal/etcdflag"
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
@@ -51,7 +54,7 @@ func (b *broker) run(ctx context.Context) error {
 		_ = ln.Close()
 		return envflag.Usagef("%v", err)
 	}
-	b.log.Info("lease store", "bucket", b.cfg.bucket, "prefix", b.cfg.prefix, "endpoint", b.cfg.s3Endpoint)
+	b.log.Info("lease store", "store", b.cfg.storeName(), "bucket", b.cfg.bucket, "prefix", b.cfg.prefix, "endpoint", b.cfg.s3Endpoint)
 	if g := b.cfg.node.Gossip; g != nil && len(g.SecretKey) == 0 {
 		b.log.Warn("gossip is not encrypted: set --gossip-key (from a secret) so that only this cluster's brokers are heard", "cluster", g.Cluster)
 	}
@@ -64,7 +67,7 @@ func (b *broker) run(ctx context.Context) error {
 
 // runNode checks the store and runs the node until ctx ends or the lease is
 // lost.
-func (b *broker) runNode(ctx context.Context, store *s3store.Store, n *node.Node) error {
+func (b *broker) runNode(ctx context.Context, store checkedStore, n *node.Node) error {
 	if err := store.Check(ctx); err != nil {
 		_ = n.Close(ctx) // never started: ends it, so serveHTTP stops
 		if ctx.Err() != nil {
@@ -74,10 +77,27 @@ func (b *broker) runNode(ctx context.Context, store *s3store.Store, n *node.Node
 		return err
 	}
 	err := n.Run(ctx, b.cfg.shutdownTimeout)
+	if ce := (*lease.ConditionIgnoredError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("%s ignores %s: nodeid cannot run on it, two brokers could hold one node ID (%w)",
+			b.storeName(), ce.Condition, err)
+	}
 	if err == nil && n.Claim() == nil {
 		b.log.Info("stopped by a signal before a node ID was acquired")
 	}
 	return err
+}
+
+// storeName names the store for messages: the endpoint, or the AWS bucket.
+func (b *broker) storeName() string {
+	switch {
+	case b.cfg.store == etcdflag.StoreEtcd:
+		return fmt.Sprintf("etcd at --etcd-endpoints %s (prefix %s)", b.cfg.etcd.Endpoints, b.cfg.prefix)
+	case b.cfg.embeddedS3 != "":
+		return fmt.Sprintf("the embedded S3 on %s (bucket %s)", b.cfg.embeddedS3, b.cfg.bucket)
+	case b.cfg.s3Endpoint != "":
+		return fmt.Sprintf("the S3 store at --s3-endpoint %s (bucket %s)", b.cfg.s3Endpoint, b.cfg.bucket)
+	}
+	return fmt.Sprintf("AWS S3 bucket %s", b.cfg.bucket)
 }
 
 // serveHTTP serves until ctx ends; then it keeps answering (503) until the
@@ -103,9 +123,13 @@ func (b *broker) serveHTTP(ctx context.Context, srv *http.Server, ln net.Listene
 	return nil
 }
 
-// openStore starts the embedded S3 if asked and opens the S3 store. The
-// returned function closes the embedded S3 (a no-op without one).
-func (b *broker) openStore(ctx context.Context) (*s3store.Store, func(), error) {
+// openStore opens the store --store names: etcd, or S3 (starting the
+// embedded S3 if asked). The returned function closes the embedded S3 or the
+// etcd connection (a no-op otherwise).
+func (b *broker) openStore(ctx context.Context) (checkedStore, func(), error) {
+	if b.cfg.store == etcdflag.StoreEtcd {
+		return b.openEtcd()
+	}
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Prefix, sc.Region = b.cfg.bucket, b.cfg.prefix, b.cfg.region
 	sc.Endpoint, sc.UsePathStyle = b.cfg.s3Endpoint, b.cfg.s3PathStyle

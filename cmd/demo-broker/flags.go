@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeid/nodeid/gossip"
 	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/internal/etcdflag"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
@@ -30,6 +31,8 @@ type serveConfig struct {
 	gossipCluster                      string // --gossip-cluster; "" derives it from the store
 	s3PathStyle                        bool
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
+	store                              string // --store: s3 or etcd
+	etcd                               etcdflag.Flags
 
 	httpAddr        string
 	gossipAddr      string // "" when gossip is off
@@ -71,6 +74,8 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	pc.TaskID = "" // resolved at start (ECS metadata, else host+pid+random)
 	f := envflag.New("demo-broker serve", lookupEnv)
 	f.BindAll()
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
+	c.etcd.Bind(f)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
 	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects, used as given")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")
@@ -90,13 +95,14 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	f.StringVar(&c.httpAddr, "http-addr", ":8080", "address of the HTTP server (/ids, /status, /health, /ready, /metrics)")
 	f.StringVar(&c.gossipAddr, "gossip-addr", "", "IP:port to gossip on (TCP and UDP), for example :7946 or 0.0.0.0:7946 (empty: no gossip; gossip is advisory)")
 	f.StringVar(&join, "join", "", "comma-separated host:port list of gossip members to join at start (needs --gossip-addr)")
-	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: s3://BUCKET/PREFIX)")
+	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: s3://BUCKET/PREFIX, or etcd://ENDPOINTS/PREFIX)")
 	f.StringVar(&key, "gossip-key", "", "base64 of a 16, 24 or 32-byte key that encrypts gossip (AES-GCM); every broker needs the same (empty: plain text)")
 	f.DurationVar(&readyTimeout, "ready-timeout", c.node.ReadyTimeout, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")
 	f.StringVar(&c.node.IDFile, "id-file", "", "write {\"nodeId\":..,\"version\":..,\"validUntilMs\":..} to this file (atomically) once the lease is held, rewrite it after every renewal, and remove it the moment the broker fences: for sidecar use")
 	f.DurationVar(&grace, "id-file-grace", c.node.IDFileGrace, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID; above its re-read period (1s) with slack")
 	f.StringVar(&c.node.Elect, "elect", "", "campaign for the leadership of this election name beside the node ID; GET /leader says who leads (empty: none)")
 	f.DurationVar(&c.clockOffset, "debug-clock-offset", 0, "testing only: shift this broker's wall clock (Snowflake timestamps and reservations) by this much, to simulate clock skew")
+	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store refuses a second If-None-Match: * create and a wrong If-Match (it costs four requests on one object, probe.json under the prefix); only for a store known to honour both")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
 	f.DurationVar(&c.drainDelay, "drain-delay", time.Second, "how long the HTTP server keeps answering (503) after the broker fenced, before it exits")
@@ -143,10 +149,13 @@ var fieldFlagNames = func() *strings.Replacer {
 // gossip configuration, and validates the whole as node.New will.
 func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	src := f.Source
+	if err := c.checkStoreFlags(f); err != nil {
+		return err
+	}
 	switch {
 	case c.embeddedS3 != "" && c.s3Endpoint != "":
 		return envflag.Usagef("%s and %s exclude each other: a broker either serves the embedded S3 or uses another", src("embedded-s3"), src("s3-endpoint"))
-	case c.bucket == "" && c.embeddedS3 == "":
+	case c.bucket == "" && c.embeddedS3 == "" && c.store == etcdflag.StoreS3:
 		return envflag.Usagef("--bucket (or %s) is required", envflag.Name("bucket"))
 	case c.drainDelay < 0:
 		return envflag.Usagef("%s %v must not be negative", src("drain-delay"), c.drainDelay)
@@ -169,7 +178,7 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	}
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Prefix, sc.Region, sc.Endpoint = c.bucket, c.prefix, c.region, c.s3Endpoint
-	if err := sc.Validate(); err != nil {
+	if err := sc.Validate(); err != nil && c.store == etcdflag.StoreS3 {
 		return envflag.Usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
 	}
 	check := c.node // validated as a copy: New fills in the task ID and the loggers first
@@ -250,7 +259,7 @@ func (c *serveConfig) fillGossip(f *envflag.Set, join, key string) error {
 	gc.SecretKey = secret
 	gc.Cluster = c.gossipCluster
 	if gc.Cluster == "" {
-		gc.Cluster = "s3://" + c.bucket + "/" + c.prefix
+		gc.Cluster = c.storeName()
 	}
 	c.node.Gossip = &gc
 	if t := c.node.Provider.TaskID; len(t) > gossip.MaxNameLen {

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 )
@@ -48,6 +49,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		b.log.Error("invalid configuration", "err", err)
 		fmt.Fprintf(stderr, "demo-broker serve: %v\n", err)
 		return exitUsage
+	case errors.Is(err, lease.ErrConditionIgnored):
+		b.log.Error("exiting: the store ignores a write condition", "exitCode", exitFailure, "err", err)
+		fmt.Fprintf(stderr, "demo-broker serve: %v\n", err)
+		return exitFailure
 	case errors.Is(err, nodeid.ErrLeaseLost):
 		b.log.Error("exiting after losing the lease", "exitCode", exitLeaseLost, "err", err)
 		return exitLeaseLost

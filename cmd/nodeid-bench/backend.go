@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
@@ -25,6 +26,7 @@ import (
 // common holds the flags every scenario takes.
 type common struct {
 	endpoint, accessKey, secretKey, region, bucket string
+	store, etcdEndpoints                           string
 
 	latency time.Duration
 	json    bool
@@ -39,8 +41,10 @@ func addCommon(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.accessKey, "s3-access-key", os.Getenv("AWS_ACCESS_KEY_ID"), "access key for --s3-endpoint [$AWS_ACCESS_KEY_ID]")
 	fs.StringVar(&c.secretKey, "s3-secret-key", os.Getenv("AWS_SECRET_ACCESS_KEY"), "secret key for --s3-endpoint [$AWS_SECRET_ACCESS_KEY]")
 	fs.StringVar(&c.region, "region", "us-east-1", "S3 region")
+	fs.StringVar(&c.store, "store", "s3", "store to run on: s3 (--s3-endpoint) or etcd (--etcd-endpoints)")
+	fs.StringVar(&c.etcdEndpoints, "etcd-endpoints", "", "with --store etcd: comma-separated etcd endpoints; empty starts the pinned etcd server of test/etcd/install.sh on 127.0.0.1")
 	fs.StringVar(&c.bucket, "bucket", "", "bucket to use (created if missing); default a fresh nodeid-bench-<random>")
-	fs.DurationVar(&c.latency, "latency", 20*time.Millisecond, "round trip added by the proxy to every S3 request (half each way); 0 adds none")
+	fs.DurationVar(&c.latency, "latency", 20*time.Millisecond, "round trip added to every store request (half each way) by the proxy, or on etcd by the store wrapper; 0 adds none")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
 	fs.StringVar(&c.jsonOut, "json-out", "", "also write the JSON to this file")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of task identities and random choices")
@@ -68,9 +72,11 @@ type backend struct {
 	c        common
 	upstream string
 	bucket   string
-	fake     *s3fake.Server // nil against an endpoint
-	clock    *offsetClock   // the fake server's clock; nil against an endpoint
-	proxy    *latproxy.Proxy
+	fake     *s3fake.Server  // nil against an endpoint
+	clock    *offsetClock    // the fake server's clock; nil against an endpoint
+	proxy    *latproxy.Proxy // S3
+	etcd     *etcdBackend    // etcd
+	meter    meter           // the proxy, or a storeMeter on etcd
 	runID    string
 }
 
@@ -90,6 +96,18 @@ func startBackend(ctx context.Context, c common, record bool) (*backend, error) 
 		_ = os.Unsetenv("AWS_CA_BUNDLE")
 	}
 	b := &backend{c: c, runID: randomHex(4)}
+	switch c.store {
+	case "", "s3":
+	case "etcd":
+		e, err := startEtcd(c)
+		if err != nil {
+			return nil, err
+		}
+		b.etcd, b.meter = e, newStoreMeter(c.latency, record)
+		return b, nil
+	default:
+		return nil, fmt.Errorf("--store %q: want s3 or etcd", c.store)
+	}
 	b.bucket = c.bucket
 	if b.bucket == "" {
 		b.bucket = "nodeid-bench-" + b.runID
@@ -113,12 +131,12 @@ func startBackend(ctx context.Context, c common, record bool) (*backend, error) 
 		b.close()
 		return nil, err
 	}
-	b.proxy = p
+	b.proxy, b.meter = p, p
 	return b, nil
 }
 
 func (b *backend) createBucket(ctx context.Context) error {
-	st, err := b.directStore(ctx, "")
+	st, err := b.s3DirectStore(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -140,10 +158,16 @@ func (b *backend) close() {
 	if b.fake != nil {
 		_ = b.fake.Close()
 	}
+	if b.etcd != nil {
+		b.etcd.close()
+	}
 }
 
 // name describes the server for reports.
 func (b *backend) name() string {
+	if b.etcd != nil {
+		return b.etcd.name()
+	}
 	if b.fake != nil {
 		return "gofakes3 (embedded)"
 	}
@@ -165,7 +189,15 @@ func (b *backend) storeConfig(prefix, endpoint string) s3store.Config {
 
 // directStore returns a store that talks to the server without the proxy: for
 // setting a scenario up without counting or delaying it.
-func (b *backend) directStore(ctx context.Context, prefix string) (*s3store.Store, error) {
+func (b *backend) directStore(ctx context.Context, prefix string) (lease.Store, error) {
+	if b.etcd != nil {
+		return b.etcd.store.WithPrefix(prefix), nil
+	}
+	return b.s3DirectStore(ctx, prefix)
+}
+
+// s3DirectStore is directStore on S3.
+func (b *backend) s3DirectStore(ctx context.Context, prefix string) (*s3store.Store, error) {
 	cfg := b.storeConfig(prefix, b.upstream)
 	cfg.HTTPClient = &http.Client{Transport: newTransport()}
 	return s3store.New(ctx, cfg)
@@ -176,13 +208,17 @@ func (b *backend) directStore(ctx context.Context, prefix string) (*s3store.Stor
 type task struct {
 	name  string
 	phase atomic.Pointer[string]
-	store *s3store.Store
+	store lease.Store
 }
 
 // newTask returns a task whose store goes through the proxy, in phase "acquire".
 func (b *backend) newTask(ctx context.Context, name, prefix string) (*task, error) {
 	t := &task{name: name}
 	t.setPhase("acquire")
+	if b.etcd != nil {
+		t.store = &meteredStore{m: b.meter.(*storeMeter), inner: b.etcd.store.WithPrefix(prefix), label: t.label}
+		return t, nil
+	}
 	cfg := b.storeConfig(prefix, b.proxy.URL())
 	cfg.HTTPClient = &http.Client{Transport: &latproxy.Labeler{Inner: newTransport(), Label: t.label}}
 	st, err := s3store.New(ctx, cfg)

@@ -149,7 +149,7 @@ func failover(ctx context.Context, b *backend, o failoverOpts, args []string) (*
 		}
 		vi := rng.IntN(len(holders))
 		victim := holders[vi]
-		b.proxy.Block(labelOf(victim.name, "hold"))
+		b.meter.Block(labelOf(victim.name, "hold"))
 		killed := time.Now()
 		var res result
 		select {
@@ -165,17 +165,17 @@ func failover(ctx context.Context, b *backend, o failoverOpts, args []string) (*
 			return nil, fmt.Errorf("run %d: the waiting task took node %d version %d, want the victim's node %d above version %d",
 				r, res.c.NodeID(), res.c.Version(), victim.claim.NodeID(), victim.claim.Version())
 		}
-		lastWrite := lastSuccessfulWrite(b.proxy.Events(), labelOf(victim.name, "hold"), killed)
+		lastWrite := lastSuccessfulWrite(b.meter.Events(), labelOf(victim.name, "hold"), killed)
 		run := failoverRun{Victim: victim.claim.NodeID(), Version: res.c.Version(), KillToTake: toMS(res.at.Sub(killed)),
 			WaitedTotal: toMS(res.at.Sub(waitStart))}
 		if lastWrite.IsZero() {
 			// Killed before its first renewal: its last write was the take.
-			lastWrite = victimTakeTime(b.proxy.Events(), labelOf(victim.name, "acquire"))
+			lastWrite = victimTakeTime(b.meter.Events(), labelOf(victim.name, "acquire"))
 		}
 		if !lastWrite.IsZero() {
 			run.LastWriteToTake, run.SinceLastWrite = toMS(res.at.Sub(lastWrite)), toMS(killed.Sub(lastWrite))
 		}
-		counts := b.proxy.Counts().Where(func(k latproxy.Key) bool { return k.Label == labelOf(name, "acquire") })
+		counts := b.meter.Counts().Where(func(k latproxy.Key) bool { return k.Label == labelOf(name, "acquire") })
 		run.WaiterRequests, run.WaiterByStatus = countOps(counts), counts.ByStatus()
 		rep.Runs = append(rep.Runs, run)
 		worst = max(worst, res.at.Sub(killed))

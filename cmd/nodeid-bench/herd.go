@@ -271,7 +271,7 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 	endMu.Lock()
 	endedAt := maps.Clone(ended)
 	endMu.Unlock()
-	counts := b.proxy.Counts().Where(func(k latproxy.Key) bool {
+	counts := b.meter.Counts().Where(func(k latproxy.Key) bool {
 		return strings.HasPrefix(k.Label, labelPrefix) && strings.HasSuffix(k.Label, "/acquire")
 	})
 	// Release what the providers took (not counted: phase "hold").
@@ -343,7 +343,7 @@ func precreateFree(ctx context.Context, b *backend, prefix string, n int) error 
 		if err != nil {
 			return err
 		}
-		_, err = st.Create(ctx, lease.RecordKey(id), body)
+		_, err = lease.CreateLive(ctx, st, lease.RecordKey(id), body, r.LiveFor())
 		return err
 	})
 }
@@ -394,7 +394,7 @@ func zeebeAcquire(ctx context.Context, st lease.Store, taskID string, n int) (in
 		if err != nil {
 			return 0, err
 		}
-		_, err = st.Update(ctx, key, nb, meta.ETag)
+		_, err = lease.UpdateLive(ctx, st, key, nb, meta.ETag, next.LiveFor())
 		switch {
 		case err == nil:
 			return id, nil

@@ -64,6 +64,10 @@ func runIDs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
+	if o.store != "s3" {
+		fmt.Fprintf(stderr, "nodeid-bench ids: --store %q: the ids scenario runs brokers on S3 only\n", o.store)
+		return 2
+	}
 	for _, m := range strings.Split(modes, ",") {
 		switch m = strings.TrimSpace(m); m {
 		case s3Embedded, s3External:

@@ -95,6 +95,8 @@ func join(ctx context.Context, b *backend, o joinOpts, args []string, stderr io.
 	switch {
 	case o.freeAge == "recent":
 		rep.Setup = "nodeid.Init, then held records written: the free objects were written a few seconds before the join"
+	case b.etcd != nil:
+		rep.Setup = "nodeid.Init, then held records written (on etcd a free object is judged by its liveness, not its age: no wait)"
 	case b.canMoveClock():
 		b.clock.Advance(age)
 		rep.Setup = fmt.Sprintf("nodeid.Init, the embedded S3's clock moved %v forward, then held records written", age)
@@ -134,7 +136,7 @@ func join(ctx context.Context, b *backend, o joinOpts, args []string, stderr io.
 			defer cancel()
 			_ = c.Close(cctx)
 		}()
-		counts := b.proxy.Counts().Where(func(k latproxy.Key) bool { return k.Label == labelOf(name, "acquire") })
+		counts := b.meter.Counts().Where(func(k latproxy.Key) bool { return k.Label == labelOf(name, "acquire") })
 		run := joinRun{NodeID: c.NodeID(), Version: c.Version(), Requests: countOps(counts), ByStatus: counts.ByStatus(), TimeToID: toMS(d)}
 		rep.Runs = append(rep.Runs, run)
 		rep.MaxRequests = max(rep.MaxRequests, run.Requests.Total)
@@ -172,7 +174,7 @@ func holdDirect(ctx context.Context, st lease.Store, id int, leaseDur time.Durat
 	if err != nil {
 		return err
 	}
-	_, err = st.Update(ctx, key, nb, meta.ETag)
+	_, err = lease.UpdateLive(ctx, st, key, nb, meta.ETag, r.LiveFor())
 	return err
 }
 

@@ -3,20 +3,36 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
+	"github.com/nodeid/nodeid/internal/etcdtest"
 )
 
 // The herd scenario in-process, small: every variant hands out distinct IDs,
 // and the proxy's counts add up, by operation, by status and by task, and
 // agree with what the scenario must have written.
-func TestHerdSmoke(t *testing.T) {
+func TestHerdSmoke(t *testing.T) { testHerdSmoke(t, "s3") }
+
+// TestHerdSmokeEtcd is TestHerdSmoke on the pinned etcd server, counted by
+// the store meter instead of the proxy.
+func TestHerdSmokeEtcd(t *testing.T) {
+	if etcdtest.Binary() == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no etcd binary (CI=true): run test/etcd/install.sh")
+		}
+		t.Skip("no etcd binary: run test/etcd/install.sh")
+	}
+	testHerdSmoke(t, "etcd")
+}
+
+func testHerdSmoke(t *testing.T, store string) {
 	ctx := context.Background()
 	o := herdOpts{tasks: 16, ids: 16, leaseDuration: 15 * time.Second, acquireTimeout: time.Minute}
-	o.latency, o.seed = time.Millisecond, 7
+	o.latency, o.seed, o.store = time.Millisecond, 7, store
 	b, err := startBackend(ctx, o.common, false)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +42,7 @@ func TestHerdSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := b.proxy.Counts()
+	all := b.meter.Counts()
 	for _, r := range rep.Runs {
 		if r.Acquired != o.tasks || !r.Distinct {
 			t.Errorf("%s: %d of %d acquired, distinct %v: %v", r.Variant, r.Acquired, o.tasks, r.Distinct, r.Errors)

@@ -123,14 +123,14 @@ func steady(ctx context.Context, b *backend, o steadyOpts, leases []time.Duratio
 			claims = append(claims, c)
 		}
 	}
-	before := b.proxy.Counts()
+	before := b.meter.Counts()
 	from := time.Now()
 	if err := ctxtime.Sleep(ctx, o.window); err != nil {
 		return nil, err
 	}
 	to := time.Now()
-	window := b.proxy.Counts().Sub(before)
-	events := b.proxy.Events()
+	window := b.meter.Counts().Sub(before)
+	events := b.meter.Events()
 	for _, l := range leases {
 		ri := l / 3
 		group := "steady-" + l.String() + "/"

@@ -20,9 +20,17 @@ type Target struct {
 	Open func(t *testing.T, prefix string) lease.Store
 	// Wait lets at least d pass on the store's clock. Nil means time.Sleep.
 	Wait func(d time.Duration)
+	// Now reads a clock that runs no faster than the store's (with Wait's
+	// fake clock, that clock). Nil means time.Now.
+	Now func() time.Time
 	// ListObjects is how many objects the pagination test creates; 0 means 1005
 	// (S3 pages hold at most 1000 keys).
 	ListObjects int
+	// Judged says the store judges expiry itself (etcd): its responses carry
+	// a judged lease.Liveness instead of Date and Last-Modified, and its
+	// lease.LiveWriter writes bind liveness. False: the store reports its
+	// clock (S3), and every Liveness must be unjudged.
+	Judged bool
 }
 
 // Racers is how many goroutines race in the create and update races.
@@ -33,6 +41,9 @@ const Racers = 50
 func Run(t *testing.T, target Target) {
 	if target.Wait == nil {
 		target.Wait = time.Sleep
+	}
+	if target.Now == nil {
+		target.Now = time.Now
 	}
 	if target.ListObjects == 0 {
 		target.ListObjects = 1005
@@ -53,6 +64,8 @@ func Run(t *testing.T, target Target) {
 		{"ListPaginates", testListPaginates},
 		{"PrefixIsolation", testPrefixIsolation},
 		{"CanceledContext", testCanceledContext},
+		{"Liveness", testLiveness},
+		{"Probe", testProbe},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, target) })
@@ -106,6 +119,16 @@ func testCreateThenGet(t *testing.T, tg Target) {
 	s := tg.Open(t, "p/")
 	body := []byte(`{"hello":"world","bytes":"\u00e9\n"}`)
 	cm := mustCreate(t, s, "a.json", body)
+	if tg.Judged {
+		gm := wantBody(t, s, "a.json", body)
+		if gm.ETag != cm.ETag {
+			t.Errorf("Get ETag %q != Create ETag %q", gm.ETag, cm.ETag)
+		}
+		if gm.Liveness != lease.LivenessExpired {
+			t.Errorf("Get after a plain Create: Liveness %v, want expired (a plain write binds no liveness)", gm.Liveness)
+		}
+		return
+	}
 	if cm.Date.IsZero() {
 		t.Errorf("Create Meta.Date is zero: the server Date header was not captured")
 	}
@@ -115,6 +138,9 @@ func testCreateThenGet(t *testing.T, tg Target) {
 	}
 	if gm.LastModified.IsZero() || gm.Date.IsZero() {
 		t.Fatalf("Get Meta lacks times: %+v", gm)
+	}
+	if cm.Liveness.Judged() || gm.Liveness.Judged() {
+		t.Errorf("a store that reports its clock judged liveness: Create %v, Get %v", cm.Liveness, gm.Liveness)
 	}
 	age := gm.Date.Sub(gm.LastModified)
 	if age < -lease.StoreClockResolution || age > time.Minute {
@@ -239,6 +265,20 @@ func testIdenticalBody(t *testing.T, tg Target) {
 	body := []byte(`{"same":true}`)
 	c := mustCreate(t, s, "same.json", body)
 	m1 := wantBody(t, s, "same.json", body)
+	if tg.Judged {
+		// No times: the ETag (a revision) must change instead.
+		u, err := s.Update(ctxFor(t), "same.json", body, c.ETag)
+		if err != nil {
+			t.Fatalf("Update with an identical body: %v", err)
+		}
+		if u.ETag == c.ETag {
+			t.Fatalf("rewriting an identical body kept ETag %q: a stale holder's CAS would still succeed", u.ETag)
+		}
+		if m2 := wantBody(t, s, "same.json", body); m2.ETag != u.ETag {
+			t.Errorf("stored ETag %q != Update's ETag %q", m2.ETag, u.ETag)
+		}
+		return
+	}
 	// Times are whole seconds: after more than one second the store's clock has
 	// moved to a later second, so the next write must carry a later Last-Modified.
 	tg.Wait(1100 * time.Millisecond)
@@ -306,7 +346,7 @@ func testListPaginates(t *testing.T, tg Target) {
 	if len(l.Objects) != n {
 		t.Fatalf("List returned %d objects, want %d (pagination?)", len(l.Objects), n)
 	}
-	if l.Date.IsZero() {
+	if l.Date.IsZero() && !tg.Judged {
 		t.Errorf("Listing.Date is zero")
 	}
 	seen := make(map[int]bool, n)
@@ -321,6 +361,12 @@ func testListPaginates(t *testing.T, tg Target) {
 		seen[id] = true
 		if o.ETag != etags[id] {
 			t.Fatalf("List ETag of %q = %q, want the Create ETag %q", o.Key, o.ETag, etags[id])
+		}
+		if tg.Judged {
+			if o.Liveness != lease.LivenessExpired {
+				t.Fatalf("List Liveness of %q (plain Create) = %v, want expired", o.Key, o.Liveness)
+			}
+			continue
 		}
 		if o.LastModified.IsZero() {
 			t.Fatalf("List LastModified of %q is zero", o.Key)
@@ -367,5 +413,115 @@ func testCanceledContext(t *testing.T, tg Target) {
 	}
 	if _, err := s.List(ctx); err == nil {
 		t.Fatalf("List with a canceled context succeeded")
+	}
+}
+
+// livenessTTL is the time to live of the liveness test: etcd's shortest lease
+// is about 2 s with its default timings.
+const livenessTTL = 2 * time.Second
+
+// testLiveness checks the time rule of a store that judges expiry itself: a
+// write's liveness never runs out before its ttl after the write was sent,
+// does run out later (the key and body stay), a plain write binds none, and
+// the listing agrees with reads. On a store that reports its clock,
+// lease.CreateLive and lease.UpdateLive are plain writes and nothing is judged.
+func testLiveness(t *testing.T, tg Target) {
+	s := tg.Open(t, "live/")
+	ctx := ctxFor(t)
+	sent := tg.Now()
+	m, err := lease.CreateLive(ctx, s, "l.json", []byte("v1"), livenessTTL)
+	if err != nil {
+		t.Fatalf("CreateLive: %v", err)
+	}
+	if !tg.Judged {
+		if _, gm := mustGet(t, s, "l.json"); m.Liveness.Judged() || gm.Liveness.Judged() {
+			t.Fatalf("a store that reports its clock judged liveness: %v, %v", m.Liveness, gm.Liveness)
+		}
+		return
+	}
+	if m.Liveness != lease.LivenessLive {
+		t.Errorf("CreateLive Meta.Liveness = %v, want live", m.Liveness)
+	}
+	listed := func(key string) lease.ObjectInfo {
+		t.Helper()
+		l, err := s.List(ctx)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		for _, o := range l.Objects {
+			if o.Key == key {
+				return o
+			}
+		}
+		t.Fatalf("List lacks %q: %+v", key, l.Objects)
+		return lease.ObjectInfo{}
+	}
+	// Poll until the liveness runs out: never before ttl after the send.
+	for {
+		_, gm := mustGet(t, s, "l.json")
+		elapsed := tg.Now().Sub(sent)
+		if gm.Liveness == lease.LivenessExpired {
+			if elapsed < livenessTTL {
+				t.Fatalf("liveness ran out %v after the write was sent, before its ttl %v", elapsed, livenessTTL)
+			}
+			if gm.ETag != m.ETag {
+				t.Fatalf("ETag changed from %q to %q as the liveness ran out", m.ETag, gm.ETag)
+			}
+			break
+		}
+		if gm.Liveness != lease.LivenessLive {
+			t.Fatalf("Get Liveness = %v, want live or expired", gm.Liveness)
+		}
+		if elapsed > livenessTTL+30*time.Second {
+			t.Fatalf("liveness still live %v after the write, ttl %v", elapsed, livenessTTL)
+		}
+		tg.Wait(100 * time.Millisecond)
+	}
+	wantBody(t, s, "l.json", []byte("v1")) // the key outlives its liveness
+	if o := listed("l.json"); o.Liveness != lease.LivenessExpired || o.ETag != m.ETag {
+		t.Errorf("List after the liveness ran out: %+v, want expired with ETag %q", o, m.ETag)
+	}
+	// A write on it binds a new liveness; a plain write ends it at once.
+	u, err := lease.UpdateLive(ctx, s, "l.json", []byte("v2"), m.ETag, livenessTTL)
+	if err != nil {
+		t.Fatalf("UpdateLive: %v", err)
+	}
+	if _, gm := mustGet(t, s, "l.json"); gm.Liveness != lease.LivenessLive || gm.ETag != u.ETag {
+		t.Errorf("Get after UpdateLive: %+v, want live with ETag %q", gm, u.ETag)
+	}
+	if o := listed("l.json"); o.Liveness != lease.LivenessLive {
+		t.Errorf("List after UpdateLive: Liveness %v, want live", o.Liveness)
+	}
+	p, err := s.Update(ctx, "l.json", []byte("v3"), u.ETag)
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if _, gm := mustGet(t, s, "l.json"); gm.Liveness != lease.LivenessExpired || gm.ETag != p.ETag {
+		t.Errorf("Get after a plain Update: %+v, want expired with ETag %q", gm, p.ETag)
+	}
+	// A refused write leaves the liveness alone.
+	if _, err := lease.UpdateLive(ctx, s, "l.json", []byte("v4"), u.ETag, livenessTTL); !errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Fatalf("UpdateLive on a stale ETag: %v, want ErrPreconditionFailed", err)
+	}
+	if _, gm := mustGet(t, s, "l.json"); gm.Liveness != lease.LivenessExpired {
+		t.Errorf("a refused UpdateLive bound liveness: %v", gm.Liveness)
+	}
+}
+
+// testProbe runs lease.Probe twice (the second finds the probe object there) and
+// wants it to pass with the time facts nodeid needs.
+func testProbe(t *testing.T, tg Target) {
+	s := tg.Open(t, "p/")
+	for i := range 2 {
+		r, err := lease.Probe(ctxFor(t), s)
+		if err != nil {
+			t.Fatalf("probe %d: %v", i+1, err)
+		}
+		if p := r.TimeProblems(); len(p) > 0 {
+			t.Fatalf("probe %d: %v", i+1, p)
+		}
+	}
+	if _, ok := lease.ParseRecordKey(lease.ProbeKey); ok || lease.ProbeKey == lease.ManifestKey {
+		t.Fatalf("ProbeKey %q collides with nodeid's keys", lease.ProbeKey)
 	}
 }

@@ -222,15 +222,34 @@ func (f *FaultStore) Get(ctx context.Context, key string) (body []byte, m lease.
 }
 
 // Create implements lease.Store.
-func (f *FaultStore) Create(ctx context.Context, key string, body []byte) (m lease.Meta, err error) {
-	err = f.apply(ctx, OpCreate, key, func() (e error) { m, e = f.inner.Create(ctx, key, body); return e },
-		func(ctx context.Context) error { _, e := f.inner.Create(ctx, key, body); return e })
-	return m, err
+func (f *FaultStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
+	return f.write(ctx, OpCreate, key, func(ctx context.Context) (lease.Meta, error) { return f.inner.Create(ctx, key, body) })
 }
 
 // Update implements lease.Store.
-func (f *FaultStore) Update(ctx context.Context, key string, body []byte, etag string) (m lease.Meta, err error) {
-	err = f.apply(ctx, OpUpdate, key, func() (e error) { m, e = f.inner.Update(ctx, key, body, etag); return e },
-		func(ctx context.Context) error { _, e := f.inner.Update(ctx, key, body, etag); return e })
+func (f *FaultStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	return f.write(ctx, OpUpdate, key, func(ctx context.Context) (lease.Meta, error) { return f.inner.Update(ctx, key, body, etag) })
+}
+
+// CreateLive implements lease.LiveWriter: lease.CreateLive on the inner store,
+// with the faults of Create.
+func (f *FaultStore) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {
+	return f.write(ctx, OpCreate, key, func(ctx context.Context) (lease.Meta, error) {
+		return lease.CreateLive(ctx, f.inner, key, body, ttl)
+	})
+}
+
+// UpdateLive implements lease.LiveWriter: lease.UpdateLive on the inner store,
+// with the faults of Update.
+func (f *FaultStore) UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (lease.Meta, error) {
+	return f.write(ctx, OpUpdate, key, func(ctx context.Context) (lease.Meta, error) {
+		return lease.UpdateLive(ctx, f.inner, key, body, etag, ttl)
+	})
+}
+
+// write applies the faults of op to the write do.
+func (f *FaultStore) write(ctx context.Context, op Op, key string, do func(context.Context) (lease.Meta, error)) (m lease.Meta, err error) {
+	err = f.apply(ctx, op, key, func() (e error) { m, e = do(ctx); return e },
+		func(ctx context.Context) error { _, e := do(ctx); return e })
 	return m, err
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,11 @@ import (
 // Last-Modified and Date are truncated to whole seconds, and conditional writes
 // are atomic. Stores made by [MemStore.WithPrefix] share one bucket. It is safe for
 // concurrent use.
+//
+// With [WithJudgedExpiry] it is instead a store that judges expiry itself, like
+// etcd: responses carry no Date or Last-Modified but each key's
+// [lease.Liveness], bound by [MemStore.CreateLive] and [MemStore.UpdateLive]
+// and run out on the store's clock.
 type MemStore struct {
 	b      *memBucket
 	prefix string
@@ -28,12 +34,17 @@ type memBucket struct {
 	early   func() time.Duration // how early a write's Last-Modified is stamped; nil: not early
 	objects map[string]memObject // by full key
 	counts  map[Op]int
+	judge   bool  // judges expiry itself (WithJudgedExpiry)
+	rev     int64 // writes so far: the ETag of a write when judge, as etcd's revision
+	// ignoreINM and ignoreIM make writes skip their condition, like a broken store.
+	ignoreINM, ignoreIM bool
 }
 
 type memObject struct {
 	body         []byte
 	etag         string
 	lastModified time.Time
+	liveUntil    time.Time // store clock at which the liveness runs out; zero: none
 }
 
 // MemOption configures a MemStore.
@@ -41,6 +52,15 @@ type MemOption func(*memBucket)
 
 // WithClock makes the store read time from now (a fake clock, typically).
 func WithClock(now func() time.Time) MemOption { return func(b *memBucket) { b.now = now } }
+
+// IgnoreIfNoneMatch makes the store apply every Create, existing key or not, like
+// a store that accepts If-None-Match: * and ignores it. Tests of [lease.Probe] use it.
+func IgnoreIfNoneMatch() MemOption { return func(b *memBucket) { b.ignoreINM = true } }
+
+// IgnoreIfMatch makes the store apply every Update of an existing key whatever its
+// ETag, like a store that accepts If-Match and ignores it. Tests of [lease.Probe]
+// use it.
+func IgnoreIfMatch() MemOption { return func(b *memBucket) { b.ignoreIM = true } }
 
 // WithEarlyLastModified makes each write stamp its Last-Modified early by the
 // duration early returns (called once per write, under the store's lock),
@@ -51,6 +71,13 @@ func WithClock(now func() time.Time) MemOption { return func(b *memBucket) { b.n
 func WithEarlyLastModified(early func() time.Duration) MemOption {
 	return func(b *memBucket) { b.early = early }
 }
+
+// WithJudgedExpiry makes the store judge expiry itself, as etcd does: a key
+// written by CreateLive or UpdateLive with a ttl reads LivenessLive until ttl
+// has passed on the store's clock (WithClock) since the write was applied, and
+// LivenessExpired after, or at once when written without one. Date and
+// Last-Modified are never reported.
+func WithJudgedExpiry() MemOption { return func(b *memBucket) { b.judge = true } }
 
 // NewMemStore returns an empty store with prefix "" on a new bucket.
 func NewMemStore(opts ...MemOption) *MemStore {
@@ -84,10 +111,10 @@ func (s *MemStore) List(ctx context.Context) (lease.Listing, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.counts[OpList]++
-	l := lease.Listing{Date: b.stamp()}
+	l := lease.Listing{Date: b.date()}
 	for k, o := range b.objects {
 		if rel, ok := strings.CutPrefix(k, s.prefix); ok {
-			l.Objects = append(l.Objects, lease.ObjectInfo{Key: rel, ETag: o.etag, LastModified: o.lastModified})
+			l.Objects = append(l.Objects, lease.ObjectInfo{Key: rel, ETag: o.etag, LastModified: b.lastModified(o), Liveness: b.liveness(o)})
 		}
 	}
 	slices.SortFunc(l.Objects, func(x, y lease.ObjectInfo) int { return strings.Compare(x.Key, y.Key) })
@@ -107,20 +134,63 @@ func (s *MemStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, err
 	if !ok {
 		return nil, lease.Meta{}, lease.ErrNotFound
 	}
-	return slices.Clone(o.body), lease.Meta{ETag: o.etag, LastModified: o.lastModified, Date: b.stamp()}, nil
+	return slices.Clone(o.body), lease.Meta{ETag: o.etag, LastModified: b.lastModified(o), Date: b.date(), Liveness: b.liveness(o)}, nil
 }
 
 // Create implements lease.Store.
 func (s *MemStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
-	return s.write(ctx, OpCreate, key, body, func(_ memObject, exists bool) bool { return !exists })
+	return s.CreateLive(ctx, key, body, 0)
 }
 
 // Update implements lease.Store.
 func (s *MemStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
-	return s.write(ctx, OpUpdate, key, body, func(o memObject, exists bool) bool { return exists && o.etag == etag })
+	return s.UpdateLive(ctx, key, body, etag, 0)
 }
 
-func (s *MemStore) write(ctx context.Context, op Op, key string, body []byte, cond func(memObject, bool) bool) (lease.Meta, error) {
+// CreateLive implements lease.LiveWriter: Create, binding the key's liveness
+// to ttl when the store judges expiry (WithJudgedExpiry); ttl is ignored
+// otherwise.
+func (s *MemStore) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {
+	return s.write(ctx, OpCreate, key, body, ttl, func(_ memObject, exists bool) bool { return !exists })
+}
+
+// UpdateLive implements lease.LiveWriter: Update, binding the key's liveness
+// as CreateLive does.
+func (s *MemStore) UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (lease.Meta, error) {
+	return s.write(ctx, OpUpdate, key, body, ttl, func(o memObject, exists bool) bool { return exists && o.etag == etag })
+}
+
+// date is the Date of a response: none when the store judges expiry.
+func (b *memBucket) date() time.Time {
+	if b.judge {
+		return time.Time{}
+	}
+	return b.stamp()
+}
+
+// lastModified is the Last-Modified of o in a response: none when the store
+// judges expiry.
+func (b *memBucket) lastModified(o memObject) time.Time {
+	if b.judge {
+		return time.Time{}
+	}
+	return o.lastModified
+}
+
+// liveness is the store's judgement of o's liveness now: unjudged unless the
+// store judges expiry.
+func (b *memBucket) liveness(o memObject) lease.Liveness {
+	switch {
+	case !b.judge:
+		return lease.LivenessUnjudged
+	case !o.liveUntil.IsZero() && b.now().Before(o.liveUntil):
+		return lease.LivenessLive
+	default:
+		return lease.LivenessExpired
+	}
+}
+
+func (s *MemStore) write(ctx context.Context, op Op, key string, body []byte, ttl time.Duration, cond func(memObject, bool) bool) (lease.Meta, error) {
 	if err := ctx.Err(); err != nil {
 		return lease.Meta{}, err
 	}
@@ -129,12 +199,16 @@ func (s *MemStore) write(ctx context.Context, op Op, key string, body []byte, co
 	defer b.mu.Unlock()
 	b.counts[op]++
 	cur, exists := b.objects[s.prefix+key]
-	if !cond(cur, exists) {
+	ignored := (op == OpCreate && b.ignoreINM) || (op == OpUpdate && b.ignoreIM && exists)
+	if !ignored && !cond(cur, exists) {
 		return lease.Meta{}, lease.ErrPreconditionFailed
 	}
-	o := memObject{body: slices.Clone(body), etag: etagOf(body), lastModified: b.modified()}
+	o := memObject{body: slices.Clone(body), etag: b.etag(body), lastModified: b.modified()}
+	if b.judge && ttl > 0 {
+		o.liveUntil = b.now().Add(ttl)
+	}
 	b.objects[s.prefix+key] = o
-	return lease.Meta{ETag: o.etag, Date: b.stamp()}, nil
+	return lease.Meta{ETag: o.etag, Date: b.date(), Liveness: b.liveness(o)}, nil
 }
 
 // Put writes body at key unconditionally. It exists for tests that plant garbage
@@ -143,7 +217,7 @@ func (s *MemStore) Put(key string, body []byte) {
 	b := s.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.objects[s.prefix+key] = memObject{body: slices.Clone(body), etag: etagOf(body), lastModified: b.modified()}
+	b.objects[s.prefix+key] = memObject{body: slices.Clone(body), etag: b.etag(body), lastModified: b.modified()}
 }
 
 // Delete removes key, as an operator (or an accident) might; nodeid never deletes.
@@ -159,6 +233,16 @@ func (s *MemStore) Count(op Op) int {
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
 	return s.b.counts[op]
+}
+
+// etag returns the ETag of a write of body: its quoted MD5 as on S3, or, when
+// the store judges expiry, a new revision number as on etcd. Callers hold b.mu.
+func (b *memBucket) etag(body []byte) string {
+	if b.judge {
+		b.rev++
+		return strconv.FormatInt(b.rev, 10)
+	}
+	return etagOf(body)
 }
 
 func etagOf(body []byte) string {

@@ -33,6 +33,15 @@ func TestMemStoreConformanceFakeClock(t *testing.T) {
 	storetest.Run(t, target)
 }
 
+// TestMemStoreConformanceJudged runs the suite on a MemStore that judges
+// expiry itself, on a fake clock.
+func TestMemStoreConformanceJudged(t *testing.T) {
+	clk := &fakeNow{t: time.Date(2026, 11, 21, 12, 0, 0, 400e6, time.UTC)}
+	target := memTarget(storetest.WithClock(clk.Now), storetest.WithJudgedExpiry())
+	target.Wait, target.Now, target.Judged = clk.Advance, clk.Now, true
+	storetest.Run(t, target)
+}
+
 // memTarget opens one fresh MemStore per subtest. The buckets belong to the
 // returned target, so each run of a test has its own: with -count=N, a later
 // run must not find an earlier run's objects under the same subtest name.

@@ -13,8 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/etcdtest"
 )
 
 // Flags of the scenarios (go test -tags faults ./test/faults -seed 7 -duration 10m).
@@ -34,10 +37,17 @@ type suite struct {
 	minio  *minioServer
 	err    error // why the suite cannot run
 	fatal  bool  // err is a failure even outside CI
+	// minioErr is why the scenarios on MinIO cannot run (the etcd ones
+	// may).
+	minioErr error
+	// etcd is the suite's etcd server, started by needEtcd.
+	etcd    *etcdtest.Server
+	etcdErr error
 }
 
 var (
 	setupOnce sync.Once
+	etcdOnce  sync.Once
 	shared    suite
 	workDir   string
 )
@@ -50,6 +60,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "faults: stop MinIO:", err)
 		}
 	}
+	if shared.etcd != nil {
+		shared.etcd.Stop(syscall.SIGKILL)
+	}
 	if workDir != "" {
 		_ = os.RemoveAll(workDir)
 	}
@@ -60,6 +73,19 @@ func TestMain(m *testing.M) {
 // binary the scenarios skip, or fail with CI=true.
 func needSuite(t *testing.T) *suite {
 	t.Helper()
+	s := needBinaries(t)
+	if s.minioErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("fault suite: %v", s.minioErr)
+		}
+		t.Skipf("fault suite: %v", s.minioErr)
+	}
+	return s
+}
+
+// needBinaries builds the broker binaries once (and starts MinIO).
+func needBinaries(t *testing.T) *suite {
+	t.Helper()
 	setupOnce.Do(func() { shared = setUp() })
 	if shared.err != nil {
 		if shared.fatal || os.Getenv("CI") == "true" {
@@ -68,6 +94,34 @@ func needSuite(t *testing.T) *suite {
 		t.Skipf("fault suite: %v", shared.err)
 	}
 	return &shared
+}
+
+// needEtcd builds the binaries and starts the suite's etcd server once
+// (internal/etcdtest: the pinned server of test/etcd/install.sh). Without the
+// etcd binary the scenarios skip, or fail with CI=true.
+func needEtcd(t *testing.T) *suite {
+	t.Helper()
+	s := needBinaries(t)
+	etcdOnce.Do(func() {
+		bin := etcdtest.Binary()
+		if bin == "" {
+			s.etcdErr = errors.New("no etcd binary (build it: bash test/etcd/install.sh)")
+			return
+		}
+		dir := filepath.Join(workDir, "etcd")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			s.etcdErr = err
+			return
+		}
+		s.etcd, s.etcdErr = etcdtest.Launch(bin, dir)
+	})
+	if s.etcdErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("fault suite on etcd: %v", s.etcdErr)
+		}
+		t.Skipf("fault suite on etcd: %v", s.etcdErr)
+	}
+	return s
 }
 
 func setUp() suite {
@@ -90,7 +144,8 @@ func setUp() suite {
 	}
 	m, err := startMinIO(dir)
 	if err != nil {
-		return suite{err: err}
+		s.minioErr = err
+		return s
 	}
 	s.minio = m
 	return s

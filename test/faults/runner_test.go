@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/nodeid/nodeid/election"
+	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
@@ -48,6 +49,7 @@ type scenario struct {
 	offsets     []time.Duration
 	offsetFor   func(n int) time.Duration
 	startFaults bool // some replacement brokers start behind a faulty proxy
+	etcd        bool // the brokers lease from the suite's etcd (needEtcd), each behind a TCPProxy
 	schedule    []Event
 	idsEvery    [2]time.Duration // pause between a client's /ids calls
 	idsN        int              // IDs per call
@@ -56,6 +58,18 @@ type scenario struct {
 func (sc *scenario) renewDeadline() time.Duration {
 	margin := min(time.Second, sc.lease/4)
 	return min(2*sc.lease/3, sc.lease-margin)
+}
+
+// faultProxy is what stands between a broker and its store: the S3 Proxy,
+// or a TCPProxy in front of etcd.
+type faultProxy interface {
+	URL() string
+	Inject(f Fault) error
+	Heal() error
+	Held(op Op) int
+	SetLatency(latency, jitter time.Duration)
+	Counts() map[string]int
+	Close() error
 }
 
 // run is a scenario being run.
@@ -69,7 +83,8 @@ type run struct {
 	h     *History
 
 	bucket string
-	store  *s3store.Store // straight to MinIO, for the poller and the checks
+	prefix string      // of the lease objects in the bucket, or in etcd
+	store  lease.Store // straight to MinIO or etcd, for the poller and the checks
 
 	faultCtx    context.Context // ends with the fault phase
 	endFaults   context.CancelFunc
@@ -95,7 +110,7 @@ type proc struct {
 	name, task string
 	slot, gen  int
 	params     StartParams
-	proxy      *Proxy
+	proxy      faultProxy
 	bp         *brokerproc.Proc
 	logPath    string
 	client     *http.Client
@@ -141,6 +156,19 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 		_ = os.RemoveAll(dir)
 	})
 	r.bucket = fmt.Sprintf("faults-%s-%s", strings.ToLower(sc.name), r.id)
+	r.prefix = "nodeid/"
+	r.slots = make([]*proc, sc.brokers)
+	r.gens = make([]int, sc.brokers)
+	if sc.etcd {
+		r.prefix = r.bucket + "/" // a namespace of the run's own in the suite's etcd
+		st, err := etcdstore.New(etcdstore.Config{Endpoints: []string{s.etcd.Endpoint}, Prefix: r.prefix, RequestTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		r.store = st
+		return r
+	}
 	cfg := s3store.DefaultConfig()
 	cfg.Bucket, cfg.Endpoint, cfg.UsePathStyle, cfg.Region = r.bucket, s.minio.endpoint, true, "us-east-1"
 	cfg.AccessKeyID, cfg.SecretAccessKey = s.minio.accessKey, s.minio.secretKey
@@ -155,9 +183,24 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 		t.Fatalf("create bucket %s: %v", r.bucket, err)
 	}
 	r.store = st
-	r.slots = make([]*proc, sc.brokers)
-	r.gens = make([]int, sc.brokers)
 	return r
+}
+
+// newProxy returns the proxy of a new broker: a TCPProxy to etcd, or the S3
+// Proxy to MinIO.
+func (r *run) newProxy(slot, gen int) (faultProxy, error) {
+	if r.sc.etcd {
+		return NewTCPProxy(r.suite.etcd.Endpoint)
+	}
+	return NewProxy(r.suite.minio.endpoint, r.sc.seed^uint64(slot)<<40^uint64(gen)<<20^0xfa17)
+}
+
+// storeArgs returns the flags of a broker behind px that name its store.
+func (r *run) storeArgs(px faultProxy) []string {
+	if r.sc.etcd {
+		return []string{"--store", "etcd", "--etcd-endpoints", px.URL(), "--prefix", r.prefix}
+	}
+	return []string{"--bucket", r.bucket, "--prefix", r.prefix, "--region", "us-east-1", "--s3-endpoint", px.URL(), "--s3-path-style"}
 }
 
 // execute runs the scenario to the end and returns the checker's report.
@@ -266,7 +309,7 @@ func (r *run) startSlot(slot int) {
 func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, error) {
 	sc := r.sc
 	name := fmt.Sprintf("s%d.g%d", slot, gen)
-	px, err := NewProxy(r.suite.minio.endpoint, sc.seed^uint64(slot)<<40^uint64(gen)<<20^0xfa17)
+	px, err := r.newProxy(slot, gen)
 	if err != nil {
 		return nil, err
 	}
@@ -297,10 +340,8 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 			p.busy.Store(false)
 		}()
 	}
-	args := []string{"serve",
-		"--http-addr", "127.0.0.1:0",
-		"--bucket", r.bucket, "--prefix", "nodeid/", "--region", "us-east-1",
-		"--s3-endpoint", px.URL(), "--s3-path-style",
+	args := append([]string{"serve", "--http-addr", "127.0.0.1:0"}, r.storeArgs(px)...)
+	args = append(args,
 		"--cluster-size", strconv.Itoa(sc.clusterSize),
 		"--lease-duration", sc.lease.String(), "--renew-interval", sc.renew.String(),
 		"--drain-delay", "200ms", "--shutdown-timeout", "5s",
@@ -309,7 +350,7 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"--elect", electionName,
 		"--debug-clock-offset", params.ClockOffset.String(),
 		"--log-level", "info",
-	}
+	)
 	if sc.gossip {
 		args = append(args, "--gossip-addr", "127.0.0.1:0", "--ready-timeout", "3s")
 		if join != "" {
@@ -697,6 +738,19 @@ func (r *run) eligible(holders bool) []*proc {
 
 // apply runs one event of the schedule.
 func (r *run) apply(e Event) {
+	if e.Kind == KindEtcd {
+		r.count(string(e.Kind))
+		sig := syscall.SIGTERM
+		if e.Pick%2 == 0 {
+			sig = syscall.SIGKILL
+		}
+		r.note("etcd restart (%v, down %v)", sig, e.For)
+		if err := r.suite.etcd.Restart(sig, e.For); err != nil {
+			r.t.Errorf("restart etcd: %v", err)
+		}
+		r.note("etcd is back")
+		return
+	}
 	if e.Kind == KindMinIO {
 		r.count(string(e.Kind))
 		crash := e.Pick%2 == 0
@@ -910,6 +964,9 @@ func (r *run) finalScan() {
 			r.h.AddCorrupt(fmt.Sprintf("final read of %s: %v", o.Key, err))
 			continue
 		}
+		if o.Key == lease.ProbeKey {
+			continue // the brokers' store probe (lease.Probe): no lease state
+		}
 		// The election's objects (--elect) are a one-slot cluster of
 		// their own: the same codec, not counted as node IDs.
 		key, elect := strings.CutPrefix(o.Key, election.Dir+electionName+"/")
@@ -970,7 +1027,7 @@ func (r *run) report(rep *Report) {
 	summary := fmt.Sprintf("SUMMARY %s seed=%d: %.0fs; faults: %s; brokers: %d started, exits %s; IDs checked: %d in %d answers; duplicates: %d; violations: %s",
 		r.sc.name, r.sc.seed, r.since().Seconds(), faults, len(r.h.Brokers), formatCounts(exits), rep.IDs, rep.Batches, rep.Duplicates, rep.Summary())
 	details := rep.Details(5)
-	text := summary + "\nS3 requests through the proxies: " + formatCounts(s3) + "\n" + details
+	text := summary + "\nthrough the proxies (S3 requests, or etcd connections): " + formatCounts(s3) + "\n" + details
 	for _, n := range rep.Notes {
 		text += "note: " + n + "\n"
 	}

@@ -33,7 +33,14 @@ const (
 	// landed and its answer is held back: the renewal is canceled with an
 	// unknown outcome just before the release is written.
 	KindTermRenewing Kind = "sigterm-renewing"
+	// KindEtcd: etcd stopped (SIGTERM or SIGKILL) and started again on the
+	// same data, in the etcd runs (EtcdKinds).
+	KindEtcd Kind = "etcd-restart"
 )
+
+// EtcdKinds are the kinds of the runs on etcd: those that act on processes
+// and connections (its TCP proxy cannot rewrite etcd's gRPC answers).
+var EtcdKinds = []Kind{KindKill, KindTerm, KindPause, KindPartition, KindRefuse, KindReset, KindEtcd}
 
 // DefaultKinds are the kinds of a schedule by default: every kind.
 var DefaultKinds = []Kind{KindKill, KindTerm, KindPause, KindPartition, KindStall, KindRefuse, KindReset, KindAmbiguous,
@@ -45,7 +52,7 @@ var AllKinds = slices.Clone(DefaultKinds)
 // weights of the kinds in a schedule: how often each is drawn.
 var weights = map[Kind]int{
 	KindKill: 3, KindTerm: 3, KindPause: 3, KindPartition: 3, KindStall: 2, KindRefuse: 1, KindReset: 1,
-	KindAmbiguous: 3, KindConflict: 2, KindErrors: 2, KindLatency: 1, KindMinIO: 1,
+	KindAmbiguous: 3, KindConflict: 2, KindErrors: 2, KindLatency: 1, KindMinIO: 1, KindEtcd: 1,
 }
 
 // Event is one fault of a schedule.
@@ -136,8 +143,8 @@ func NewSchedule(cfg ScheduleConfig) []Event {
 				}
 			}
 		}
-		if k == KindMinIO && at-lastMinIO < 45*time.Second && len(kinds) > 1 {
-			k = KindKill // at most one MinIO restart every 45 s
+		if (k == KindMinIO || k == KindEtcd) && at-lastMinIO < 45*time.Second && len(kinds) > 1 {
+			k = KindKill // at most one store restart every 45 s
 		}
 		e := Event{At: at, Kind: k, Pick: rng.IntN(1 << 20)}
 		switch k {
@@ -175,7 +182,7 @@ func NewSchedule(cfg ScheduleConfig) []Event {
 			e.For = between(3*time.Second, 8*time.Second)
 			e.Latency = between(20*time.Millisecond, 300*time.Millisecond)
 			e.Jitter = between(0, 300*time.Millisecond)
-		case KindMinIO:
+		case KindMinIO, KindEtcd:
 			e.For = between(100*time.Millisecond, cfg.RenewDeadline*3/2)
 			lastMinIO = at
 		}

@@ -1,5 +1,5 @@
 // Package ctl is nodeidctl, the operator's command for a nodeid lease bucket:
-// status, init, release, repair and resize. [Run] is the whole command, with its
+// status, check, init, release, repair and resize. [Run] is the whole command, with its
 // surroundings (environment, store, clock) passed in through [Env], so tests run
 // it in-process against an in-memory store or an embedded S3 server; main only
 // wires it to the process.
@@ -7,8 +7,9 @@
 // Every write nodeidctl makes is conditional (If-None-Match: * or If-Match on the
 // ETag it read), carries a fresh writeId, and is never retried blindly: a write
 // whose answer was lost is resolved by reading the object back. Leases are judged
-// on the store's clock only (Date - Last-Modified of one GET, lease.StateOf),
-// never against the operator's wall clock.
+// on the store's clock only (Date - Last-Modified of one GET, or the liveness
+// a store such as etcd judges itself: lease.StateOf), never against the
+// operator's wall clock.
 package ctl
 
 import (
@@ -20,6 +21,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/s3store"
 )
@@ -46,6 +48,8 @@ type Env struct {
 	LookupEnv func(key string) (string, bool)
 	// OpenStore returns the store for a validated configuration (OpenS3).
 	OpenStore func(ctx context.Context, cfg s3store.Config) (lease.Store, error)
+	// OpenEtcd returns the store for --store etcd (OpenEtcd).
+	OpenEtcd func(ctx context.Context, cfg etcdstore.Config) (lease.Store, error)
 	// Now is the operator's wall clock (time.Now). It only stamps the manifest's
 	// createdAt (for humans), as the provider's own wall clock does; it never
 	// judges a lease.
@@ -55,7 +59,21 @@ type Env struct {
 // DefaultEnv returns the process's environment, S3 through [OpenS3] and the
 // system clock.
 func DefaultEnv() Env {
-	return Env{LookupEnv: os.LookupEnv, OpenStore: OpenS3, Now: time.Now}
+	return Env{LookupEnv: os.LookupEnv, OpenStore: OpenS3, OpenEtcd: OpenEtcd, Now: time.Now}
+}
+
+// OpenEtcd returns an etcd store for cfg after checking that etcd answers.
+// The connection stays open until the process exits.
+func OpenEtcd(ctx context.Context, cfg etcdstore.Config) (lease.Store, error) {
+	st, err := etcdstore.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Check(ctx); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // OpenS3 returns an S3 store for cfg after probing the bucket with
@@ -89,7 +107,7 @@ type command struct {
 
 // commands returns the subcommands in the order of the usage text.
 func commands() []*command {
-	return []*command{statusCommand(), initCommand(), releaseCommand(), repairCommand(), resizeCommand(), leadersCommand()}
+	return []*command{statusCommand(), checkCommand(), initCommand(), releaseCommand(), repairCommand(), resizeCommand(), leadersCommand()}
 }
 
 // Run runs nodeidctl with args (without the program name) and returns the exit
@@ -102,6 +120,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, env Env) 
 	}
 	if env.OpenStore == nil {
 		env.OpenStore = def.OpenStore
+	}
+	if env.OpenEtcd == nil {
+		env.OpenEtcd = def.OpenEtcd
 	}
 	if env.Now == nil {
 		env.Now = def.Now

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
@@ -56,6 +57,8 @@ type commonFlags struct {
 	bucket, prefix, region, endpoint string
 	pathStyle                        bool
 	clockMargin, maxLease            time.Duration
+	store                            string // --store: s3 or etcd
+	etcd                             etcdflag.Flags
 }
 
 // register adds the common flags to f, each bound to its environment variable.
@@ -70,20 +73,26 @@ func (c *commonFlags) register(f *flagSet) {
 		"extra margin of the expiry rule (the provider's ClockMargin): a held lease is expired when Date - Last-Modified > lease + 1s + margin")
 	f.DurationVar(&c.maxLease, "max-lease-duration", def.MaxLeaseDuration,
 		"longest lease a record may state (the provider's MaxLeaseDuration); a record stating more is reported corrupt")
-	f.Bind("bucket", "prefix", "region", "s3-endpoint", "s3-path-style", "clock-margin", "max-lease-duration")
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
+	c.etcd.Bind(f.Set)
+	f.Bind("bucket", "prefix", "region", "s3-endpoint", "s3-path-style", "clock-margin", "max-lease-duration", "store")
+	f.Bind(etcdflag.Names...)
 }
 
 // validate checks the common flags after parsing.
 func (c *commonFlags) validate(f *flagSet) error {
+	if err := c.etcd.Check(c.store, f.Source("store"), c.bucket != "" || c.endpoint != "", c.prefix); err != nil {
+		return err
+	}
 	switch {
-	case c.bucket == "":
+	case c.bucket == "" && c.store == etcdflag.StoreS3:
 		return usagef("--bucket (or %s) is required", envflag.Name("bucket"))
 	case c.clockMargin < 0:
 		return usagef("%s %v is negative", f.Source("clock-margin"), c.clockMargin)
 	case c.maxLease <= 0 || c.maxLease > lease.MaxLeaseMillis*time.Millisecond:
 		return usagef("%s %v is outside (0, 24h]", f.Source("max-lease-duration"), c.maxLease)
 	}
-	if err := c.storeConfig().Validate(); err != nil {
+	if err := c.storeConfig().Validate(); err != nil && c.store == etcdflag.StoreS3 {
 		return usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
 	}
 	return nil
@@ -122,7 +131,11 @@ func (a *app) setup(ctx context.Context, f *flagSet, c *commonFlags, args []stri
 
 // open opens the store the common flags describe.
 func (a *app) open(ctx context.Context, c *commonFlags) (lease.Store, error) {
-	st, err := a.env.OpenStore(ctx, c.storeConfig())
+	open := func() (lease.Store, error) { return a.env.OpenStore(ctx, c.storeConfig()) }
+	if c.store == etcdflag.StoreEtcd {
+		open = func() (lease.Store, error) { return a.env.OpenEtcd(ctx, c.etcd.Config(c.prefix)) }
+	}
+	st, err := open()
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}

@@ -100,6 +100,9 @@ func checkID(f *flagSet, id int) error {
 
 // liveness describes how long a held lease stays live, on the store's clock.
 func liveness(o *object, clockMargin time.Duration) string {
+	if o.meta.Liveness.Judged() {
+		return fmt.Sprintf("the store (etcd) holds its liveness, bound to its %s lease, until it runs out on the store's clock", o.rec.Lease())
+	}
 	age, ok := lease.StoreAge(o.meta.LastModified, o.meta.Date)
 	if !ok {
 		return "the store did not report its clock, so it cannot be judged expired"

@@ -157,7 +157,7 @@ type snapshot struct {
 	manifest manifestView
 	size     int      // the manifest's cluster size, 0 when it is missing or corrupt
 	objects  []object // by ID: every ID below size, then listed IDs at or above it
-	foreign  []string // keys that are neither the manifest nor a lease object
+	foreign  []string // keys that are neither the manifest, the probe object nor a lease object
 }
 
 // scan reads the manifest, lists the prefix and reads every lease object: each
@@ -187,7 +187,7 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 			ids = append(ids, id)
 		case !ok && strings.HasPrefix(o.Key, election.Dir):
 			// elections: nodeidctl leaders reports them
-		case !ok && o.Key != lease.ManifestKey:
+		case !ok && o.Key != lease.ManifestKey && o.Key != lease.ProbeKey:
 			s.foreign = append(s.foreign, o.Key)
 		}
 	}

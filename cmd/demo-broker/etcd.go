@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/nodeid/nodeid/etcdstore"
+	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/internal/etcdflag"
+	"github.com/nodeid/nodeid/lease"
+)
+
+// checkStoreFlags checks --store and the flags of the store it names.
+func (c *serveConfig) checkStoreFlags(f *envflag.Set) error {
+	return c.etcd.Check(c.store, f.Source("store"), c.embeddedS3 != "" || c.s3Endpoint != "" || c.bucket != "", c.prefix)
+}
+
+// storeName names the store in logs and gossip's default cluster identity:
+// s3://BUCKET/PREFIX or etcd://ENDPOINTS/PREFIX.
+func (c *serveConfig) storeName() string {
+	if c.store == etcdflag.StoreEtcd {
+		return "etcd://" + strings.Join(c.etcd.Config(c.prefix).Endpoints, ",") + "/" + c.prefix
+	}
+	return "s3://" + c.bucket + "/" + c.prefix
+}
+
+// checkedStore is a lease store that can check, before the node starts, that
+// it is reachable and answers as the store it claims to be.
+type checkedStore interface {
+	lease.Store
+	Check(ctx context.Context) error
+}
+
+// openEtcd connects to etcd; the returned function closes the connection.
+func (b *broker) openEtcd() (checkedStore, func(), error) {
+	st, err := etcdstore.New(b.cfg.etcd.Config(b.cfg.prefix))
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { _ = st.Close() }, nil
+}

@@ -1,0 +1,24 @@
+// Package etcdstore is a [lease.Store] on etcd: nodeid's leases on a real Raft
+// engine, for teams that already run etcd.
+//
+// Each object is one etcd key, <prefix><key>; its ETag is the key's
+// mod_revision (decimal). Create is a transaction on create_revision == 0,
+// Update one on mod_revision == ETag; List reads the prefix page by page at
+// one revision, so every page shows the same instant.
+//
+// etcd reports no wall-clock times, so this store judges expiry itself (see
+// [lease.Liveness]): a write through CreateLive or UpdateLive with a time to
+// live grants an etcd lease of that TTL (rounded up to whole seconds, as etcd
+// counts them) and, in the same transaction as the object, puts the object's
+// liveness key <prefix><key>.live bound to it. etcd's own lease clock, which
+// starts when etcd grants the lease, after the write was sent, deletes the
+// liveness key when it runs out; the object itself stays, so its version and
+// Snowflake reservation survive. A read returns the object and its liveness
+// key from one revision: the liveness is live while the key exists. Keys
+// ending in .live are reserved for this.
+//
+// A write whose answer is lost (a timeout, a leader change, a broken
+// connection) is an [*lease.UnknownOutcomeError]: the caller reads the object
+// back and looks for its writeId, as on S3. An etcd lease granted for a write
+// that did not land is left to run out.
+package etcdstore

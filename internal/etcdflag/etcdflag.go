@@ -1,0 +1,80 @@
+// Package etcdflag is the one copy of the --etcd-* flags that demo-broker
+// serve and nodeidctl take with --store etcd (each also a NODEID_ variable
+// through envflag).
+package etcdflag
+
+import (
+	"strings"
+	"time"
+
+	"github.com/nodeid/nodeid/etcdstore"
+	"github.com/nodeid/nodeid/internal/envflag"
+)
+
+// Stores that --store names.
+const (
+	StoreS3   = "s3"
+	StoreEtcd = "etcd"
+)
+
+// Names are the flags Bind declares, for envflag.Set.Bind.
+var Names = []string{"etcd-endpoints", "etcd-username", "etcd-password", "etcd-ca-file", "etcd-cert-file", "etcd-key-file",
+	"etcd-dial-timeout", "etcd-request-timeout"}
+
+// Flags are the values of the --etcd-* flags.
+type Flags struct {
+	Endpoints                 string
+	Username, Password        string
+	CAFile, CertFile, KeyFile string
+	DialTimeout               time.Duration
+	RequestTimeout            time.Duration
+}
+
+// Bind declares the flags on f.
+func (e *Flags) Bind(f *envflag.Set) {
+	f.StringVar(&e.Endpoints, "etcd-endpoints", "", "with --store etcd: comma-separated etcd client endpoints, host:port or URLs (https:// or --etcd-ca-file for TLS)")
+	f.StringVar(&e.Username, "etcd-username", "", "with --store etcd: user of etcd's user/password authentication (empty: none)")
+	f.StringVar(&e.Password, "etcd-password", "", "with --store etcd: password of --etcd-username (prefer the variable to the flag)")
+	f.StringVar(&e.CAFile, "etcd-ca-file", "", "with --store etcd: PEM file of the CAs that sign etcd's server certificates (turns TLS on)")
+	f.StringVar(&e.CertFile, "etcd-cert-file", "", "with --store etcd: client certificate (PEM), for etcd's client-certificate auth")
+	f.StringVar(&e.KeyFile, "etcd-key-file", "", "with --store etcd: the key of --etcd-cert-file (PEM)")
+	f.DurationVar(&e.DialTimeout, "etcd-dial-timeout", 5*time.Second, "with --store etcd: bound on the first connection to etcd")
+	f.DurationVar(&e.RequestTimeout, "etcd-request-timeout", 5*time.Second, "with --store etcd: bound on each etcd request")
+}
+
+// Config returns the etcd store's configuration under prefix.
+func (e *Flags) Config(prefix string) etcdstore.Config {
+	var eps []string
+	for _, ep := range strings.Split(e.Endpoints, ",") {
+		if ep = strings.TrimSpace(ep); ep != "" {
+			eps = append(eps, ep)
+		}
+	}
+	return etcdstore.Config{
+		Endpoints: eps, Prefix: prefix, Username: e.Username, Password: e.Password,
+		CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile,
+		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout,
+	}
+}
+
+// Check checks --store (named src in messages) and, for etcd, the --etcd-*
+// flags; s3Set says whether an S3 flag was given.
+func (e *Flags) Check(store, src string, s3Set bool, prefix string) error {
+	switch store {
+	case StoreS3:
+		if e.Endpoints != "" {
+			return envflag.Usagef("--etcd-endpoints needs --store etcd")
+		}
+		return nil
+	case StoreEtcd:
+	default:
+		return envflag.Usagef("%s %q: want s3 or etcd", src, store)
+	}
+	if s3Set {
+		return envflag.Usagef("--store etcd excludes the S3 flags (--bucket, --s3-endpoint, --embedded-s3)")
+	}
+	if err := e.Config(prefix).Validate(); err != nil {
+		return envflag.Usagef("%v (flags --etcd-endpoints and --etcd-*)", err)
+	}
+	return nil
+}

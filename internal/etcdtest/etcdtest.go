@@ -1,0 +1,218 @@
+// Package etcdtest starts a real etcd server, the pinned one that
+// test/etcd/install.sh builds, on 127.0.0.1 for a test: a single member on
+// free ports and a throwaway data folder, stopped when the test ends.
+//
+// The binary is NODEID_ETCD_BIN, else <NODEID_SERVER_CACHE or
+// ~/.cache/nodeid-servers>/bin/etcd, else etcd on PATH. Without one the test
+// is skipped, unless CI=true: then it fails.
+package etcdtest
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binary returns the etcd binary to run, or "" when there is none.
+func Binary() string {
+	if b := os.Getenv("NODEID_ETCD_BIN"); b != "" {
+		return b
+	}
+	cache := os.Getenv("NODEID_SERVER_CACHE")
+	if cache == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			cache = filepath.Join(home, ".cache", "nodeid-servers")
+		}
+	}
+	if b := filepath.Join(cache, "bin", "etcd"); cache != "" && isExec(b) {
+		return b
+	}
+	if b, err := exec.LookPath("etcd"); err == nil {
+		return b
+	}
+	return ""
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// Server is one etcd member on 127.0.0.1.
+type Server struct {
+	bin, dir string
+	// Endpoint is the client address, host:port.
+	Endpoint           string
+	clientURL, peerURL string
+	logPath            string
+	tls                *TLS
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Start starts etcd for t, or skips t when no binary is found outside CI. It
+// is stopped when t ends.
+func Start(t testing.TB) *Server { t.Helper(); return StartTLS(t, nil) }
+
+// StartTLS is Start, serving clients over TLS when tc is not nil.
+func StartTLS(t testing.TB, tc *TLS) *Server {
+	t.Helper()
+	bin := Binary()
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no etcd binary (CI=true): run test/etcd/install.sh, or set NODEID_ETCD_BIN")
+		}
+		t.Skip("no etcd binary: run test/etcd/install.sh, or set NODEID_ETCD_BIN")
+	}
+	s, err := LaunchTLS(bin, t.TempDir(), tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop(syscall.SIGKILL) })
+	return s
+}
+
+// TLS makes the member serve its clients over TLS: its certificate and key
+// (PEM files), and when ClientCAFile is set, client certificates signed by
+// that CA are required. Health is checked with Client (which must trust the
+// server, and carry a client certificate when one is required).
+type TLS struct {
+	CertFile, KeyFile string
+	ClientCAFile      string
+	Client            *tls.Config
+}
+
+// Launch starts the etcd binary bin as a single member on free ports of
+// 127.0.0.1, its data and log in dir, and waits until it is healthy. Stop it
+// when done.
+func Launch(bin, dir string) (*Server, error) { return LaunchTLS(bin, dir, nil) }
+
+// LaunchTLS is Launch, serving clients over TLS when t is not nil.
+func LaunchTLS(bin, dir string, t *TLS) (*Server, error) {
+	s := &Server{bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log"), tls: t}
+	cport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s.Endpoint = "127.0.0.1:" + cport
+	scheme := "http://"
+	if t != nil {
+		scheme = "https://"
+	}
+	s.clientURL, s.peerURL = scheme+s.Endpoint, "http://127.0.0.1:"+pport
+	return s, s.start()
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// start runs the member and waits until it answers /health.
+func (s *Server) start() error {
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("etcd log: %w", err)
+	}
+	args := []string{"--name", "default", "--data-dir", filepath.Join(s.dir, "data"),
+		"--listen-client-urls", s.clientURL, "--advertise-client-urls", s.clientURL,
+		"--listen-peer-urls", s.peerURL, "--initial-advertise-peer-urls", s.peerURL,
+		"--initial-cluster", "default=" + s.peerURL, "--log-level", "warn"}
+	if t := s.tls; t != nil {
+		args = append(args, "--cert-file", t.CertFile, "--key-file", t.KeyFile)
+		if t.ClientCAFile != "" {
+			args = append(args, "--client-cert-auth", "--trusted-ca-file", t.ClientCAFile)
+		}
+	}
+	cmd := exec.Command(s.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start etcd %s: %w", s.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("etcd exited at start:\n%s", s.Log())
+		default:
+		}
+		if s.healthy() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			s.Stop(syscall.SIGKILL)
+			return fmt.Errorf("etcd not healthy after 60 s:\n%s", s.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *Server) healthy() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	client := http.DefaultClient
+	if s.tls != nil {
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: s.tls.Client}}
+		defer client.CloseIdleConnections()
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.clientURL+"/health", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// Stop stops the member with sig and waits for it to exit. Its data stays.
+func (s *Server) Stop(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	<-exited
+}
+
+// Restart stops the member with sig, leaves it down for down, and starts it
+// again on the same ports and data: its keys and leases survive.
+func (s *Server) Restart(sig syscall.Signal, down time.Duration) error {
+	s.Stop(sig)
+	time.Sleep(down)
+	return s.start()
+}
+
+// Log returns the member's log so far.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(s.logPath)
+	return strings.TrimSpace(string(b))
+}

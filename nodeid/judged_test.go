@@ -1,0 +1,93 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
+)
+
+// newJudgedEnv is newEnv on a store that judges expiry itself (etcd's kind):
+// no Date or Last-Modified, a liveness bound by each held write.
+func newJudgedEnv(t *testing.T) *env {
+	clk := fakeclock.New(start)
+	mem := storetest.NewMemStore(storetest.WithClock(clk.Now), storetest.WithJudgedExpiry())
+	return &env{t: t, clk: clk, mem: mem, store: storetest.NewFaultStore(mem)}
+}
+
+// TestJudgedStoreCutOffHolder: on a store that judges expiry itself, a holder
+// cut off from it fences at its renew deadline; no one takes its ID while it
+// is valid, nor before the liveness of its last write (its 3 s lease) ran out
+// on the store's clock; then a task takes it expired, with a higher version
+// and the holder's reservation as its floor.
+func TestJudgedStoreCutOffHolder(t *testing.T) {
+	e := newJudgedEnv(t)
+	cut := storetest.NewFaultStore(e.store)
+	hcfg := e.config("holder")
+	hcfg.ClusterSize = 1
+	holder := e.acquire(e.providerOn(cut, hcfg))
+	if _, m, err := e.mem.Get(context.Background(), lease.RecordKey(holder.NodeID())); err != nil || m.Liveness != lease.LivenessLive {
+		t.Fatalf("the holder's record reads liveness %v (err %v), want live", m.Liveness, err)
+	}
+	cut.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		return storetest.Fault{Err: storetest.Unknown(op, key)}
+	})
+	other := e.config("other")
+	other.ClusterSize = 1
+	var taken *Claim
+	for taken == nil {
+		e.advance(100*time.Millisecond, holder)
+		c, err := e.provider(other).Acquire(context.Background())
+		switch {
+		case err == nil && holder.Valid():
+			t.Fatalf("another task took node %d while its holder was still valid", holder.NodeID())
+		case err == nil:
+			taken = c
+		case !errors.Is(err, ErrClusterFull):
+			t.Fatalf("Acquire: %v", err)
+		}
+	}
+	defer taken.Close(context.Background())
+	if !isDone(holder) || !errors.Is(holder.Err(), ErrLeaseLost) {
+		t.Fatalf("holder Err = %v, want ErrLeaseLost", holder.Err())
+	}
+	if took := e.clk.Now().Sub(start); took < 3*time.Second {
+		t.Fatalf("taken over %v after the holder's write, before its 3 s liveness ran out", took)
+	}
+	if !taken.TookOverExpired() || taken.Version() != holder.Version()+1 || taken.Floor() != start.UnixMilli()+3000 {
+		t.Fatalf("successor: expired %v, version %d, floor %d; want true, %d, %d",
+			taken.TookOverExpired(), taken.Version(), taken.Floor(), holder.Version()+1, start.UnixMilli()+3000)
+	}
+}
+
+// TestJudgedStoreReleaseAndBootstrapWindow: on a store that judges expiry
+// itself, a released ID is taken at once; the manifest's liveness is the
+// bootstrap window, so a bootstrap after it fills the cluster.
+func TestJudgedStoreReleaseAndBootstrapWindow(t *testing.T) {
+	e := newJudgedEnv(t)
+	cfg := e.config("a")
+	p := e.provider(cfg)
+	c := e.acquire(p)
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, m, _ := e.mem.Get(context.Background(), lease.RecordKey(c.NodeID())); m.Liveness != lease.LivenessExpired {
+		t.Fatalf("a released record reads liveness %v, want expired (a free write binds none)", m.Liveness)
+	}
+	b := e.acquire(e.provider(e.config("b")))
+	if b.TookOverExpired() {
+		t.Errorf("took a released lease as expired")
+	}
+	v, err := p.bootstrap(context.Background())
+	if err != nil || v.manifest.Filled {
+		t.Fatalf("bootstrap within the window: filled %v, err %v; want not filled", v != nil && v.manifest.Filled, err)
+	}
+	e.advance(cfg.BootstrapWindow+time.Second, b)
+	if v, err = p.bootstrap(context.Background()); err != nil || !v.manifest.Filled {
+		t.Fatalf("bootstrap after the window: filled %v, err %v; want filled", v != nil && v.manifest.Filled, err)
+	}
+}

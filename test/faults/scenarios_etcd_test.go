@@ -1,0 +1,63 @@
+//go:build faults
+
+package faults
+
+import (
+	"testing"
+	"time"
+)
+
+// TestFaultsEtcd is the suite on a real etcd (a single member, the pinned
+// server of test/etcd/install.sh): brokers under kill -9, SIGTERM, SIGSTOP
+// past the lease, partitions from etcd past the lease (each broker reaches
+// etcd through a TCPProxy), refused and reset connections, and etcd restarts
+// (SIGTERM or SIGKILL, its data kept); then every check of TestFaults.
+func TestFaultsEtcd(t *testing.T) {
+	s := needEtcd(t)
+	d := *flagDuration
+	if d == 0 {
+		d = 45 * time.Second
+	}
+	sc := scenario{
+		name: "faults-etcd", seed: seedFor(), duration: d, etcd: true,
+		brokers: 4, clusterSize: 3,
+		lease: 3 * time.Second, renew: time.Second, gossip: true,
+		offsets:  []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},
+		idsEvery: [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}, idsN: 100,
+	}
+	sc.schedule = NewSchedule(ScheduleConfig{Seed: sc.seed, Duration: d, Lease: sc.lease, RenewDeadline: sc.renewDeadline(), Kinds: EtcdKinds})
+	rep := newRun(t, s, sc).execute()
+	if rep.Failed() {
+		t.Fatalf("the checks failed on etcd (reproduce with -seed %d): %s", sc.seed, rep.Summary())
+	}
+	if rep.IDs < 10000 {
+		t.Fatalf("only %d IDs checked: the run did not exercise the brokers", rep.IDs)
+	}
+}
+
+// TestMutationNoFloorEtcd is TestMutationNoFloor on etcd: the mutation
+// switch must be caught there too, and the real broker must pass.
+func TestMutationNoFloorEtcd(t *testing.T) {
+	s := needEtcd(t)
+	for _, mutation := range []string{"", "nofloor"} {
+		name := "nofloor-etcd"
+		if mutation == "" {
+			name = "nofloor-etcd-control"
+		}
+		t.Run(name, func(t *testing.T) {
+			sc := handovers(name, seedFor(), mutation, KindTerm, 4*time.Second, 0, 22*time.Second)
+			sc.etcd = true
+			sc.offsetFor = func(n int) time.Duration { return -time.Duration(n) * 1500 * time.Millisecond }
+			rep := newRun(t, s, sc).execute()
+			if mutation == "" {
+				if rep.Failed() {
+					t.Fatalf("the real broker failed the checks on etcd: %s", rep.Summary())
+				}
+				return
+			}
+			if rep.Count(CheckDuplicate) == 0 {
+				t.Fatalf("the checks found no duplicate on etcd with the floor broken: %s", rep.Summary())
+			}
+		})
+	}
+}
