@@ -47,6 +47,11 @@ type Config struct {
 	// Default 3 s.
 	IDFileGrace time.Duration
 
+	// Elect, when set, is an election this node campaigns for beside its
+	// node ID (see package election), once it holds the ID; GET /leader
+	// and /status report the leader, Close resigns first. Empty: none.
+	Elect string
+
 	// ReadyTimeout bounds the readiness gate after taking over an expired
 	// lease: /ready waits at most this long for gossip peers to see the new
 	// version. Default 10 s.

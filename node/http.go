@@ -34,6 +34,7 @@ func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ids", n.handleIDs)
 	mux.HandleFunc("GET /status", n.handleStatus)
+	mux.HandleFunc("GET /leader", n.handleLeader)
 	mux.Handle("/health", health.Handler("health", n.HealthChecker()))
 	mux.Handle("/ready", health.Handler("ready", n.ReadyChecker()))
 	if h := n.metrics.handler(); h != nil {
@@ -193,6 +194,11 @@ func (n *Node) Status() StatusResponse {
 		}
 	} else if c != nil && state == StateHeld {
 		s.KnownNodes[strconv.Itoa(c.NodeID())] = c.Version()
+	}
+	if n.elector != nil {
+		if l := n.elector.self(); l != nil {
+			s.Leader = &LeaderResponse{Name: n.cfg.Elect, Leader: s.Task, Term: l.Term(), Self: true}
+		}
 	}
 	s.Ready = n.CheckReady() == nil
 	return s

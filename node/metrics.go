@@ -80,7 +80,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	f.register(m.storeRequests, m.storeDuration)
 	m.idsIssued = f.counter("ids_issued_total", "Snowflake IDs handed out.")
 	m.fencedRefusals = f.counter("ids_fenced_refusals_total", "ID requests refused because the node held no valid lease.")
-	f.register(stateCollector{n: n}, foreignCollector{n: n})
+	f.register(stateCollector{n: n}, foreignCollector{n: n}, electionCollector{n: n})
 	f.register(probeCollectors(n)...)
 	if f.err != nil {
 		return nil, fmt.Errorf("node: register metrics: %w", f.err)

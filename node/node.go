@@ -41,6 +41,7 @@ type Node struct {
 	probe    atomic.Pointer[probeOutcome] // the store probe's result; nil before it ran or when skipped
 
 	idFile  idFileState
+	elector *elector      // nil unless Config.Elect
 	renewed chan struct{} // a renewal succeeded (buffered 1): refresh the id file
 
 	mu          sync.Mutex         // guards the fields below
@@ -82,6 +83,9 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n.metrics = m
 	n.store = m.Store(store)
+	if n.elector, err = newElector(n.store, cfg); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -124,6 +128,9 @@ func (n *Node) Start(ctx context.Context) error {
 		if err := n.idFile.writeOnceFloorPassed(ctx, claim, n.clock, n.log); err != nil {
 			return err
 		}
+	}
+	if n.elector != nil {
+		n.elector.start(n)
 	}
 	close(n.serving)
 	return nil
@@ -294,6 +301,11 @@ func (n *Node) close(ctx context.Context) error {
 		cancel()
 		<-n.startDone
 		<-n.watchDone
+	}
+	if n.elector != nil {
+		if err := n.elector.stop(ctx); err != nil {
+			n.log.Warn("resign not confirmed; the leadership will expire", "election", n.cfg.Elect, "err", err)
+		}
 	}
 	claim := n.claim.Load()
 	if claim == nil {

@@ -24,6 +24,10 @@ type StatusResponse struct {
 	// a gossip pool joined by mistake. They are reported here and never
 	// obeyed: they are not in KnownNodes and fence nothing. Omitted when none.
 	ForeignMembers []ForeignMember `json:"foreignMembers,omitempty"`
+	// Leader is the leader of Config.Elect as this node knows it without
+	// reading the store: itself while it leads. Omitted without --elect or
+	// while another node (or none) leads; GET /leader says which.
+	Leader *LeaderResponse `json:"leader,omitempty"`
 	// IDsIssued counts the IDs this node handed out.
 	IDsIssued int64 `json:"idsIssued"`
 	// Ready reports the readiness check.

@@ -50,6 +50,9 @@ type simParams struct {
 	// production: every task runs DefaultConfig's timings (15 s leases)
 	// instead of the drawn lease and safetyMargin.
 	production bool
+	// acquireTimeout, when set, is every task's AcquireTimeout: an election
+	// campaign waits (package election sets it to forever).
+	acquireTimeout time.Duration
 	// judged: the store judges expiry itself, as etcd does (a MemStore
 	// WithJudgedExpiry on the simulation's clock): no Date or
 	// Last-Modified, a liveness of the record's lease from when each write
@@ -408,6 +411,9 @@ func (s *sim) startTask(at time.Duration) {
 		cfg.SafetyMargin = s.params.safetyMargin
 	}
 	cfg.TaskID, cfg.ClusterSize, cfg.Clock = t.name, s.params.ids, t
+	if s.params.acquireTimeout > 0 {
+		cfg.AcquireTimeout = s.params.acquireTimeout
+	}
 	p, err := New(simStore{t}, cfg)
 	if err != nil {
 		panic(err)

@@ -72,6 +72,7 @@ func newDemoBroker(name string, srv *s3fake.Server, prefix string, clusterSize i
 	pc.AcquireBackoff, pc.AcquireTimeout = tl.acquireBackoff, tl.acquireTimeout
 	pc.Clock = nodeid.SystemClock(-skew) // the generator reads it too
 	cfg.Metrics = prometheus.NewRegistry()
+	cfg.Elect = demoElection
 	n, err := node.New(ks, cfg)
 	if err != nil {
 		return nil, err

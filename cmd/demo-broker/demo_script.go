@@ -56,11 +56,12 @@ func (d *demo) show(ctx context.Context) error {
 // killOne kills a broker abruptly and starts a replacement, which takes the
 // dead broker's node ID once its lease has expired (when the cluster is full).
 func (d *demo) killOne(ctx context.Context) error {
-	victim, err := d.pick()
+	victim, err := d.pickLeader(ctx)
 	if err != nil {
 		return err
 	}
 	v := victim.view()
+	oldTerm := victim.leaderTerm()
 	d.event("kill -9 %s (node %d, version %d): it dies without releasing its lease. Node %d stays held until its lease "+
 		"is older than %v on the store's clock (the %v lease + %v for the store's whole-second clock and a margin).",
 		v.name, v.node, v.version, v.node, d.tl.expiresAfter(), d.tl.lease, d.tl.expiresAfter()-d.tl.lease)
@@ -82,6 +83,11 @@ func (d *demo) killOne(ctx context.Context) error {
 	} else {
 		d.event("%s took node %d (version %d), which was free: with free node IDs a replacement need not wait.",
 			r.name, r.node, r.version)
+	}
+	if oldTerm > 0 {
+		if err := d.waitNewLeader(ctx, oldTerm); err != nil {
+			return err
+		}
 	}
 	d.printSnapshot(ctx)
 	return nil

@@ -39,6 +39,11 @@ func TestDemoFast(t *testing.T) {
 	if took[2] != kill[2] || atoi(t, took[3]) <= atoi(t, kill[3]) || took[5] != kill[1] {
 		t.Errorf("killed %v, re-leased %v: want the same node with a higher version", kill, took)
 	}
+	// The killed broker led "jobs"; another is elected with a higher term.
+	elected := find(t, text, `(b\d+) was elected leader of "jobs" with term (\d+) \(the killed leader had term (\d+)\)`)
+	if elected[1] == kill[1] || atoi(t, elected[2]) <= atoi(t, elected[3]) {
+		t.Errorf("killed %v, elected %v: want another broker with a higher term", kill, elected)
+	}
 	tl := shortTimeline()
 	if s, _ := strconv.ParseFloat(took[4], 64); time.Duration(s*float64(time.Second)) < tl.lease {
 		t.Errorf("node %s re-leased %ss after the kill, before the %v lease ran out", took[2], took[4], tl.lease)

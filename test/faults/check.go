@@ -139,6 +139,7 @@ func Check(h *History) *Report {
 	checkSuperseded(h, r, claims)
 	checkExits(h, r, claims, bad)
 	checkReleases(h, r, claims)
+	checkLeaders(h, r)
 	for _, c := range h.Corrupt {
 		r.add(CheckCorrupt, "%s", c)
 	}

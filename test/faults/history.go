@@ -26,6 +26,8 @@ type History struct {
 	// Corrupt lists objects that did not decode, during the run or at the
 	// end, and why.
 	Corrupt []string
+	// Leaders is every 200 answer of /leader (see checkLeaders).
+	Leaders []LeaderObs
 	// FinalObjects is how many lease objects decoded at the end.
 	FinalObjects int
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
@@ -346,6 +347,7 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"--drain-delay", "200ms", "--shutdown-timeout", "5s",
 		"--acquire-timeout", (sc.duration + 5*time.Minute).String(),
 		"--task-id", p.task,
+		"--elect", electionName,
 		"--debug-clock-offset", params.ClockOffset.String(),
 		"--log-level", "info",
 	)
@@ -523,11 +525,15 @@ func (p *proc) healthLoop() {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var lastEnd atomic.Int64
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-p.stopClient:
 			return
 		case <-tick.C:
+		}
+		if n%leaderPollEveryN == 0 {
+			inflight.Add(1)
+			go func() { defer inflight.Done(); p.pollLeader() }()
 		}
 		select {
 		case sem <- struct{}{}:
@@ -566,6 +572,21 @@ func (p *proc) healthLoop() {
 			}
 		}()
 	}
+}
+
+// pollLeader reads /leader once and records a 200 answer.
+func (p *proc) pollLeader() {
+	start := p.r.since()
+	resp, err := p.client.Get(p.url("/leader"))
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var l node.LeaderResponse
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&l) != nil {
+		return
+	}
+	p.r.h.AddLeader(LeaderObs{Broker: p.idx, Start: start, End: p.r.since(), Term: l.Term, Self: l.Self})
 }
 
 // learnClaim reads the broker's node ID and version from /status.
@@ -946,13 +967,24 @@ func (r *run) finalScan() {
 		if o.Key == lease.ProbeKey {
 			continue // the brokers' store probe (lease.Probe): no lease state
 		}
-		if o.Key == lease.ManifestKey {
+		// The election's objects (--elect) are a one-slot cluster of
+		// their own: the same codec, not counted as node IDs.
+		key, elect := strings.CutPrefix(o.Key, election.Dir+electionName+"/")
+		if key == lease.ManifestKey {
 			if _, err := lease.DecodeManifest(body); err != nil {
 				r.h.AddCorrupt(fmt.Sprintf("%s: %v", o.Key, err))
 			}
 			continue
 		}
-		id, ok := lease.ParseRecordKey(o.Key)
+		id, ok := lease.ParseRecordKey(key)
+		if elect {
+			if !ok || id != 0 {
+				r.h.AddCorrupt(fmt.Sprintf("unexpected object %s", o.Key))
+			} else if _, err := lease.DecodeRecord(body, id); err != nil {
+				r.h.AddCorrupt(fmt.Sprintf("%s: %v", o.Key, err))
+			}
+			continue
+		}
 		if !ok {
 			r.h.AddCorrupt(fmt.Sprintf("unexpected object %s", o.Key))
 			continue

@@ -54,6 +54,16 @@ func TestFaults(t *testing.T) {
 	if rep.IDs < 10000 {
 		t.Fatalf("only %d IDs checked: the run did not exercise the brokers", rep.IDs)
 	}
+	terms := map[int64]bool{}
+	for _, o := range r.h.Leaders {
+		if o.Self {
+			terms[o.Term] = true
+		}
+	}
+	if len(terms) == 0 { // how many terms depends on whether the faults hit the leader
+		t.Fatalf("/leader answered self for %d term(s) in %d answers: the election checks were not exercised", len(terms), len(r.h.Leaders))
+	}
+	t.Logf("election %q: %d /leader answers, self seen for %d terms", electionName, len(r.h.Leaders), len(terms))
 }
 
 // handovers is a scenario of one node ID and two brokers, a holder and a

@@ -107,7 +107,7 @@ type command struct {
 
 // commands returns the subcommands in the order of the usage text.
 func commands() []*command {
-	return []*command{statusCommand(), checkCommand(), initCommand(), releaseCommand(), repairCommand(), resizeCommand()}
+	return []*command{statusCommand(), checkCommand(), initCommand(), releaseCommand(), repairCommand(), resizeCommand(), leadersCommand()}
 }
 
 // Run runs nodeidctl with args (without the program name) and returns the exit

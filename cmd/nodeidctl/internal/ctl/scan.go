@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 )
@@ -183,6 +185,8 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 		switch {
 		case ok && id >= s.size:
 			ids = append(ids, id)
+		case !ok && strings.HasPrefix(o.Key, election.Dir):
+			// elections: nodeidctl leaders reports them
 		case !ok && o.Key != lease.ManifestKey && o.Key != lease.ProbeKey:
 			s.foreign = append(s.foreign, o.Key)
 		}

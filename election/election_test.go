@@ -1,0 +1,72 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/nodeid/nodeid/election"
+	"github.com/nodeid/nodeid/election/electiontest"
+	"github.com/nodeid/nodeid/etcdstore"
+	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/s3store"
+	"github.com/nodeid/nodeid/s3store/s3fake"
+)
+
+func TestElectionMemStore(t *testing.T) {
+	electiontest.Run(t, func(*testing.T) lease.Store { return storetest.NewMemStore().WithPrefix("nodeid/") })
+}
+
+// TestElectionJudgedMemStore runs the suite on a store that judges expiry
+// itself (as etcd does): elections must bind each held record's liveness
+// through the scoped store, or a leader's record would read expired at once.
+func TestElectionJudgedMemStore(t *testing.T) {
+	electiontest.Run(t, func(*testing.T) lease.Store {
+		return storetest.NewMemStore(storetest.WithJudgedExpiry()).WithPrefix("nodeid/")
+	})
+}
+
+// TestElectionEtcd runs the suite on a real etcd server (the pinned binary of
+// test/etcd/install.sh; skipped without it outside CI).
+func TestElectionEtcd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	electiontest.Run(t, func(t *testing.T) lease.Store {
+		st, err := etcdstore.New(etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: fmt.Sprintf("%s-%d/", t.Name(), rand.Int64())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}
+
+func TestElectionGofakes3(t *testing.T) {
+	electiontest.Run(t, func(t *testing.T) lease.Store {
+		srv, err := s3fake.Start(s3fake.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Close() })
+		st, err := s3store.New(context.Background(), srv.StoreConfig("nodeid/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
+}
+
+func TestBadNames(t *testing.T) {
+	e, err := election.New(storetest.NewMemStore(), electiontest.FastConfig("task-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"", "a/b", "..", ".x", "a b"} {
+		if _, err := e.Campaign(context.Background(), n); !errors.Is(err, election.ErrBadName) {
+			t.Errorf("Campaign(%q) = %v, want ErrBadName", n, err)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodeid/nodeid/election"
+	"github.com/nodeid/nodeid/lease"
+)
+
+// LeaderResponse is the body of GET /leader (and the Leader of /status).
+type LeaderResponse struct {
+	// Name is the election's name (Config.Elect).
+	Name string `json:"name"`
+	// Leader is the task identity of the live leader.
+	Leader string `json:"leader"`
+	// Term is the leader's term (its fencing token).
+	Term int64 `json:"term"`
+	// Self reports whether this node is the leader and its leadership valid.
+	Self bool `json:"self"`
+}
+
+// elector campaigns for one election beside the node ID (Config.Elect): it
+// campaigns again after a loss, and resigns on Close.
+type elector struct {
+	name string
+	task string
+	e    *election.Elections
+	cur  atomic.Pointer[election.Leadership]
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// newElector returns nil when cfg.Elect is empty.
+func newElector(store lease.Store, cfg Config) (*elector, error) {
+	if cfg.Elect == "" {
+		return nil, nil
+	}
+	if err := election.CheckName(cfg.Elect); err != nil {
+		return nil, err
+	}
+	e, err := election.New(store, cfg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	return &elector{name: cfg.Elect, task: cfg.Provider.TaskID, e: e, done: make(chan struct{})}, nil
+}
+
+// start campaigns in the background until stop.
+func (el *elector) start(n *Node) {
+	ctx, cancel := context.WithCancel(context.Background())
+	el.cancel = cancel
+	go func() {
+		defer close(el.done)
+		for ctx.Err() == nil {
+			l, err := el.e.Campaign(ctx, el.name)
+			if err != nil {
+				if ctx.Err() == nil {
+					n.log.Warn("campaign failed, campaigning again", "election", el.name, "err", err)
+					sleepCtx(ctx, n.cfg.Provider.AcquireBackoff)
+				}
+				continue
+			}
+			el.cur.Store(l)
+			n.log.Info("elected leader", "election", el.name, "term", l.Term())
+			select {
+			case <-l.Done():
+				n.log.Warn("leadership lost", "election", el.name, "term", l.Term(), "err", l.Err())
+			case <-ctx.Done():
+			}
+		}
+	}()
+}
+
+// stop ends the campaign and resigns, so that another node is elected at once.
+func (el *elector) stop(ctx context.Context) error {
+	var err error
+	el.once.Do(func() {
+		if el.cancel == nil {
+			return
+		}
+		el.cancel()
+		<-el.done
+		if l := el.cur.Load(); l != nil {
+			err = l.Resign(ctx)
+		}
+	})
+	return err
+}
+
+// self returns the valid leadership of this node, or nil.
+func (el *elector) self() *election.Leadership {
+	if l := el.cur.Load(); l != nil && l.Valid() {
+		return l
+	}
+	return nil
+}
+
+// errNoLeader is the reason of a 503 from /leader.
+var errNoLeader = errors.New("no live leader")
+
+// leader answers who leads: this node from its own fence, others from one
+// read of the election's lease object.
+func (el *elector) leader(ctx context.Context) (LeaderResponse, error) {
+	if l := el.self(); l != nil {
+		return LeaderResponse{Name: el.name, Leader: el.task, Term: l.Term(), Self: true}, nil
+	}
+	info, err := el.e.Leader(ctx, el.name)
+	if err != nil {
+		return LeaderResponse{Name: el.name}, err
+	}
+	if !info.Live || info.Leader == el.task { // our own lease, no longer valid here: fenced
+		return LeaderResponse{Name: el.name}, errNoLeader
+	}
+	return LeaderResponse{Name: el.name, Leader: info.Leader, Term: info.Term}, nil
+}
+
+// handleLeader serves GET /leader: 404 when the node campaigns for nothing,
+// 503 with the reason while no leader is known.
+func (n *Node) handleLeader(w http.ResponseWriter, r *http.Request) {
+	if n.elector == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "this node takes part in no election (--elect)"})
+		return
+	}
+	resp, err := n.elector.leader(r.Context())
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"name": resp.Name, "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// electionCollector exports nodeid_leader{name} (1 while this node leads)
+// and nodeid_leader_term{name} (the term it holds or last held).
+type electionCollector struct{ n *Node }
+
+var (
+	leaderDesc     = prometheus.NewDesc(namespace+"_leader", "1 while this node is the valid leader of the election, else 0.", []string{"name"}, nil)
+	leaderTermDesc = prometheus.NewDesc(namespace+"_leader_term", "The term (fencing token) this node holds or last held in the election; 0 if never elected.", []string{"name"}, nil)
+)
+
+func (c electionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- leaderDesc
+	ch <- leaderTermDesc
+}
+
+func (c electionCollector) Collect(ch chan<- prometheus.Metric) {
+	el := c.n.elector
+	if el == nil {
+		return
+	}
+	self, term := 0.0, 0.0
+	if l := el.cur.Load(); l != nil {
+		term = float64(l.Term())
+		if l.Valid() {
+			self = 1
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, self, el.name)
+	ch <- prometheus.MustNewConstMetric(leaderTermDesc, prometheus.GaugeValue, term, el.name)
+}

@@ -1,0 +1,104 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/lease/storetest"
+)
+
+// leaderOf serves GET /leader on n.
+func leaderOf(t *testing.T, n *Node) (int, LeaderResponse) {
+	t.Helper()
+	code, body := get(n.Handler(), "/leader")
+	var r LeaderResponse
+	if code == http.StatusOK {
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("/leader body %q: %v", body, err)
+		}
+	}
+	return code, r
+}
+
+// waitSelf waits until one of nodes leads and returns it.
+func waitSelf(t *testing.T, ctx context.Context, nodes ...*Node) *Node {
+	t.Helper()
+	for {
+		for _, n := range nodes {
+			if n.elector.self() != nil {
+				return n
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no node was elected")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Two nodes campaign for one election: exactly one says self; closing it
+// hands over at once to the other, with a higher term.
+func TestElectLeaderAndHandOver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store := storetest.NewMemStore()
+	var nodes []*Node
+	for _, task := range []string{"task-a", "task-b"} {
+		cfg := testConfig(task, 4)
+		cfg.Elect = "jobs"
+		n, err := New(store, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close(closeCtx(t))
+		nodes = append(nodes, n)
+	}
+	first := waitSelf(t, ctx, nodes...)
+	other := nodes[0]
+	if other == first {
+		other = nodes[1]
+	}
+	code, lf := leaderOf(t, first)
+	if code != http.StatusOK || !lf.Self || lf.Term != 1 || lf.Name != "jobs" || lf.Leader != first.cfg.Provider.TaskID {
+		t.Fatalf("leader's /leader = %d %+v", code, lf)
+	}
+	code, lo := leaderOf(t, other)
+	if code != http.StatusOK || lo.Self || lo.Term != 1 || lo.Leader != first.cfg.Provider.TaskID {
+		t.Fatalf("follower's /leader = %d %+v", code, lo)
+	}
+	if s := first.Status(); s.Leader == nil || !s.Leader.Self {
+		t.Fatalf("leader's /status has no leadership: %+v", s)
+	}
+	_, metrics := get(first.Handler(), "/metrics")
+	if !strings.Contains(metrics, `nodeid_leader{name="jobs"} 1`) || !strings.Contains(metrics, `nodeid_leader_term{name="jobs"} 1`) {
+		t.Fatalf("leader's metrics lack nodeid_leader: %s", metrics)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if waitSelf(t, ctx, other) != other {
+		t.Fatal("unreachable")
+	}
+	code, lo = leaderOf(t, other)
+	if code != http.StatusOK || !lo.Self || lo.Term != 2 {
+		t.Fatalf("successor's /leader = %d %+v, want self with term 2", code, lo)
+	}
+}
+
+func TestLeaderWithoutElect(t *testing.T) {
+	n, err := New(storetest.NewMemStore(), testConfig("task-a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(n.Handler(), "/leader"); code != http.StatusNotFound {
+		t.Fatalf("/leader without Elect = %d, want 404", code)
+	}
+}
