@@ -22,6 +22,8 @@ type broker struct {
 	cfg serveConfig
 	log *slog.Logger // with the task ID
 	raw *slog.Logger // without it, for the node (which adds it itself)
+
+	child *child // demo-broker run's command; nil for serve
 }
 
 func newBroker(cfg serveConfig, log *slog.Logger) *broker {
@@ -38,6 +40,7 @@ func (b *broker) run(ctx context.Context) error {
 		return fmt.Errorf("listen on --http-addr %s: %w (is another process using the port?)", b.cfg.httpAddr, err)
 	}
 	b.log.Info("http listening", "addr", ln.Addr().String())
+	b.child.listening(ln.Addr())
 	store, closeStore, err := b.openStore(ctx)
 	if err != nil {
 		_ = ln.Close()
@@ -73,7 +76,12 @@ func (b *broker) runNode(ctx context.Context, store *s3store.Store, n *node.Node
 		}
 		return err
 	}
-	err := n.Run(ctx, b.cfg.shutdownTimeout)
+	var err error
+	if b.child != nil {
+		err = n.RunChild(ctx, b.child.cmd, b.child.cfg, b.cfg.shutdownTimeout)
+	} else {
+		err = n.Run(ctx, b.cfg.shutdownTimeout)
+	}
 	if err == nil && n.Claim() == nil {
 		b.log.Info("stopped by a signal before a node ID was acquired")
 	}
