@@ -240,12 +240,12 @@ type childRun struct {
 	cmd   *exec.Cmd
 	pid   int
 
-	fence     time.Time     // the claim's fence as last read (n.clock); it only rises
-	fenceReal time.Time     // the same on the real-time clock, which counts a suspended host
-	stopSig   os.Signal     // the signal sent for a stop request; nil: none
-	killAt    time.Time     // SIGKILL then (n.clock); zero: none due
-	killed    bool          // SIGKILL sent
-	cause     error         // why Supervise stopped the child itself: a loss, Close
+	fence     time.Time // the claim's fence as last read (n.clock); it only rises
+	fenceReal time.Time // the same on the real-time clock, which counts a suspended host
+	stopSig   os.Signal // the signal sent for a stop request; nil: none
+	killAt    time.Time // SIGKILL then (n.clock); zero: none due
+	killed    bool      // SIGKILL sent
+	cause     error     // why Supervise stopped the child itself: a loss, Close
 }
 
 // run starts the child and supervises it until it exits.
