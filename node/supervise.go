@@ -33,7 +33,7 @@ const (
 	EnvIDsURL = "NODEID_IDS_URL"
 )
 
-// ErrSupervised is returned by Supervise when the node already supervises a
+// ErrSupervised is returned by Supervise while the node supervises another
 // child: one process at a time uses the node ID.
 var ErrSupervised = errors.New("node: a child is already supervised")
 
@@ -198,7 +198,7 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 	if err != nil {
 		return err
 	}
-	defer close(childDone)
+	defer n.unregisterChild(childDone)
 	if !claim.Valid() {
 		return fmt.Errorf("node: child not started: %w", nodeid.ErrLeaseLost)
 	}
@@ -230,6 +230,14 @@ func (n *Node) registerChild() (chan struct{}, error) {
 	}
 	n.childDone = make(chan struct{})
 	return n.childDone, nil
+}
+
+// unregisterChild records that the child is gone (Close may release).
+func (n *Node) unregisterChild(childDone chan struct{}) {
+	n.mu.Lock()
+	n.childDone = nil
+	n.mu.Unlock()
+	close(childDone)
 }
 
 // childRun is one supervised child, from its start to its exit.
