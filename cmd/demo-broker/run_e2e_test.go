@@ -36,8 +36,11 @@ func startRun(t *testing.T, name string, env []string, args ...string) *proc {
 
 // childEnv returns the environment of a demo-broker run whose child is this
 // test binary in mode, writing into dir.
+// The race detector's exit sleep (1 s) is off: a child exits when it says
+// so.
 func childEnv(t *testing.T, mode, dir string, extra ...string) []string {
-	return brokerEnv(t, append([]string{testChildEnv + "=" + mode, testChildDir + "=" + dir}, extra...)...)
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	return brokerEnv(t, append([]string{testChildEnv + "=" + mode, testChildDir + "=" + dir, "GORACE=" + gorace}, extra...)...)
 }
 
 // waitJSON waits until the file at path holds JSON, decodes it into v, and
@@ -173,21 +176,22 @@ func TestRunChildExitStatus(t *testing.T) {
 func TestRunForwardsSignals(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name     string
-		sig      syscall.Signal
-		mode     string
-		wantExit int
+		name        string
+		sig         syscall.Signal
+		mode        string
+		stopTimeout string
+		wantExit    int
 	}{
-		{"SIGTERM", syscall.SIGTERM, "trap", 0},
-		{"SIGINT", syscall.SIGINT, "trap", 0},
-		{"ignored", syscall.SIGTERM, "ignore", 128 + int(syscall.SIGKILL)},
+		{"SIGTERM", syscall.SIGTERM, "trap", "10s", 0},
+		{"SIGINT", syscall.SIGINT, "trap", "10s", 0},
+		{"ignored", syscall.SIGTERM, "ignore", "500ms", 128 + int(syscall.SIGKILL)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := startFakeS3(t)
 			dir := t.TempDir()
 			args := append([]string{"--bucket", srv.Bucket(), "--s3-endpoint", srv.URL(), "--s3-path-style", "--cluster-size", "4",
-				"--child-stop-timeout", "500ms"}, shortLease...)
+				"--child-stop-timeout", tc.stopTimeout}, shortLease...)
 			p := startRun(t, "run", childEnv(t, tc.mode, dir), args...)
 			var c childInfo
 			waitJSON(t, p, filepath.Join(dir, "ready.json"), &c)
