@@ -459,3 +459,33 @@ func waitSnowflakeChild(t *testing.T, p *proc, dir string, n int) childInfo {
 	})
 	return c
 }
+
+// TestRunBadInput: run refuses, before doing anything (exit 2), a missing
+// command, a bad --child-stop-timeout, and lease timings that leave a lost
+// lease's child no time to stop; a command that cannot start is exit 1;
+// --help lists run's flag.
+func TestRunBadInput(t *testing.T) {
+	t.Parallel()
+	env := brokerEnv(t)
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		contains string
+	}{
+		{"no command", []string{"run", "--bucket", "b"}, 2, "no command"},
+		{"empty command", []string{"run", "--bucket", "b", "--"}, 2, "no command"},
+		{"bad stop timeout", []string{"run", "--bucket", "b", "--child-stop-timeout", "0s", "--", "true"}, 2, "--child-stop-timeout"},
+		{"no time to stop after a loss", []string{"run", "--bucket", "b", "--lease-duration", "3s", "--renew-deadline", "2250ms", "--", "true"}, 2, "too little for the child to stop"},
+		{"serve flags checked", []string{"run", "--bukket", "b", "--", "true"}, 2, "bukket"},
+		{"missing command", []string{"run", "--embedded-s3", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--", "/nonexistent/cmd"}, 1, "start the child"},
+		{"help", []string{"run", "--help"}, 0, "NODEID_CHILD_STOP_TIMEOUT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runBin(t, env, tc.args...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.contains) {
+				t.Errorf("exit %d, want %d with %q in the output:\n%s%s", code, tc.code, tc.contains, out, errOut)
+			}
+		})
+	}
+}
