@@ -199,6 +199,11 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 		return err
 	}
 	defer n.unregisterChild(childDone)
+	select {
+	case <-n.closing:
+		return ErrClosed // Close began meanwhile (it waits for this return): no child
+	default:
+	}
 	if !claim.Valid() {
 		return fmt.Errorf("node: child not started: %w", nodeid.ErrLeaseLost)
 	}
