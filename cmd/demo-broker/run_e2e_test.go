@@ -297,7 +297,6 @@ func TestRunChildDiesWithSupervisor(t *testing.T) {
 	waitJSON(t, p, filepath.Join(dir, "ready.json"), &c)
 	killGroupAtEnd(t, c.Pid)
 	gone := watchGone(t, c.Pid)
-	time.Sleep(200 * time.Millisecond) // let the broker run on other threads than the one that started the child
 	p.signal(syscall.SIGKILL)
 	select {
 	case <-gone:
