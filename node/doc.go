@@ -31,7 +31,9 @@
 // Start blocks until the node serves IDs (up to Provider.AcquireTimeout);
 // Run is Start, then a wait for ctx or a loss, then Close. Next and NextN
 // issue IDs in process; Handler serves /ids, /status, /health, /ready and
-// /metrics.
+// /metrics. RunChild is Run with a child process as the ID's user (see
+// Supervise): started past the floor, stopped before the fence, killed with
+// the process.
 //
 // docs/design.md in the repository states the protocol and the safety
 // argument.

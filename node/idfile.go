@@ -52,6 +52,7 @@ type idFileState struct {
 	up         bool  // written and not removed since: refreshes rewrite it
 	written    bool  // written at least once
 	retired    bool  // removed for good: never written again
+	childRan   bool  // a supervised child (Supervise) used the ID with the host's clock
 	removedOK  bool  // the last removal succeeded: the file is known to be gone
 	graceDone  bool  // the application had its grace after the removal
 	maxValidMs int64 // the highest ValidUntilMs written
@@ -82,19 +83,8 @@ func (f *idFileState) prepare(log *slog.Logger) error {
 // predecessor's. It returns nil without writing when ctx ends or the claim
 // ends first.
 func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, clock nodeid.Clock, log *slog.Logger) error {
-	for {
-		ahead := time.Duration(claim.Floor()-clock.Wall().UnixMilli()+1) * time.Millisecond
-		if ahead <= 0 {
-			break
-		}
-		log.Info("waiting for the wall clock to pass the node ID's floor before writing the id file", "wait", ahead.String())
-		select {
-		case <-claim.Done():
-			return nil // the watcher reports the loss
-		case <-ctx.Done():
-			return nil // Close releases the claim
-		case <-time.After(ahead):
-		}
+	if !waitFloorPassed(ctx, claim, clock, log, "writing the id file") {
+		return nil // the watcher reports a loss; Close releases the claim
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -107,6 +97,27 @@ func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Cl
 	}
 	log.Info("id file written", "path", f.path, "nodeId", c.NodeID, "version", c.Version, "validUntilMs", c.ValidUntilMs)
 	return nil
+}
+
+// waitFloorPassed waits until clock's wall clock is past the claim's floor
+// (the predecessor's reservation), so that whoever issues IDs with that clock
+// from then on never repeats one of its predecessor's; before names what
+// waits, for the log. It reports false when ctx or the claim ends first.
+func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, clock nodeid.Clock, log *slog.Logger, before string) bool {
+	for {
+		ahead := time.Duration(claim.Floor()-clock.Wall().UnixMilli()+1) * time.Millisecond
+		if ahead <= 0 {
+			return true
+		}
+		log.Info("waiting for the wall clock to pass the node ID's floor before "+before, "wait", ahead.String())
+		select {
+		case <-claim.Done():
+			return false
+		case <-ctx.Done():
+			return false
+		case <-time.After(ahead):
+		}
+	}
 }
 
 // refresh rewrites the file after a renewal, with the later validUntilMs. A
@@ -163,19 +174,28 @@ func (f *idFileState) graceOver(complete bool) {
 	f.mu.Unlock()
 }
 
+// childStarted records that a supervised child may use the ID from now on:
+// the release covers the host's clock, as for the file.
+func (f *idFileState) childStarted() {
+	f.mu.Lock()
+	f.childRan = true
+	f.mu.Unlock()
+}
+
 // lowestRelease returns the reservation a release may lower the lease to,
 // given last, the highest timestamp the node's own generator issued. The
 // application may have issued IDs with the host's clock up to now while it
-// used the file; and if the file is not known to be gone, or the application
-// did not get its grace, up to the last validUntilMs it read.
+// used the file (or ran as the supervised child, dead by now); and if the
+// file is not known to be gone, or the application did not get its grace,
+// up to the last validUntilMs it read.
 func (f *idFileState) lowestRelease(last int64, clock nodeid.Clock) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.written {
+	if !f.written && !f.childRan {
 		return last
 	}
 	last = max(last, clock.Wall().UnixMilli())
-	if !f.removedOK || !f.graceDone {
+	if f.written && (!f.removedOK || !f.graceDone) {
 		last = max(last, f.maxValidMs)
 	}
 	return last

@@ -48,6 +48,7 @@ type Node struct {
 	started     bool               // Start was called
 	closed      bool               // Close was called
 	cancelStart context.CancelFunc // ends a Start in progress
+	childDone   chan struct{}      // set by Supervise, closed once its child is gone; nil: none
 	err         error
 
 	startDone chan struct{} // closed when Start returns
@@ -142,12 +143,21 @@ func (n *Node) Start(ctx context.Context) error {
 // ended before a node ID was held), an error wrapping nodeid.ErrLeaseLost
 // after a loss, and any other error of Start or Close.
 func (n *Node) Run(ctx context.Context, shutdownTimeout time.Duration) error {
-	err := n.Start(ctx)
-	if err == nil {
+	return n.runWith(ctx, shutdownTimeout, func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-n.Done():
 		}
+		return nil
+	})
+}
+
+// runWith is Start, then work while the node serves, then Close (bounded by
+// shutdownTimeout). A loss wins over work's error, which wins over Close's.
+func (n *Node) runWith(ctx context.Context, shutdownTimeout time.Duration, work func(context.Context) error) error {
+	err := n.Start(ctx)
+	if err == nil {
+		err = work(ctx)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
@@ -155,6 +165,8 @@ func (n *Node) Run(ctx context.Context, shutdownTimeout time.Duration) error {
 	switch {
 	case err != nil && ctx.Err() != nil && n.claim.Load() == nil:
 		return nil // stopped before a node ID was held
+	case errors.Is(cerr, nodeid.ErrLeaseLost) && !errors.Is(err, nodeid.ErrLeaseLost):
+		return cerr
 	case err != nil:
 		return err
 	}
@@ -293,7 +305,7 @@ func (n *Node) Close(ctx context.Context) error {
 func (n *Node) close(ctx context.Context) error {
 	n.stopping.Store(true)
 	n.mu.Lock()
-	started, cancel := n.started, n.cancelStart
+	started, cancel, childDone := n.started, n.cancelStart, n.childDone
 	n.closed = true
 	n.mu.Unlock()
 	close(n.closing)
@@ -301,6 +313,9 @@ func (n *Node) close(ctx context.Context) error {
 		cancel()
 		<-n.startDone
 		<-n.watchDone
+	}
+	if childDone != nil {
+		<-childDone // Supervise stops its child (closing): the ID is released only once it is gone
 	}
 	if n.elector != nil {
 		if err := n.elector.stop(ctx); err != nil {

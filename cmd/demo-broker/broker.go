@@ -25,6 +25,8 @@ type broker struct {
 	cfg serveConfig
 	log *slog.Logger // with the task ID
 	raw *slog.Logger // without it, for the node (which adds it itself)
+
+	child *child // demo-broker run's command; nil for serve
 }
 
 func newBroker(cfg serveConfig, log *slog.Logger) *broker {
@@ -41,6 +43,7 @@ func (b *broker) run(ctx context.Context) error {
 		return fmt.Errorf("listen on --http-addr %s: %w (is another process using the port?)", b.cfg.httpAddr, err)
 	}
 	b.log.Info("http listening", "addr", ln.Addr().String())
+	b.child.listening(ln.Addr())
 	store, closeStore, err := b.openStore(ctx)
 	if err != nil {
 		_ = ln.Close()
@@ -76,7 +79,12 @@ func (b *broker) runNode(ctx context.Context, store checkedStore, n *node.Node) 
 		}
 		return err
 	}
-	err := n.Run(ctx, b.cfg.shutdownTimeout)
+	var err error
+	if b.child != nil {
+		err = n.RunChild(ctx, b.child.cmd, b.child.cfg, b.cfg.shutdownTimeout)
+	} else {
+		err = n.Run(ctx, b.cfg.shutdownTimeout)
+	}
 	if ce := (*lease.ConditionIgnoredError)(nil); errors.As(err, &ce) {
 		return fmt.Errorf("%s ignores %s: nodeid cannot run on it, two brokers could hold one node ID (%w)",
 			b.storeName(), ce.Condition, err)

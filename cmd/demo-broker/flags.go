@@ -63,6 +63,12 @@ Flags:
 // validates the result. Errors wrap envflag.ErrUsage and name the flag or
 // variable; -h prints the help on stdout and returns flag.ErrHelp.
 func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (serveConfig, error) {
+	return parseBrokerFlags("demo-broker serve", serveHelp, args, lookupEnv, stdout, nil)
+}
+
+// parseBrokerFlags parses the flags of serve for command name (serve, run),
+// with more flags defined by extra (nil: none); help heads -h's output.
+func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (string, bool), stdout io.Writer, extra func(*envflag.Set)) (serveConfig, error) {
 	var (
 		c                             serveConfig
 		order, join, key              string
@@ -72,7 +78,7 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	c.node = node.DefaultConfig()
 	pc := &c.node.Provider
 	pc.TaskID = "" // resolved at start (ECS metadata, else host+pid+random)
-	f := envflag.New("demo-broker serve", lookupEnv)
+	f := envflag.New(name, lookupEnv)
 	f.BindAll()
 	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
 	c.etcd.Bind(f)
@@ -106,10 +112,13 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdou
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
 	f.DurationVar(&c.drainDelay, "drain-delay", time.Second, "how long the HTTP server keeps answering (503) after the broker fenced, before it exits")
+	if extra != nil {
+		extra(f)
+	}
 
 	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, serveHelp)
+			fmt.Fprint(stdout, help)
 			f.PrintDefaultsTo(stdout)
 		}
 		return c, err

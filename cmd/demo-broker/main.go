@@ -1,6 +1,7 @@
 // Command demo-broker is nodeid's broker: with no arguments, a self-contained
 // local demo on an embedded S3; with "serve", one broker as deployed in an ECS
-// task; with "healthcheck", an ECS container health check. See the README.
+// task; with "run", one broker that supervises a command using its node ID;
+// with "healthcheck", an ECS container health check. See the README.
 package main
 
 import (
@@ -27,6 +28,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runRun(ctx, args[1:], stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args[1:], stdout, stderr)
 	case "demo":
@@ -44,5 +47,9 @@ const usage = `Usage:
   demo-broker                 the local demo: several brokers on an embedded S3
   demo-broker demo [flags]    the same, with options (demo-broker demo --help)
   demo-broker serve [flags]   one broker (demo-broker serve --help)
+  demo-broker run [flags] -- CMD [ARGS...]
+                              one broker that runs CMD with the node ID and
+                              stops it before the lease could be lost
+                              (demo-broker run --help)
   demo-broker healthcheck     exit 0 if the broker's /health is 200, else 1
 `

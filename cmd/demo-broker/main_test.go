@@ -15,6 +15,9 @@ import (
 var brokerBin, ctlBin string
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(testChildEnv); mode != "" { // demo-broker run started this binary as its child
+		os.Exit(testChild(mode))
+	}
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "demo-broker-test-")
 	if err != nil {

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"syscall"
+
+	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/node"
+	"github.com/nodeid/nodeid/nodeid"
+)
+
+const runHelp = `Usage: demo-broker run [flags] -- CMD [ARGS...]
+
+Runs one broker as demo-broker serve does (the same flags and variables), and
+once it holds a node ID and the wall clock is past the ID's floor, starts
+CMD with NODEID_NODE_ID, NODEID_VERSION, NODEID_FLOOR_MS, NODEID_IDS_URL (the
+broker's /ids) and, with --id-file, NODEID_ID_FILE in its environment. CMD
+runs in a process group of its own and dies with the broker (even kill -9).
+
+SIGTERM and SIGINT are forwarded to CMD's process group; CMD gets SIGKILL
+after --child-stop-timeout. When CMD has exited, the broker releases the ID
+and exits with CMD's status (0 when CMD died of the forwarded signal). When
+the lease is lost, CMD gets SIGTERM at once and SIGKILL before the lease's
+fence, so it is gone before another task may take the ID; then exit 3.
+
+CMD should use the ID only while it runs, and either issue Snowflake IDs
+itself (above NODEID_FLOOR_MS) or get them from NODEID_IDS_URL, never both.
+A broker that freezes (without dying) cannot kill CMD at the fence: CMD
+closes that gap by also checking the id file's validUntilMs (--id-file).
+
+Exit codes: CMD's status after a release (0 on a clean stop); 1 start-up or
+run-time failure (the release failed, CMD could not start); 2 a bad flag or
+variable; 3 the lease was lost (CMD killed).
+
+Flags:
+`
+
+// child is the command demo-broker run supervises.
+type child struct {
+	cmd *exec.Cmd
+	cfg node.ChildConfig
+}
+
+// listening adds the broker's /ids URL to the child's environment, once the
+// HTTP server has its address (a no-op on serve, which has no child).
+func (c *child) listening(addr net.Addr) {
+	if c == nil {
+		return
+	}
+	c.cmd.Env = append(c.cmd.Env, node.EnvIDsURL+"="+idsURL(addr))
+}
+
+// idsURL returns the URL of /ids on addr, on loopback when addr is a
+// wildcard address.
+func idsURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/ids"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/ids"
+}
+
+// runRun is demo-broker run: serve's flags, "--", and the command to
+// supervise. It returns the child's status, or the exit code of serve's
+// failures.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	flags, command, found := cutArgs(args)
+	cc := node.DefaultChildConfig()
+	cfg, err := parseBrokerFlags("demo-broker run", runHelp, flags, os.LookupEnv, stdout, func(f *envflag.Set) {
+		f.DurationVar(&cc.StopTimeout, "child-stop-timeout", cc.StopTimeout,
+			"after SIGTERM or SIGINT, how long CMD has to exit before SIGKILL; after a lease loss CMD has at most lease-duration - safety-margin - renew-deadline - 100ms")
+	})
+	if err == nil {
+		err = checkRunConfig(cfg, &cc, found, command)
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "demo-broker run: %v\nRun 'demo-broker run --help' for the flags and their variables.\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	if cfg.node.Provider.TaskID == "" {
+		cfg.node.Provider.TaskID = node.TaskID(ctx, log)
+	}
+	// The signals are this command's own: forwarded to the child as they
+	// come, each one also stops the broker (before the child starts, the
+	// acquisition).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	fwd := make(chan os.Signal, 4)
+	cc.Signals = fwd
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go forwardSignals(bctx, sigs, fwd, cancel)
+
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Env = os.Environ()
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr // the process's own: no copying that a grandchild could hold up
+	b := newBroker(cfg, log)
+	b.child = &child{cmd: cmd, cfg: cc}
+	return runExitCode(b.log, b.run(bctx))
+}
+
+// forwardSignals passes each signal on to fwd (dropped when fwd is full: the
+// child has several waiting) and ends the broker's context, until ctx ends.
+func forwardSignals(ctx context.Context, sigs <-chan os.Signal, fwd chan<- os.Signal, stop context.CancelFunc) {
+	for {
+		select {
+		case s := <-sigs:
+			select {
+			case fwd <- s:
+			default:
+			}
+			stop() // after the send: Supervise sees the signal when it sees ctx end
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// cutArgs splits args at the first "--" into the flags and the command.
+func cutArgs(args []string) (flags, command []string, found bool) {
+	i := slices.Index(args, "--")
+	if i < 0 {
+		return args, nil, false
+	}
+	return args[:i], args[i+1:], true
+}
+
+// checkRunConfig checks what run adds to serve: a command, and a child
+// configuration that leaves a lost lease's child time to stop.
+func checkRunConfig(cfg serveConfig, cc *node.ChildConfig, found bool, command []string) error {
+	if !found || len(command) == 0 {
+		return envflag.Usagef("no command: want demo-broker run [flags] -- CMD [ARGS...]")
+	}
+	if cc.StopTimeout <= 0 {
+		return envflag.Usagef("--child-stop-timeout %v: want a positive duration", cc.StopTimeout)
+	}
+	nc := cfg.node // as fill validated it: a copy, with a stand-in task ID
+	if nc.Provider.TaskID == "" {
+		nc.Provider.TaskID = "task"
+	}
+	if err := nc.Validate(); err != nil {
+		return envflag.Usagef("%v", err)
+	}
+	if err := cc.Validate(nc); err != nil {
+		w := node.LossWindow(nc.Provider)
+		return envflag.Usagef("--lease-duration %v - --safety-margin %v - --renew-deadline %v leaves %v between a lease loss and the fence: "+
+			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)
+	}
+	return nil
+}
+
+// runExitCode maps the end of demo-broker run to its exit code.
+func runExitCode(log *slog.Logger, err error) int {
+	var ce *node.ChildExitError
+	switch {
+	case err == nil:
+		log.Info("stopped")
+		return exitOK
+	case errors.As(err, &ce):
+		log.Info("exiting with the child's status after releasing the node ID", "exitCode", ce.ExitCode(), "child", ce.Error())
+		return ce.ExitCode()
+	case errors.Is(err, envflag.ErrUsage):
+		log.Error("invalid configuration", "err", err)
+		return exitUsage
+	case errors.Is(err, nodeid.ErrLeaseLost):
+		log.Error("exiting after losing the lease", "exitCode", exitLeaseLost, "err", err)
+		return exitLeaseLost
+	default:
+		log.Error("exiting after a failure", "exitCode", exitFailure, "err", err)
+		return exitFailure
+	}
+}
