@@ -16,6 +16,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(body, 7)
 	f.Add([]byte(`{"schema":1,"nodeId":0,"version":0,"writeId":"0000000000000000"}`), 0)
 	f.Add([]byte(`{"schema":1,"nodeId":3,"version":2,"holder":"x","leaseMillis":1,"knownNodes":{"1":2},"writeId":"0000000000000000"}`), 3)
+	f.Add([]byte(`{"schema":1,"nodeId":0,"version":4,"holder":"x","value":"http://a:1","leaseMillis":1,"writeId":"0000000000000000"}`), 0)
 	f.Add([]byte(`{"schema":1,"nodeId":-3}`), -3)
 	f.Add([]byte(`null`), 0)
 	f.Add([]byte{0xff, 0xfe}, 1)

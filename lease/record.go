@@ -18,6 +18,8 @@ const (
 	MaxNodeID = 1<<22 - 1
 	// MaxHolderLen is the longest holder identity, in bytes.
 	MaxHolderLen = 1024
+	// MaxValueLen is the longest holder value, in bytes.
+	MaxValueLen = 4096
 	// maxUnixMillis bounds timestamps: 2^53 ms, beyond any 41-bit layout.
 	maxUnixMillis = 1 << 53
 )
@@ -28,6 +30,11 @@ type Record struct {
 	NodeID int
 	// Holder is the task identity of the holder; empty means free.
 	Holder string
+	// Value is an opaque string the holder publishes with its lease (an
+	// election's campaign value, such as the leader's address); empty when
+	// free. Absent on the wire when empty, so records without one are byte for
+	// byte what older versions wrote.
+	Value string
 	// Version is nodeIdVersion: +1 at every acquisition, never decreases. It is
 	// the fencing token of the holder.
 	Version int64
@@ -57,6 +64,7 @@ type recordWire struct {
 	Schema          *int          `json:"schema"`
 	NodeID          *int          `json:"nodeId"`
 	Holder          string        `json:"holder"`
+	Value           string        `json:"value,omitempty"`
 	Version         *int64        `json:"version"`
 	LeaseMillis     int64         `json:"leaseMillis"`
 	RenewedAt       time.Time     `json:"renewedAt,omitzero"`
@@ -88,7 +96,7 @@ func DecodeRecord(data []byte, id int) (Record, error) {
 		return Record{}, corruptf("writeId missing")
 	}
 	r := Record{
-		NodeID: *w.NodeID, Holder: w.Holder, Version: *w.Version, LeaseMillis: w.LeaseMillis,
+		NodeID: *w.NodeID, Holder: w.Holder, Value: w.Value, Version: *w.Version, LeaseMillis: w.LeaseMillis,
 		RenewedAt: w.RenewedAt, ExpiresAt: w.ExpiresAt, ReservedUntilMs: w.ReservedUntilMs,
 		KnownNodes: w.KnownNodes, WriteID: *w.WriteID,
 	}
@@ -107,6 +115,10 @@ func (r *Record) Validate() error {
 		return corruptf("negative version %d", r.Version)
 	case len(r.Holder) > MaxHolderLen:
 		return corruptf("holder of %d bytes exceeds %d", len(r.Holder), MaxHolderLen)
+	case len(r.Value) > MaxValueLen:
+		return corruptf("value of %d bytes exceeds %d", len(r.Value), MaxValueLen)
+	case r.Holder == "" && r.Value != "":
+		return corruptf("a value without a holder")
 	case r.LeaseMillis < 0 || r.LeaseMillis > MaxLeaseMillis:
 		return corruptf("leaseMillis %d out of range 0..%d", r.LeaseMillis, MaxLeaseMillis)
 	case r.Holder != "" && r.LeaseMillis == 0:
@@ -134,7 +146,7 @@ func (r *Record) Encode() ([]byte, error) {
 	}
 	schema, id, version, writeID := RecordSchema, r.NodeID, r.Version, r.WriteID
 	return json.Marshal(recordWire{
-		Schema: &schema, NodeID: &id, Holder: r.Holder, Version: &version,
+		Schema: &schema, NodeID: &id, Holder: r.Holder, Value: r.Value, Version: &version,
 		LeaseMillis: r.LeaseMillis, RenewedAt: r.RenewedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
 		ReservedUntilMs: r.ReservedUntilMs, KnownNodes: r.KnownNodes, WriteID: &writeID,
 	})

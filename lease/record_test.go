@@ -24,6 +24,8 @@ func TestRecordRoundTrip(t *testing.T) {
 	for name, r := range map[string]lease.Record{
 		"held": validRecord(),
 		"free": {NodeID: 0, Version: 0, WriteID: "ffffffffffffffff"},
+		"elected": {NodeID: 0, Holder: "task-a", Value: "http://10.0.0.7:8080", Version: 9, LeaseMillis: 15000,
+			WriteID: "00000000000000bb"},
 		"released": {NodeID: 1023, Version: 41, LeaseMillis: 15000, ReservedUntilMs: 5,
 			WriteID: "00000000000000aa"},
 	} {
@@ -54,6 +56,21 @@ func TestRecordWireFormat(t *testing.T) {
 		`"reservedUntilMs":1795000000000,"knownNodes":{"0":1,"12":9,"7":3},"writeId":"0123456789abcdef"}`
 	if string(body) != want {
 		t.Fatalf("wire format changed:\n got %s\nwant %s", body, want)
+	}
+}
+
+// TestRecordWireFormatValue pins where a value goes, and that a record without
+// one has no "value" key (see TestRecordWireFormat): older readers, whose
+// codec refuses unknown fields, still read every node-ID record.
+func TestRecordWireFormatValue(t *testing.T) {
+	r := lease.Record{NodeID: 0, Holder: "a", Value: "v", Version: 2, LeaseMillis: 5000, WriteID: "0123456789abcdef"}
+	body, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"schema":1,"nodeId":0,"holder":"a","value":"v","version":2,"leaseMillis":5000,"reservedUntilMs":0,"writeId":"0123456789abcdef"}`
+	if string(body) != want {
+		t.Fatalf("wire format:\n got %s\nwant %s", body, want)
 	}
 }
 
@@ -90,6 +107,8 @@ func TestDecodeRecordCorrupt(t *testing.T) {
 		{"negative knownNodes", `{` + ok + `,"knownNodes":{"-1":1}}`, "knownNodes"},
 		{"negative known version", `{` + ok + `,"knownNodes":{"1":-1}}`, "knownNodes"},
 		{"long holder", `{` + ok + `,"leaseMillis":1,"holder":"` + strings.Repeat("h", 1025) + `"}`, "holder"},
+		{"long value", `{` + ok + `,"leaseMillis":1,"holder":"t","value":"` + strings.Repeat("v", lease.MaxValueLen+1) + `"}`, "value of 4097 bytes"},
+		{"value when free", `{` + ok + `,"value":"v"}`, "value without a holder"},
 		{"bad time", `{` + ok + `,"renewedAt":"yesterday"}`, "bad JSON"},
 		{"oversized", `{` + ok + `,"holder":"` + strings.Repeat(" ", lease.MaxObjectSize) + `"}`, "exceeds"},
 	}

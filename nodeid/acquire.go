@@ -317,7 +317,7 @@ func (w *watched) movedHeld(v *clusterView, r readResult) bool {
 // tryCreate takes a never-created ID by creating its lease object held, with
 // version 1 and no floor (no one ever issued IDs with it).
 func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
-	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Version: 1,
+	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Version: 1,
 		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), KnownNodes: p.knownNodes()}
 	p.stamp(&next, p.clock.Wall())
 	body, err := next.Encode()
@@ -383,7 +383,7 @@ func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Clai
 		return nil, &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead}, nil
 	}
 	next := lease.Record{
-		NodeID: r.id, Holder: p.cfg.TaskID, Version: prev.Version + 1,
+		NodeID: r.id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Version: prev.Version + 1,
 		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), ReservedUntilMs: prev.ReservedUntilMs,
 		KnownNodes: p.knownNodes(),
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -40,6 +41,12 @@ type Config struct {
 	// TaskID identifies this task in the lease it holds: the ECS task ARN, or
 	// any string unique among live tasks. Default: host name + pid + random.
 	TaskID string
+
+	// Value is an opaque string published in the lease this task holds, beside
+	// TaskID, for whoever reads it: an election's campaign value (the leader's
+	// address, say; see package election). At most lease.MaxValueLen bytes.
+	// Default empty: nothing is written.
+	Value string
 
 	// ClusterSize is the number of node IDs, 0..ClusterSize-1, 1..2^NodeBits.
 	// It is written into the cluster manifest by the first task; afterwards the
@@ -220,6 +227,7 @@ func (c *Config) Validate() error {
 		check(c.ClusterSize >= 1 && c.ClusterSize <= 1<<l.NodeBits, "ClusterSize", "%d outside 1..%d (2^NodeBits)", c.ClusterSize, 1<<l.NodeBits)
 	}
 	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID", "must be 1..1024 bytes")
+	check(len(c.Value) <= lease.MaxValueLen, "Value", "%d bytes, more than %d", len(c.Value), lease.MaxValueLen)
 	check(c.LeaseDuration >= time.Second, "LeaseDuration", "%v below 1s", c.LeaseDuration)
 	check(c.LeaseDuration <= c.MaxLeaseDuration, "LeaseDuration", "%v above MaxLeaseDuration %v", c.LeaseDuration, c.MaxLeaseDuration)
 	check(c.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration", "%v above 24h", c.MaxLeaseDuration)

@@ -29,6 +29,8 @@ func TestConfigValidation(t *testing.T) {
 		{"order", func(c *Config) { c.Order = "random" }, "Order"},
 		{"reads", func(c *Config) { c.MaxReadsInFlight = 0 }, "MaxReadsInFlight"},
 		{"task id", func(c *Config) { c.TaskID = "" }, "TaskID"},
+		{"value at the limit", func(c *Config) { c.Value = strings.Repeat("v", 4096) }, ""},
+		{"value too long", func(c *Config) { c.Value = strings.Repeat("v", 4097) }, "Value: 4097 bytes"},
 		{"store timeout", func(c *Config) { c.StoreTimeout = c.RenewDeadline }, "StoreTimeout"},
 		{"several errors", func(c *Config) { c.Order, c.MaxReadsInFlight = "x", 0 }, "MaxReadsInFlight"},
 	}

@@ -54,7 +54,7 @@ func (c *Claim) release(ctx context.Context) error {
 	if f := c.issued.Load(); f != nil {
 		last = min(last, (*f)())
 	}
-	rec.Holder = ""
+	rec.Holder, rec.Value = "", ""
 	rec.RenewedAt, rec.ExpiresAt = time.Time{}, time.Time{}
 	rec.ReservedUntilMs = max(c.floor, last)
 	pace := c.p.newBackoff(releaseRetryPace, releaseRetryPace)
