@@ -24,8 +24,9 @@
 //   - Resign (SIGTERM of demo-broker serve --elect) frees the election at
 //     once; a killed leader is replaced once its lease has run out.
 //
-// The leader's identity is its task ID (nodeid.Config.TaskID); Leader and All
-// read it, with the term and whether the lease is live on the store's clock.
-// Attaching a value to a campaign (etcd's Campaign(ctx, value)) is not
-// supported yet.
+// The leader's identity is its task ID (nodeid.Config.TaskID), and it may
+// publish a value with its campaign (as etcd's Campaign(ctx, value) does):
+// its address, say. Leader and All read both, with the term and whether the
+// lease is live on the store's clock. The value is a field of the lease
+// record, written with every renewal and dropped by Resign.
 package election

@@ -68,17 +68,22 @@ func (e *Elections) storeFor(name string) (lease.Store, error) {
 	return subStore{parent: e.store, sub: Dir + name + "/"}, nil
 }
 
-// Campaign blocks until this task is elected leader of name, or ctx ends. A
-// waiting candidate sleeps until the earliest instant the leader's lease could
+// Campaign blocks until this task is elected leader of name, or ctx ends.
+// value (at most lease.MaxValueLen bytes; may be empty) is published with the
+// leadership for as long as it lasts: Leader and All report it, so that
+// followers learn, say, the leader's address from the same read that names
+// it. A waiting candidate sleeps until the earliest instant the leader's lease could
 // be judged expired on the store's clock (or a short backoff, to see a
 // resignation), then reads and takes it by one conditional write: however many
 // wait, one write wins per term.
-func (e *Elections) Campaign(ctx context.Context, name string) (*Leadership, error) {
+func (e *Elections) Campaign(ctx context.Context, name, value string) (*Leadership, error) {
 	st, err := e.storeFor(name)
 	if err != nil {
 		return nil, err
 	}
-	p, err := nodeid.New(st, e.cfg)
+	cfg := e.cfg
+	cfg.Value = value
+	p, err := nodeid.New(st, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("election %s: %w", name, err)
 	}
@@ -86,18 +91,22 @@ func (e *Elections) Campaign(ctx context.Context, name string) (*Leadership, err
 	if err != nil {
 		return nil, fmt.Errorf("election %s: %w", name, err)
 	}
-	return &Leadership{name: name, claim: c}, nil
+	return &Leadership{name: name, value: value, claim: c}, nil
 }
 
 // Leadership is this task's term as leader of one election. It renews itself
 // until Resign or until it is lost.
 type Leadership struct {
 	name  string
+	value string
 	claim *nodeid.Claim
 }
 
 // Name is the election's name.
 func (l *Leadership) Name() string { return l.name }
+
+// Value is the value this leadership was campaigned with.
+func (l *Leadership) Value() string { return l.value }
 
 // Term is the fencing token: strictly increasing per name, over every leader
 // ever elected. Pass it to a protected resource, which refuses any request

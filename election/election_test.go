@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/nodeid/nodeid/election"
@@ -65,8 +66,24 @@ func TestBadNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"", "a/b", "..", ".x", "a b"} {
-		if _, err := e.Campaign(context.Background(), n); !errors.Is(err, election.ErrBadName) {
+		if _, err := e.Campaign(context.Background(), n, ""); !errors.Is(err, election.ErrBadName) {
 			t.Errorf("Campaign(%q) = %v, want ErrBadName", n, err)
 		}
+	}
+}
+
+// TestValueTooLong: a value the record cannot hold is refused before any write.
+func TestValueTooLong(t *testing.T) {
+	store := storetest.NewMemStore()
+	e, err := election.New(store, electiontest.FastConfig("task-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Campaign(context.Background(), "jobs", strings.Repeat("v", lease.MaxValueLen+1))
+	if err == nil || !strings.Contains(err.Error(), "Value") {
+		t.Fatalf("Campaign with a %d-byte value = %v, want a Value error", lease.MaxValueLen+1, err)
+	}
+	if n := store.Count(storetest.OpCreate) + store.Count(storetest.OpUpdate); n != 0 {
+		t.Fatalf("%d writes for a refused campaign", n)
 	}
 }

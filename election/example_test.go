@@ -11,8 +11,9 @@ import (
 	"github.com/nodeid/nodeid/nodeid"
 )
 
-// A leader-only loop: campaign, work while Valid, stop when Done closes,
-// resign on shutdown so that another candidate is elected at once.
+// A leader-only loop: campaign (publishing this task's address, which
+// followers read with Leader), work while Valid, stop when Done closes, resign
+// on shutdown so that another candidate is elected at once.
 func Example() {
 	ctx := context.Background()
 	store := storetest.NewMemStore() // s3store.New(ctx, cfg) in production: the node IDs' store
@@ -23,7 +24,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	l, err := e.Campaign(ctx, "jobs")
+	l, err := e.Campaign(ctx, "jobs", "http://10.0.0.7:8080")
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +43,7 @@ func Example() {
 		// ... one unit of leader-only work, tagged with l.Term() ...
 	}
 	info, _ := e.Leader(ctx, "jobs")
-	fmt.Println("store says:", info.Leader, "term", info.Term, "live", info.Live)
+	fmt.Println("store says:", info.Leader, "at", info.Value, "term", info.Term, "live", info.Live)
 
 	if err := l.Resign(ctx); err != nil {
 		panic(err)
@@ -50,7 +51,7 @@ func Example() {
 	fmt.Println("resigned:", errors.Is(l.Err(), nodeid.ErrClosed))
 	// Output:
 	// leader of jobs term 1
-	// store says: task-a term 1 live true
+	// store says: task-a at http://10.0.0.7:8080 term 1 live true
 	// resigned: true
 }
 

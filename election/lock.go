@@ -17,7 +17,7 @@ func (e *Elections) NewMutex(name string) *Mutex { return &Mutex{e: e, name: nam
 // Lock blocks until the lock is held or ctx ends. The returned Leadership says
 // until when the lock may be trusted (Valid, Done).
 func (m *Mutex) Lock(ctx context.Context) (*Leadership, error) {
-	l, err := m.e.Campaign(ctx, m.name)
+	l, err := m.e.Campaign(ctx, m.name, "")
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,9 @@ type Info struct {
 	// Leader is the task identity of the last holder; empty when none ever
 	// held it or the last one resigned.
 	Leader string `json:"leader"`
+	// Value is the value Leader campaigned with (see Elections.Campaign);
+	// empty when none, or when no one leads.
+	Value string `json:"value,omitempty"`
 	// Term is the last term handed out (0: never held).
 	Term int64 `json:"term"`
 	// Live reports whether Leader's lease is live on the store's clock.
@@ -62,7 +65,7 @@ func judge(name string, body []byte, m lease.Meta, margin time.Duration) (Info, 
 		return info, fmt.Errorf("election %s: %w", name, err)
 	}
 	st := lease.StateOf(&r, m, margin)
-	info.Leader, info.Term, info.State = r.Holder, r.Version, st.String()
+	info.Leader, info.Value, info.Term, info.State = r.Holder, r.Value, r.Version, st.String()
 	info.Live = st == lease.StateHeld
 	return info, nil
 }

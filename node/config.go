@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nodeid/nodeid/gossip"
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -51,6 +52,12 @@ type Config struct {
 	// node ID (see package election), once it holds the ID; GET /leader
 	// and /status report the leader, Close resigns first. Empty: none.
 	Elect string
+
+	// ElectValue is the value published with the campaign for Elect (see
+	// election.Elections.Campaign): this node's address, say, so that a
+	// follower's GET /leader tells where the leader is. At most
+	// lease.MaxValueLen bytes. Empty: none.
+	ElectValue string
 
 	// ReadyTimeout bounds the readiness gate after taking over an expired
 	// lease: /ready waits at most this long for gossip peers to see the new
@@ -132,6 +139,8 @@ func (c *Config) Validate() error {
 	check(c.ReadyTimeout >= 0, "ReadyTimeout", "%v is negative", c.ReadyTimeout)
 	check(c.MaxReservationWait >= 0, "MaxReservationWait", "%v is negative", c.MaxReservationWait)
 	check(c.MaxIssueStall >= 0, "MaxIssueStall", "%v is negative", c.MaxIssueStall)
+	check(len(c.ElectValue) <= lease.MaxValueLen, "ElectValue", "%d bytes, more than %d", len(c.ElectValue), lease.MaxValueLen)
+	check(c.ElectValue == "" || c.Elect != "", "ElectValue", "set without Elect")
 	if c.MaxReservationWait == 0 {
 		c.MaxReservationWait = min(5*time.Second, c.Provider.RenewDeadline)
 	}

@@ -19,6 +19,9 @@ type LeaderResponse struct {
 	Name string `json:"name"`
 	// Leader is the task identity of the live leader.
 	Leader string `json:"leader"`
+	// Value is the value the leader campaigned with (Config.ElectValue);
+	// absent when it has none.
+	Value string `json:"value,omitempty"`
 	// Term is the leader's term (its fencing token).
 	Term int64 `json:"term"`
 	// Self reports whether this node is the leader and its leadership valid.
@@ -28,10 +31,11 @@ type LeaderResponse struct {
 // elector campaigns for one election beside the node ID (Config.Elect): it
 // campaigns again after a loss, and resigns on Close.
 type elector struct {
-	name string
-	task string
-	e    *election.Elections
-	cur  atomic.Pointer[election.Leadership]
+	name  string
+	value string
+	task  string
+	e     *election.Elections
+	cur   atomic.Pointer[election.Leadership]
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -50,7 +54,7 @@ func newElector(store lease.Store, cfg Config) (*elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &elector{name: cfg.Elect, task: cfg.Provider.TaskID, e: e, done: make(chan struct{})}, nil
+	return &elector{name: cfg.Elect, value: cfg.ElectValue, task: cfg.Provider.TaskID, e: e, done: make(chan struct{})}, nil
 }
 
 // start campaigns in the background until stop.
@@ -60,7 +64,7 @@ func (el *elector) start(n *Node) {
 	go func() {
 		defer close(el.done)
 		for ctx.Err() == nil {
-			l, err := el.e.Campaign(ctx, el.name)
+			l, err := el.e.Campaign(ctx, el.name, el.value)
 			if err != nil {
 				if ctx.Err() == nil {
 					n.log.Warn("campaign failed, campaigning again", "election", el.name, "err", err)
@@ -110,7 +114,7 @@ var errNoLeader = errors.New("no live leader")
 // read of the election's lease object.
 func (el *elector) leader(ctx context.Context) (LeaderResponse, error) {
 	if l := el.self(); l != nil {
-		return LeaderResponse{Name: el.name, Leader: el.task, Term: l.Term(), Self: true}, nil
+		return LeaderResponse{Name: el.name, Leader: el.task, Value: el.value, Term: l.Term(), Self: true}, nil
 	}
 	info, err := el.e.Leader(ctx, el.name)
 	if err != nil {
@@ -119,7 +123,7 @@ func (el *elector) leader(ctx context.Context) (LeaderResponse, error) {
 	if !info.Live || info.Leader == el.task { // our own lease, no longer valid here: fenced
 		return LeaderResponse{Name: el.name}, errNoLeader
 	}
-	return LeaderResponse{Name: el.name, Leader: info.Leader, Term: info.Term}, nil
+	return LeaderResponse{Name: el.name, Leader: info.Leader, Value: info.Value, Term: info.Term}, nil
 }
 
 // handleLeader serves GET /leader: 404 when the node campaigns for nothing,

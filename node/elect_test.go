@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )
 
@@ -50,7 +51,7 @@ func TestElectLeaderAndHandOver(t *testing.T) {
 	var nodes []*Node
 	for _, task := range []string{"task-a", "task-b"} {
 		cfg := testConfig(task, 4)
-		cfg.Elect = "jobs"
+		cfg.Elect, cfg.ElectValue = "jobs", "http://"+task+":8080"
 		n, err := New(store, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -67,11 +68,11 @@ func TestElectLeaderAndHandOver(t *testing.T) {
 		other = nodes[1]
 	}
 	code, lf := leaderOf(t, first)
-	if code != http.StatusOK || !lf.Self || lf.Term != 1 || lf.Name != "jobs" || lf.Leader != first.cfg.Provider.TaskID {
+	if code != http.StatusOK || !lf.Self || lf.Term != 1 || lf.Name != "jobs" || lf.Leader != first.cfg.Provider.TaskID || lf.Value != first.cfg.ElectValue {
 		t.Fatalf("leader's /leader = %d %+v", code, lf)
 	}
 	code, lo := leaderOf(t, other)
-	if code != http.StatusOK || lo.Self || lo.Term != 1 || lo.Leader != first.cfg.Provider.TaskID {
+	if code != http.StatusOK || lo.Self || lo.Term != 1 || lo.Leader != first.cfg.Provider.TaskID || lo.Value != first.cfg.ElectValue {
 		t.Fatalf("follower's /leader = %d %+v", code, lo)
 	}
 	if s := first.Status(); s.Leader == nil || !s.Leader.Self {
@@ -88,7 +89,7 @@ func TestElectLeaderAndHandOver(t *testing.T) {
 		t.Fatal("unreachable")
 	}
 	code, lo = leaderOf(t, other)
-	if code != http.StatusOK || !lo.Self || lo.Term != 2 {
+	if code != http.StatusOK || !lo.Self || lo.Term != 2 || lo.Value != other.cfg.ElectValue {
 		t.Fatalf("successor's /leader = %d %+v, want self with term 2", code, lo)
 	}
 }
@@ -100,5 +101,23 @@ func TestLeaderWithoutElect(t *testing.T) {
 	}
 	if code, _ := get(n.Handler(), "/leader"); code != http.StatusNotFound {
 		t.Fatalf("/leader without Elect = %d, want 404", code)
+	}
+}
+
+// TestElectValueValidated: a value without an election, or too long for the
+// record, is refused by New, before any campaign.
+func TestElectValueValidated(t *testing.T) {
+	for name, edit := range map[string]func(*Config){
+		"without Elect": func(c *Config) { c.ElectValue = "http://a:8080" },
+		"too long":      func(c *Config) { c.Elect, c.ElectValue = "jobs", strings.Repeat("v", lease.MaxValueLen+1) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig("task-a", 1)
+			edit(&cfg)
+			_, err := New(storetest.NewMemStore(), cfg)
+			if err == nil || !strings.Contains(err.Error(), "Node.ElectValue") {
+				t.Fatalf("New = %v, want an error naming Node.ElectValue", err)
+			}
+		})
 	}
 }

@@ -46,7 +46,7 @@ func waitLeader(t *testing.T, minTerm int64, ps ...*proc) (*proc, int64) {
 }
 
 // TestServeElect: two brokers campaign for "jobs"; exactly one leads, the
-// other names it; kill -9 of the leader elects the other with a higher term
+// other names it and gives its --elect-value; kill -9 of the leader elects the other with a higher term
 // after the lease runs out; SIGTERM of a leader hands over to a third.
 func TestServeElect(t *testing.T) {
 	t.Parallel()
@@ -54,8 +54,9 @@ func TestServeElect(t *testing.T) {
 	srv := startFakeS3(t)
 	args := slices.Concat([]string{"--cluster-size", "4", "--elect", "jobs", "--bucket", srv.Bucket(),
 		"--s3-endpoint", srv.URL(), "--s3-path-style"}, shortLease)
-	a := startBroker(t, "a", env, args...)
-	b := startBroker(t, "b", env, args...)
+	withValue := func(name string) []string { return append(slices.Clone(args), "--elect-value", "http://"+name+":8080") }
+	a := startBroker(t, "a", env, withValue("a")...)
+	b := startBroker(t, "b", env, withValue("b")...)
 	first, term1 := waitLeader(t, 0, a, b)
 	other := a
 	if first == a {
@@ -64,7 +65,8 @@ func TestServeElect(t *testing.T) {
 	waitFor(t, 10*time.Second, "the follower to name the leader", func() (bool, string) {
 		code, r, err := other.leader()
 		s, _ := first.status()
-		return code == 200 && !r.Self && r.Term == term1 && r.Leader == s.Task, fmt.Sprintf("%d %+v %v", code, r, err)
+		return code == 200 && !r.Self && r.Term == term1 && r.Leader == s.Task && r.Value == "http://"+first.name+":8080",
+			fmt.Sprintf("%d %+v %v", code, r, err)
 	})
 
 	first.Kill()

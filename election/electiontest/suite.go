@@ -46,10 +46,10 @@ type result struct {
 	err error
 }
 
-func campaignAsync(ctx context.Context, e *election.Elections, name string) <-chan result {
+func campaignAsync(ctx context.Context, e *election.Elections, name, value string) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
-		l, err := e.Campaign(ctx, name)
+		l, err := e.Campaign(ctx, name, value)
 		ch <- result{l, err}
 	}()
 	return ch
@@ -60,17 +60,17 @@ func resignHandsOver(t *testing.T, store lease.Store) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		a, b := elections(t, store, "task-a"), elections(t, store, "task-b")
-		la, err := a.Campaign(ctx, "jobs")
+		la, err := a.Campaign(ctx, "jobs", "http://a:8080")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !la.Valid() || la.Term() != 1 {
-			t.Fatalf("first leader: valid %v term %d, want true 1", la.Valid(), la.Term())
+		if !la.Valid() || la.Term() != 1 || la.Value() != "http://a:8080" {
+			t.Fatalf("first leader: valid %v term %d value %q, want true 1 http://a:8080", la.Valid(), la.Term(), la.Value())
 		}
-		got := campaignAsync(ctx, b, "jobs")
+		got := campaignAsync(ctx, b, "jobs", "http://b:8080")
 		info, err := b.Leader(ctx, "jobs")
-		if err != nil || info.Leader != "task-a" || !info.Live || info.Term != 1 {
-			t.Fatalf("Leader = %+v, %v; want task-a live term 1", info, err)
+		if err != nil || info.Leader != "task-a" || info.Value != "http://a:8080" || !info.Live || info.Term != 1 {
+			t.Fatalf("Leader = %+v, %v; want task-a, http://a:8080, live, term 1", info, err)
 		}
 		select {
 		case r := <-got:
@@ -95,8 +95,8 @@ func resignHandsOver(t *testing.T, store lease.Store) {
 			t.Fatalf("successor: term %d valid %v, want 2 true", r.l.Term(), r.l.Valid())
 		}
 		info, err = a.Leader(ctx, "jobs")
-		if err != nil || info.Leader != "task-b" || !info.Live || info.Term != 2 {
-			t.Fatalf("Leader = %+v, %v; want task-b live term 2", info, err)
+		if err != nil || info.Leader != "task-b" || info.Value != "http://b:8080" || !info.Live || info.Term != 2 {
+			t.Fatalf("Leader = %+v, %v; want task-b, http://b:8080, live, term 2", info, err)
 		}
 	}
 }
@@ -109,12 +109,12 @@ func deadLeaderReplaced(t *testing.T, store lease.Store) {
 		defer cancel()
 		fs := storetest.NewFaultStore(store)
 		a, b := elections(t, fs, "task-a"), elections(t, store, "task-b")
-		la, err := a.Campaign(ctx, "jobs")
+		la, err := a.Campaign(ctx, "jobs", "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		fs.Kill(nil)
-		lb, err := b.Campaign(ctx, "jobs")
+		lb, err := b.Campaign(ctx, "jobs", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func lockTokenAndListing(t *testing.T, store lease.Store) {
 				t.Fatal(err)
 			}
 		}
-		l, err := e.Campaign(ctx, "jobs")
+		l, err := e.Campaign(ctx, "jobs", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,8 @@ func leadersCommand() *command {
 		help: `
 Lists the elections under <prefix>elections/ (demo-broker serve --elect NAME,
 package election) and GETs each one's lease object: its leader (the holder's
-task identity), term (the fencing token, +1 at each election), state (held =
+task identity) and the value it campaigned with (its address, say; - when
+none), term (the fencing token, +1 at each election), state (held =
 a live leader, expired, free, corrupt) judged on the store's clock as for
 status, and age (time since the last write, on the store's clock).
 
@@ -32,7 +33,7 @@ func runLeaders(a *app, ctx context.Context, cmd *command, args []string) error 
 	var c commonFlags
 	f := a.newFlagSet(cmd)
 	c.register(f)
-	asJSON := f.Bool("json", false, "print JSON: a list of {name, leader, term, live, state, age (ns)}")
+	asJSON := f.Bool("json", false, "print JSON: a list of {name, leader, value (absent when none), term, live, state, age (ns)}")
 	st, err := a.setup(ctx, f, &c, args, nil)
 	if err != nil {
 		return err
@@ -56,17 +57,21 @@ func runLeaders(a *app, ctx context.Context, cmd *command, args []string) error 
 		}
 	} else {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSTATE\tLEADER\tTERM\tAGE")
+		fmt.Fprintln(tw, "NAME\tSTATE\tLEADER\tVALUE\tTERM\tAGE")
 		for _, i := range infos {
-			leader := i.Leader
-			if leader == "" {
-				leader = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\n", i.Name, i.State, leader, i.Term, i.Age.Round(time.Second))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\n", i.Name, i.State, orDash(i.Leader), orDash(i.Value), i.Term, i.Age.Round(time.Second))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	return rerr
+}
+
+// orDash returns s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -27,7 +27,9 @@ func TestLeaders(t *testing.T) {
 	h.putFilledManifest(2)
 	h.plantElection("old", held(0, "task-old", 4))
 	h.clk.Advance(30 * time.Second)
-	h.plantElection("jobs", held(0, "task-a", 7))
+	leader := held(0, "task-a", 7)
+	leader.Value = "http://10.0.0.7:8080"
+	h.plantElection("jobs", leader)
 	h.mem.Put(election.Dir+"jobs/"+lease.ManifestKey, []byte("{}"))
 	out, _ := h.mustRun(ExitOK, "leaders", "--json")
 	var infos []election.Info
@@ -35,11 +37,12 @@ func TestLeaders(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if len(infos) != 2 || infos[0].Name != "jobs" || !infos[0].Live || infos[0].Term != 7 || infos[0].Leader != "task-a" ||
+		infos[0].Value != "http://10.0.0.7:8080" || infos[1].Value != "" ||
 		infos[1].Name != "old" || infos[1].Live || infos[1].State != "expired" || infos[1].Term != 4 {
 		t.Fatalf("leaders = %+v", infos)
 	}
 	out, _ = h.mustRun(ExitOK, "leaders")
-	contains(t, "leaders", out, "jobs", "held", "task-a", "old", "expired")
+	contains(t, "leaders", out, "VALUE", "jobs", "held", "task-a", "http://10.0.0.7:8080", "old", "expired")
 	s := h.status()
 	if len(s.ForeignKeys) != 0 {
 		t.Fatalf("status names election objects as foreign: %v", s.ForeignKeys)
