@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -89,16 +87,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = checkRunConfig(cfg, &cc, found, command)
 	}
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "demo-broker run: %v\nRun 'demo-broker run --help' for the flags and their variables.\n", err)
-		return exitUsage
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	if cfg.node.Provider.TaskID == "" {
-		cfg.node.Provider.TaskID = node.TaskID(ctx, log)
+	log, code, ok := parsedBroker(ctx, "run", &cfg, err, stderr)
+	if !ok {
+		return code
 	}
 	// The signals are this command's own: forwarded to the child as they
 	// come, each one also stops the broker (before the child starts, the

@@ -23,21 +23,32 @@ const (
 	exitLeaseLost = 3 // the lease was lost: the broker fenced itself
 )
 
+// parsedBroker does what serve and run do once their flags are parsed (with
+// err): it reports a usage error and returns its exit code and false, or it
+// returns the logger, with the task identity filled in when none was given.
+func parsedBroker(ctx context.Context, command string, cfg *serveConfig, err error, stderr io.Writer) (*slog.Logger, int, bool) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, exitOK, false
+	case err != nil:
+		fmt.Fprintf(stderr, "demo-broker %s: %v\nRun 'demo-broker %s --help' for the flags and their variables.\n", command, err, command)
+		return nil, exitUsage, false
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	if cfg.node.Provider.TaskID == "" {
+		cfg.node.Provider.TaskID = node.TaskID(ctx, log)
+	}
+	return log, 0, true
+}
+
 // runServe is demo-broker serve: it parses the flags and the environment, runs
 // one broker until a signal (ctx) or the loss of its lease, and returns the
 // exit code.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseServeFlags(args, os.LookupEnv, stdout)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "demo-broker serve: %v\nRun 'demo-broker serve --help' for the flags and their variables.\n", err)
-		return exitUsage
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	if cfg.node.Provider.TaskID == "" {
-		cfg.node.Provider.TaskID = node.TaskID(ctx, log)
+	log, code, ok := parsedBroker(ctx, "serve", &cfg, err, stderr)
+	if !ok {
+		return code
 	}
 	b := newBroker(cfg, log)
 	err = b.run(ctx)
