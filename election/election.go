@@ -65,7 +65,7 @@ func (e *Elections) storeFor(name string) (lease.Store, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	return subStore{parent: e.store, sub: Dir + name + "/"}, nil
+	return lease.Scope(e.store, Dir+name+"/"), nil
 }
 
 // Campaign blocks until this task is elected leader of name, or ctx ends.

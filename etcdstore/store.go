@@ -33,7 +33,17 @@ const defaultRequestTimeout = 5 * time.Second
 var (
 	_ lease.Store      = (*Store)(nil)
 	_ lease.LiveWriter = (*Store)(nil)
+	_ lease.Scoper     = (*Store)(nil)
 )
+
+// Scope implements [lease.Scoper]: a Store over the keys under the prefix +
+// sub, sharing this one's client (its Close leaves the client open), so that
+// its List reads those keys alone.
+func (s *Store) Scope(sub string) lease.Store {
+	c := *s
+	c.prefix, c.owned = s.prefix+sub, false
+	return &c
+}
 
 // New connects to etcd as cfg says. Close the Store when done.
 func New(cfg Config) (*Store, error) {

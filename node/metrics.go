@@ -253,6 +253,12 @@ func (s *countedStore) Update(ctx context.Context, key string, body []byte, etag
 	return meta, err
 }
 
+// Scope implements lease.Scoper: the scoped store of the wrapped one (see
+// lease.Scope), counted in the same metrics.
+func (s *countedStore) Scope(sub string) lease.Store {
+	return &countedStore{next: lease.Scope(s.next, sub), m: s.m}
+}
+
 // CreateLive implements lease.LiveWriter, so that a store judging expiry
 // itself (etcd) still binds liveness through this wrapper.
 func (s *countedStore) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {

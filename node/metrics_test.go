@@ -153,3 +153,24 @@ func TestMetricsExpiredTakeover(t *testing.T) {
 		}
 	}
 }
+
+// TestCountedStoreScopes: the metrics wrapper scopes the store it wraps (a
+// lease.Scoper lists the scope alone) and counts the scoped requests.
+func TestCountedStoreScopes(t *testing.T) {
+	n := newTestMetrics(t)
+	mem := storetest.NewMemStore()
+	scoped := lease.Scope(n.metrics.Store(mem), "elections/jobs/")
+	cs, ok := scoped.(*countedStore)
+	if !ok {
+		t.Fatalf("scoped store is %T, want *countedStore", scoped)
+	}
+	if _, ok := cs.next.(*storetest.MemStore); !ok {
+		t.Fatalf("the wrapped store was not scoped by itself: %T", cs.next)
+	}
+	if _, err := scoped.List(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out := scrape(t, n); !strings.Contains(out, `nodeid_s3_requests_total{operation="list",outcome="ok"} 1`) {
+		t.Fatalf("the scoped LIST is not counted:\n%s", out)
+	}
+}

@@ -43,7 +43,10 @@ type Store struct {
 	region   string // for error messages
 }
 
-var _ lease.Store = (*Store)(nil)
+var (
+	_ lease.Store  = (*Store)(nil)
+	_ lease.Scoper = (*Store)(nil)
+)
 
 // Option configures a Store made by [NewFromClient].
 type Option func(*Store)
@@ -139,6 +142,15 @@ func NewFromClient(client *s3.Client, bucket, prefix string, opts ...Option) (*S
 
 // Bucket returns the bucket name.
 func (s *Store) Bucket() string { return s.bucket }
+
+// Scope implements [lease.Scoper]: a Store over the keys under Prefix()+sub,
+// sharing this one's client, so that its List asks S3 for those keys alone.
+func (s *Store) Scope(sub string) lease.Store {
+	c := *s
+	c.prefix = s.prefix + sub
+	c.log = s.log.With("scope", sub)
+	return &c
+}
 
 // Prefix returns the key prefix.
 func (s *Store) Prefix() string { return s.prefix }

@@ -63,6 +63,7 @@ func Run(t *testing.T, target Target) {
 		{"ListEmpty", testListEmpty},
 		{"ListPaginates", testListPaginates},
 		{"PrefixIsolation", testPrefixIsolation},
+		{"Scope", testScope},
 		{"CanceledContext", testCanceledContext},
 		{"Liveness", testLiveness},
 		{"Probe", testProbe},
@@ -399,6 +400,61 @@ func testPrefixIsolation(t *testing.T, tg Target) {
 	if _, _, err := a.Get(ctxFor(t), "3.json"); !errors.Is(err, lease.ErrNotFound) {
 		t.Fatalf("Get of a sibling prefix's key error = %v, want ErrNotFound", err)
 	}
+}
+
+// testScope checks lease.Scope, both the store's own scoping (when it is a
+// lease.Scoper) and the filtering wrapper of any other store: keys relative
+// to the scope, a listing of the scope alone, writes that land under it and
+// bind liveness as the store's own do.
+func testScope(t *testing.T, tg Target) {
+	parent, sibling := tg.Open(t, "scope/"), tg.Open(t, "scope/xy/")
+	mustCreate(t, parent, "0.json", []byte("root"))
+	mustCreate(t, sibling, "1.json", []byte("sibling"))
+	own, wrapped := lease.Scope(parent, "x/"), lease.Scope(withoutScoper(parent), "x/")
+	m := mustCreate(t, own, "0.json", []byte("scoped"))
+	if _, err := wrapped.Create(ctxFor(t), "0.json", []byte("again")); !errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Fatalf("Create of a scoped key that exists, through the wrapper: error = %v, want ErrPreconditionFailed", err)
+	}
+	wantBody(t, parent, "x/0.json", []byte("scoped"))
+	if _, err := wrapped.Update(ctxFor(t), "0.json", []byte("updated"), m.ETag); err != nil {
+		t.Fatalf("Update through the wrapper: %v", err)
+	}
+	scoped := map[string]lease.Store{"own": own, "wrapped": wrapped}
+	for name, s := range scoped {
+		wantBody(t, s, "0.json", []byte("updated"))
+		l, err := s.List(ctxFor(t))
+		if err != nil {
+			t.Fatalf("%s: List: %v", name, err)
+		}
+		if len(l.Objects) != 1 || l.Objects[0].Key != "0.json" {
+			t.Fatalf("%s: List = %+v, want the one scoped key, 0.json", name, l.Objects)
+		}
+	}
+	for name, s := range scoped {
+		key := name + "-live.json"
+		if _, err := lease.CreateLive(ctxFor(t), s, key, []byte("live"), 30*time.Second); err != nil {
+			t.Fatalf("%s: CreateLive: %v", name, err)
+		}
+		want := lease.LivenessUnjudged
+		if tg.Judged {
+			want = lease.LivenessLive
+		}
+		if _, gm := mustGet(t, parent, "x/"+key); gm.Liveness != want {
+			t.Fatalf("%s: a scoped CreateLive reads %v through the parent, want %v", name, gm.Liveness, want)
+		}
+	}
+}
+
+// withoutScoper hides s's lease.Scoper (keeping its lease.LiveWriter), so that
+// lease.Scope wraps it.
+func withoutScoper(s lease.Store) lease.Store {
+	if lw, ok := s.(lease.LiveWriter); ok {
+		return struct {
+			lease.Store
+			lease.LiveWriter
+		}{s, lw}
+	}
+	return struct{ lease.Store }{s}
 }
 
 func testCanceledContext(t *testing.T, tg Target) {

@@ -88,6 +88,9 @@ func NewMemStore(opts ...MemOption) *MemStore {
 	return &MemStore{b: b}
 }
 
+// Scope implements lease.Scoper: the store on the same bucket under the prefix + sub.
+func (s *MemStore) Scope(sub string) lease.Store { return s.WithPrefix(s.prefix + sub) }
+
 // WithPrefix returns a store on the same bucket under prefix.
 func (s *MemStore) WithPrefix(prefix string) *MemStore { return &MemStore{b: s.b, prefix: prefix} }
 
