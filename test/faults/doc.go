@@ -6,7 +6,13 @@
 // health, and the history is checked afterwards ([Check]): no ID twice, lease
 // versions that only grow, no ID from a broker after its /health went 503 or
 // after a successor took its node ID over, the right exit codes, released
-// leases, no corrupt object.
+// leases, no corrupt object. Every broker also campaigns for one election
+// (--elect jobs) and its /leader answers are checked: no two brokers answer
+// self for one term, and terms only go up, so that a deposed leader
+// answering self after its successor did is caught (the election's fence).
+// TestMutationNoFence asserts that these checks, and the node ID's, catch
+// the broker built with the fence broken (NODEID_MUTATION=nofence) when the
+// leader is stalled for longer than the store takes to elect its successor.
 //
 // The proxy, the schedule and the checker are ordinary code, unit-tested by
 // `go test ./test/faults`. The scenarios need the MinIO binary and take minutes,

@@ -28,6 +28,8 @@ type History struct {
 	Corrupt []string
 	// Leaders is every 200 answer of /leader (see checkLeaders).
 	Leaders []LeaderObs
+	// Stalls is every leader stalled by KindStallLeader (see LeaderStall).
+	Stalls []StallObs
 	// FinalObjects is how many lease objects decoded at the end.
 	FinalObjects int
 }

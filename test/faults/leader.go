@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"fmt"
 	"sort"
 	"time"
 )
@@ -19,6 +20,73 @@ type LeaderObs struct {
 	Start, End time.Duration // request sent, answer read
 	Term       int64
 	Self       bool
+}
+
+// StallObs is a leader stalled (KindStallLeader): paused while its election
+// renewal hangs on a black-holed S3.
+type StallObs struct {
+	Broker         int
+	Term           int64         // the term it answered self for when picked
+	Stopped, Woken time.Duration // SIGSTOP sent, SIGCONT sent
+}
+
+// AddStall records a stalled leader.
+func (h *History) AddStall(s StallObs) {
+	h.mu.Lock()
+	h.Stalls = append(h.Stalls, s)
+	h.mu.Unlock()
+}
+
+// StallTimeline is what the /leader answers show of one stall: when a
+// successor was elected, when the stalled leader answered again, and how
+// often it answered self for its old term to requests sent after the
+// successor had answered self (each is a CheckTermOrder violation).
+type StallTimeline struct {
+	StallObs
+	Successor   int           // the broker that answered self for a higher term first; -1 if none
+	Elected     time.Duration // the end of its first such answer
+	FirstAnswer time.Duration // the end of the stalled broker's first answer after Woken; 0 if none
+	LastSelf    time.Duration // the end of its last self answer for Term; 0 if none
+	Deposed     int           // its self answers for Term sent after Elected
+}
+
+// StallTimelines returns the timeline of every stall of h.
+func StallTimelines(h *History) []StallTimeline {
+	var out []StallTimeline
+	for _, s := range h.Stalls {
+		t := StallTimeline{StallObs: s, Successor: -1}
+		for _, o := range h.Leaders {
+			if o.Self && o.Broker != s.Broker && o.Term > s.Term && o.End >= s.Stopped && (t.Successor < 0 || o.End < t.Elected) {
+				t.Successor, t.Elected = o.Broker, o.End
+			}
+		}
+		for _, o := range h.Leaders {
+			if o.Broker != s.Broker {
+				continue
+			}
+			if o.End >= s.Woken && (t.FirstAnswer == 0 || o.End < t.FirstAnswer) {
+				t.FirstAnswer = o.End
+			}
+			if o.Self && o.Term == s.Term {
+				t.LastSelf = max(t.LastSelf, o.End)
+				if t.Successor >= 0 && o.Start > t.Elected {
+					t.Deposed++
+				}
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (t StallTimeline) String(h *History) string {
+	succ := "no successor answered self"
+	if t.Successor >= 0 {
+		succ = fmt.Sprintf("successor %s answered self first at %s (%s into the stall)",
+			h.name(t.Successor), fmtDur(t.Elected), (t.Elected - t.Stopped).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("leader %s (term %d) stalled at %s, woken at %s; %s; its first answer after waking at %s, its last self answer for term %d at %s; %d self answers for term %d to requests sent after the successor's",
+		h.name(t.Broker), t.Term, fmtDur(t.Stopped), fmtDur(t.Woken), succ, fmtDur(t.FirstAnswer), t.Term, fmtDur(t.LastSelf), t.Deposed, t.Term)
 }
 
 // AddLeader records a /leader answer.

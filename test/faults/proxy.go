@@ -137,6 +137,7 @@ type Proxy struct {
 	rng       *rand.Rand
 	counts    map[string]int // "OP outcome" -> requests
 	held      map[Op]int     // requests a black hole holds now
+	heldPaths map[string]int // the same, by "OP path"
 	closed    bool
 	serveDone chan struct{}
 }
@@ -161,12 +162,13 @@ func NewProxy(target string, seed uint64) (*Proxy, error) {
 			IdleConnTimeout:     30 * time.Second,
 			DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		},
-		addr:   ln.Addr().String(),
-		healed: make(chan struct{}),
-		conns:  map[net.Conn]struct{}{},
-		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		counts: map[string]int{},
-		held:   map[Op]int{},
+		addr:      ln.Addr().String(),
+		healed:    make(chan struct{}),
+		conns:     map[net.Conn]struct{}{},
+		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		counts:    map[string]int{},
+		held:      map[Op]int{},
+		heldPaths: map[string]int{},
 	}
 	p.srv = &http.Server{
 		Handler:           p,
@@ -355,9 +357,10 @@ func (p *Proxy) Counts() map[string]int {
 	return m
 }
 
-func (p *Proxy) hold(op Op, n int) {
+func (p *Proxy) hold(op Op, path string, n int) {
 	p.mu.Lock()
 	p.held[op] += n
+	p.heldPaths[string(op)+" "+path] += n
 	p.mu.Unlock()
 }
 
@@ -367,6 +370,20 @@ func (p *Proxy) Held(op Op) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.held[op]
+}
+
+// HeldOn returns how many requests of op on a path containing part a black
+// hole holds now, or how many such answers SlowAnswer holds.
+func (p *Proxy) HeldOn(op Op, part string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for k, v := range p.heldPaths {
+		if path, ok := strings.CutPrefix(k, string(op)+" "); ok && strings.Contains(path, part) {
+			n += v
+		}
+	}
+	return n
 }
 
 func (p *Proxy) count(op Op, outcome string) {
@@ -422,8 +439,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch act {
 	case BlackHole:
-		p.hold(op, +1)
-		defer p.hold(op, -1)
+		p.hold(op, r.URL.Path, +1)
+		defer p.hold(op, r.URL.Path, -1)
 		select {
 		case <-healed:
 			p.count(op, "blackhole-released")
@@ -485,14 +502,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op 
 	switch f.Action {
 	case SlowAnswer:
 		p.count(op, "slow-answer "+code)
-		p.hold(op, +1)
+		p.hold(op, r.URL.Path, +1)
 		t := time.NewTimer(f.Delay)
 		select {
 		case <-t.C:
 		case <-r.Context().Done():
 		}
 		t.Stop()
-		p.hold(op, -1)
+		p.hold(op, r.URL.Path, -1)
 		if r.Context().Err() != nil {
 			return
 		}

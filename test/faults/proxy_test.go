@@ -145,6 +145,9 @@ func TestProxyBlackHole(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	if n, m := p.HeldOn(OpGet, "1.json"), p.HeldOn(OpGet, "2.json")+p.HeldOn(OpUpdate, "1.json"); n != 1 || m != 0 {
+		t.Fatalf("held on 1.json: %d GET, want 1; on 2.json or updates: %d, want 0", n, m)
+	}
 	if err := p.Heal(); err != nil {
 		t.Fatal(err)
 	}

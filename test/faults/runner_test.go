@@ -53,6 +53,9 @@ type scenario struct {
 	schedule    []Event
 	idsEvery    [2]time.Duration // pause between a client's /ids calls
 	idsN        int              // IDs per call
+	// leaderEvery: /leader is polled on every leaderEvery-th /health tick
+	// (50 ms); 0 means leaderPollEveryN.
+	leaderEvery int
 }
 
 func (sc *scenario) renewDeadline() time.Duration {
@@ -525,13 +528,17 @@ func (p *proc) healthLoop() {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var lastEnd atomic.Int64
+	every := p.r.sc.leaderEvery
+	if every == 0 {
+		every = leaderPollEveryN
+	}
 	for n := 0; ; n++ {
 		select {
 		case <-p.stopClient:
 			return
 		case <-tick.C:
 		}
-		if n%leaderPollEveryN == 0 {
+		if n%every == 0 {
 			inflight.Add(1)
 			go func() { defer inflight.Done(); p.pollLeader() }()
 		}
@@ -575,18 +582,22 @@ func (p *proc) healthLoop() {
 }
 
 // pollLeader reads /leader once and records a 200 answer.
-func (p *proc) pollLeader() {
+func (p *proc) pollLeader() { p.askLeader() }
+
+// askLeader reads /leader once, records a 200 answer and returns it.
+func (p *proc) askLeader() (node.LeaderResponse, bool) {
 	start := p.r.since()
+	var l node.LeaderResponse
 	resp, err := p.client.Get(p.url("/leader"))
 	if err != nil {
-		return
+		return l, false
 	}
 	defer resp.Body.Close()
-	var l node.LeaderResponse
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&l) != nil {
-		return
+		return l, false
 	}
 	p.r.h.AddLeader(LeaderObs{Broker: p.idx, Start: start, End: p.r.since(), Term: l.Term, Self: l.Self})
+	return l, true
 }
 
 // learnClaim reads the broker's node ID and version from /status.
@@ -761,6 +772,10 @@ func (r *run) apply(e Event) {
 		r.note("MinIO is back")
 		return
 	}
+	if e.Kind == KindStallLeader {
+		r.stallLeader(e)
+		return
+	}
 	holdersOnly := e.Kind == KindKill || e.Kind == KindTerm || e.Kind == KindPause || e.Kind == KindPartition || e.Kind == KindStall ||
 		e.Kind == KindSlowWrites || e.Kind == KindTermRenewing
 	cands := r.eligible(holdersOnly)
@@ -787,12 +802,7 @@ func (r *run) apply(e Event) {
 		_ = p.bp.Signal(syscall.SIGTERM)
 	case KindTermRenewing:
 		_ = p.proxy.Inject(Fault{Action: SlowAnswer, Ops: []Op{OpUpdate}, Delay: 500 * time.Millisecond})
-		caught := false
-		for deadline := time.Now().Add(2 * r.sc.renew); time.Now().Before(deadline) && !p.hasExited(); time.Sleep(2 * time.Millisecond) {
-			if caught = p.proxy.Held(OpUpdate) > 0; caught {
-				break
-			}
-		}
+		caught := r.waitHeld(p, func() bool { return p.proxy.Held(OpUpdate) > 0 })
 		r.note("SIGTERM %s while a renewal it sent has landed and waits for its answer (caught: %v, held %v)", p.name, caught, wasHeld)
 		r.setFate(p, FateTerminated)
 		_ = p.bp.Signal(syscall.SIGTERM)
@@ -809,28 +819,10 @@ func (r *run) apply(e Event) {
 		r.mustLose(p, wasHeld, "a SIGSTOP", time.Since(began))
 		r.note("SIGCONT %s", p.name)
 	case KindStall:
-		// The classic: a process paused (GC, CPU starvation) while a write
-		// hangs on a partitioned network. When it wakes up, its renewal
-		// is still in flight and its read-back hangs too: only the fence
-		// stops it from serving IDs meanwhile.
 		_ = p.proxy.Inject(Fault{Action: BlackHole})
-		caught := false
-		for deadline := time.Now().Add(2 * r.sc.renew); time.Now().Before(deadline) && !p.hasExited(); time.Sleep(2 * time.Millisecond) {
-			if caught = p.proxy.Held(OpUpdate) > 0; caught {
-				break
-			}
-		}
+		caught := r.waitHeld(p, func() bool { return p.proxy.Held(OpUpdate) > 0 })
 		r.note("stall %s for %v: S3 black-holed, SIGSTOP (a renewal in flight: %v, held %v)", p.name, e.For, caught, wasHeld)
-		began := time.Now()
-		p.paused.Store(true)
-		_ = p.bp.Signal(syscall.SIGSTOP)
-		sleepCtx(r.faultCtx, e.For)
-		_ = p.bp.Signal(syscall.SIGCONT)
-		p.paused.Store(false)
-		r.mustLose(p, wasHeld, "a stall", time.Since(began))
-		r.waitFault(p, r.sc.renewDeadline()) // the partition outlasts the pause
-		_ = p.proxy.Heal()
-		r.note("SIGCONT %s, then its S3 healed", p.name)
+		r.stall(p, e.For, wasHeld)
 	case KindSlowWrites:
 		r.note("slow S3 on %s for %v: latency %v+%v and %v", p.name, e.For, e.Latency, e.Jitter, e.Fault)
 		p.proxy.SetLatency(e.Latency, e.Jitter)
@@ -856,6 +848,77 @@ func (r *run) apply(e Event) {
 			r.note("heal %s's proxy: %v", p.name, err)
 		}
 	}
+}
+
+// waitHeld waits up to two renew intervals for held, which polls p's proxy;
+// false if it never held or p exited.
+func (r *run) waitHeld(p *proc, held func() bool) bool {
+	for deadline := time.Now().Add(2 * r.sc.renew); time.Now().Before(deadline) && !p.hasExited(); time.Sleep(2 * time.Millisecond) {
+		if held() {
+			return true
+		}
+	}
+	return false
+}
+
+// stall pauses p for d while its S3 stays black-holed, then wakes it and
+// heals its S3 a renew deadline later. The classic: a process paused (GC, CPU
+// starvation) while a write hangs on a partitioned network. When it wakes
+// up, its renewal is still in flight and its read-back hangs too: only the
+// fence stops it from serving IDs, or answering /leader self, meanwhile.
+func (r *run) stall(p *proc, d time.Duration, wasHeld bool) (stopped, woken time.Duration) {
+	began := time.Now()
+	p.paused.Store(true)
+	stopped = r.since()
+	_ = p.bp.Signal(syscall.SIGSTOP)
+	sleepCtx(r.faultCtx, d)
+	woken = r.since()
+	_ = p.bp.Signal(syscall.SIGCONT)
+	p.paused.Store(false)
+	r.mustLose(p, wasHeld, "a stall", time.Since(began))
+	r.waitFault(p, r.sc.renewDeadline()) // the partition outlasts the pause
+	_ = p.proxy.Heal()
+	r.note("SIGCONT %s, then its S3 healed", p.name)
+	return stopped, woken
+}
+
+// stallLeader stalls the broker that answers /leader self: true (see
+// KindStallLeader) once its election renewal, and its node ID's renewal if
+// it holds one, hang on the black hole: when it wakes, both claims stay
+// valid, if their fence is broken, until their read-backs time out.
+func (r *run) stallLeader(e Event) {
+	var p *proc
+	var term int64
+	for _, c := range r.eligible(false) {
+		if l, ok := c.askLeader(); ok && l.Self && c.busy.CompareAndSwap(false, true) {
+			p, term = c, l.Term
+			break
+		}
+	}
+	if p == nil {
+		r.count("skipped")
+		return
+	}
+	defer p.busy.Store(false)
+	px, ok := p.proxy.(*Proxy)
+	if !ok {
+		r.t.Errorf("%s cannot stall behind etcd's TCP proxy", e.Kind)
+		return
+	}
+	r.count(string(e.Kind))
+	wasHeld := p.healthy.Load()
+	_ = px.Inject(Fault{Action: BlackHole})
+	caught := r.waitHeld(p, func() bool {
+		elect := px.HeldOn(OpUpdate, "/"+election.Dir+electionName+"/")
+		return elect > 0 && (!wasHeld || px.Held(OpUpdate) > elect)
+	})
+	r.note("stall leader %s (term %d) for %v: S3 black-holed, SIGSTOP (its renewals in flight: %v, held node %v)", p.name, term, e.For, caught, wasHeld)
+	if !caught {
+		_ = px.Heal()
+		return
+	}
+	stopped, woken := r.stall(p, e.For, wasHeld)
+	r.h.AddStall(StallObs{Broker: p.idx, Term: term, Stopped: stopped, Woken: woken})
 }
 
 // mustLose records that a broker holding a lease when a pause or partition

@@ -33,6 +33,11 @@ const (
 	// landed and its answer is held back: the renewal is canceled with an
 	// unknown outcome just before the release is written.
 	KindTermRenewing Kind = "sigterm-renewing"
+	// KindStallLeader: KindStall of the broker that answers /leader
+	// self: true, once its election renewal hangs on the black hole (a
+	// renewal of its node ID may not). Not drawn by default: the scenario
+	// TestMutationNoFenceElection uses it.
+	KindStallLeader Kind = "stall-leader"
 	// KindEtcd: etcd stopped (SIGTERM or SIGKILL) and started again on the
 	// same data, in the etcd runs (EtcdKinds).
 	KindEtcd Kind = "etcd-restart"
@@ -47,7 +52,7 @@ var DefaultKinds = []Kind{KindKill, KindTerm, KindPause, KindPartition, KindStal
 	KindConflict, KindErrors, KindLatency, KindMinIO, KindSlowWrites, KindTermRenewing}
 
 // AllKinds is every kind of fault.
-var AllKinds = slices.Clone(DefaultKinds)
+var AllKinds = append(slices.Clone(DefaultKinds), KindStallLeader)
 
 // weights of the kinds in a schedule: how often each is drawn.
 var weights = map[Kind]int{
@@ -148,7 +153,7 @@ func NewSchedule(cfg ScheduleConfig) []Event {
 		}
 		e := Event{At: at, Kind: k, Pick: rng.IntN(1 << 20)}
 		switch k {
-		case KindPause, KindPartition, KindStall:
+		case KindPause, KindPartition, KindStall, KindStallLeader:
 			e.For = cfg.Lease + between(time.Second, 3*time.Second)
 			if k == KindPartition {
 				e.Fault = Fault{Action: BlackHole}

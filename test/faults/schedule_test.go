@@ -60,8 +60,8 @@ func TestParseKinds(t *testing.T) {
 	if k, err := ParseKinds("stall, sigstop"); err != nil || len(k) != 2 || k[0] != KindStall || k[1] != KindPause {
 		t.Errorf("ParseKinds: %v, %v", k, err)
 	}
-	if k, _ := ParseKinds("all"); len(k) != len(DefaultKinds) {
-		t.Errorf("all: %v", k)
+	if k, _ := ParseKinds("all"); len(k) != len(DefaultKinds)+1 || k[len(k)-1] != KindStallLeader {
+		t.Errorf("all: %v, want the default kinds and %s", k, KindStallLeader)
 	}
 	if _, err := ParseKinds("nap"); err == nil {
 		t.Error("an unknown kind parsed")
