@@ -58,6 +58,11 @@ type ObjectInfo struct {
 	LastModified time.Time
 	// Liveness as for Meta.Liveness, at the listing's one instant.
 	Liveness Liveness
+	// Size is the body's length in bytes as listed; 0 when the store does not
+	// list sizes (etcd). It only schedules reads: a lease record written free
+	// is shorter than the same record held (no holder, no times), so a
+	// listing can suggest which objects were released, and a read confirms.
+	Size int64
 }
 
 // Listing is the result of [Store.List].

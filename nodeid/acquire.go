@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -26,39 +28,65 @@ const (
 	classNeverCreated = iota // missing from a cluster that is not filled: take by create, 1 request
 	classExpiring            // seen held earlier in this Acquire, unchanged since, and now old enough to be expired
 	classStale               // untouched for longer than any lease: near-certainly free or expired
-	classOther               // held, or free since recently: a GET tells
+	classReleased            // rewritten since seen, and listed shorter by releaseShrink: probably released
+	classOther               // held, or free since recently: a GET tells (listed short first, then oldest first)
 	classMoved               // written since this Acquire's previous listing: probably just taken (or renewed)
 	classKnownLive           // gossip knows the ID to be live
 )
 
+// releaseShrink is how much shorter than its held form a lease record must
+// list to look released. A release writes the holder's last record with no
+// holder, renewedAt or expiresAt (together at least 70 bytes more than the
+// holder's name) and the same knownNodes; a renewal changes a few digits, and
+// knownNodes by about ten bytes an entry that gossip adds. It only orders
+// reads: a read judges every take.
+const releaseShrink = 48
+
+// shrunk reports whether the listing shows o at least releaseShrink bytes
+// shorter than size; false when either length is unknown (0).
+func shrunk(o lease.ObjectInfo, size int64) bool {
+	return o.Size > 0 && size > 0 && o.Size <= size-releaseShrink
+}
+
 // watched remembers, across the rounds of one Acquire, the leases found held:
-// the ETag each was read with and the lease it states. A later round visits
-// first those that the listing shows unchanged since and old enough, by their
-// own lease, to be expired: a near-certain take, still confirmed by a GET. And
-// Acquire waits no longer than until the first lease seen held in the last
-// round can be found expired (soonest, on the store's clock).
+// the ETag and length each was read with and the lease it states. A later
+// round visits first those that the listing shows unchanged since and old
+// enough, by their own lease, to be expired: a near-certain take, still
+// confirmed by a GET. And Acquire waits no longer than until the first lease
+// seen held in the last round can be found expired (soonest, on the store's
+// clock).
 //
-// It also keeps the ETags of the previous listing: an object written since was
-// probably just taken by another task (or renewed by its holder), so it is
-// visited after the objects that did not move. That is what keeps a fleet
-// re-taking a bucket of released IDs from reading the IDs its own members
-// took a moment ago.
+// It also keeps the previous listing: an object written since was probably
+// just taken by another task (or renewed by its holder), so it is visited
+// after the objects that did not move; unless it lists releaseShrink shorter
+// than before, which is what a release looks like, and then it is visited
+// early. That is what keeps a fleet re-taking a bucket of released IDs from
+// reading the IDs its own members took a moment ago, and a task waiting in a
+// full cluster from reading every renewal again.
 type watched struct {
 	held    map[int]heldLease
 	soonest time.Time
-	listed  map[int]string // ETag by ID in the previous listing; nil before the first
+	listed  map[int]lease.ObjectInfo // by ID in the previous listing; nil before the first
 }
 
-// heldLease is one lease found held: the ETag it was read with and its lease.
+// heldLease is one lease found held: the ETag and length it was read with,
+// and its lease.
 type heldLease struct {
 	etag  string
+	size  int64
 	lease time.Duration
 }
 
 // note records a lease found held in r.
 func (w *watched) note(r readResult, leaseDur, clockMargin time.Duration) {
-	w.held[r.id] = heldLease{etag: r.meta.ETag, lease: leaseDur}
-	if at := lease.FirstExpiredDate(r.meta.LastModified, leaseDur, clockMargin); !at.IsZero() && (w.soonest.IsZero() || at.Before(w.soonest)) {
+	w.held[r.id] = heldLease{etag: r.meta.ETag, size: int64(len(r.body)), lease: leaseDur}
+	w.soon(r.meta.LastModified, leaseDur, clockMargin)
+}
+
+// soon lowers w.soonest to the first instant a lease written at lastModified
+// could be found expired.
+func (w *watched) soon(lastModified time.Time, leaseDur, clockMargin time.Duration) {
+	if at := lease.FirstExpiredDate(lastModified, leaseDur, clockMargin); !at.IsZero() && (w.soonest.IsZero() || at.Before(w.soonest)) {
 		w.soonest = at
 	}
 }
@@ -67,19 +95,17 @@ func (w *watched) note(r readResult, leaseDur, clockMargin time.Duration) {
 // the order to visit them: OrderSpread visits never-created IDs first, then
 // the leases seen held earlier in this Acquire that the listing shows unchanged
 // and expired by their own lease, then objects the listing shows untouched for
-// longer than any lease (each confirmed by a GET), then the rest (those
-// written longest ago first), then the objects written since this Acquire's
-// previous listing, and last the IDs gossip knows to be live (known), each
-// class in the task's spread permutation. Objects this Acquire read held and
-// the listing shows unchanged are left out (see stillHeld). OrderLowestFirst
-// visits 0, 1, 2, ... as a Zeebe-style provider does. It records the
-// listing's ETags in w for the next call.
+// longer than any lease (each confirmed by a GET), then those rewritten and
+// listed shorter since (released, probably), then the rest (those listed
+// short first, then those written longest ago), then the objects written since
+// this Acquire's previous listing, and last the IDs gossip knows to be live
+// (known), each class in the task's spread permutation. Objects this Acquire
+// read held that are still held by the listing's lights are left out (see
+// stillHeld). OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider
+// does. It records the listing in w for the next call.
 func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
 	previous := w.listed
-	w.listed = make(map[int]string, len(v.objects))
-	for id, o := range v.objects {
-		w.listed[id] = o.ETag
-	}
+	w.listed = maps.Clone(v.objects)
 	var order []int
 	for _, id := range p.visitOrder(v.size) {
 		if !tried[id] {
@@ -91,50 +117,87 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 	}
 	class := func(id int) int {
 		o, exists := v.objects[id]
+		h, seen := w.held[id]
+		before, listedBefore := previous[id]
 		switch _, live := known[id]; {
 		case live:
 			return classKnownLive
 		case !exists:
 			return classNeverCreated
-		case w.held[id].etag == o.ETag && lease.ListedExpired(o, v.listing.Date, w.held[id].lease, p.cfg.ClockMargin):
+		case seen && h.etag == o.ETag && lease.ListedExpired(o, v.listing.Date, h.lease, p.cfg.ClockMargin):
 			return classExpiring
 		case lease.ListedExpired(o, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
 			return classStale
-		case previous != nil && previous[id] != o.ETag:
+		case seen && h.etag != o.ETag && shrunk(o, h.size),
+			listedBefore && before.ETag != o.ETag && shrunk(o, before.Size):
+			return classReleased
+		case listedBefore && before.ETag != o.ETag:
 			return classMoved
 		default:
 			return classOther
 		}
 	}
 	order = slices.DeleteFunc(order, func(id int) bool { return w.stillHeld(id, v, p.cfg.ClockMargin) })
-	// Within classOther, the objects written longest ago first (by whole
+	short := shortest(v.objects) + releaseShrink
+	// Within classOther, the objects listed short (a free record is shorter
+	// than a held one) first, then those written longest ago (by whole
 	// seconds, so that the spread order still breaks the ties): after a
 	// fleet's release, the IDs its successors took a moment ago are the
-	// newest, and those nobody took yet keep the release's older stamp.
+	// longest and newest, and those nobody took yet keep the release's
+	// shorter body and older stamp.
 	slices.SortStableFunc(order, func(a, b int) int {
 		ca, cb := class(a), class(b)
 		if ca != cb || ca != classOther {
 			return cmp.Compare(ca, cb)
 		}
-		return v.objects[a].LastModified.Truncate(time.Second).Compare(v.objects[b].LastModified.Truncate(time.Second))
+		oa, ob := v.objects[a], v.objects[b]
+		if la, lb := oa.Size >= short, ob.Size >= short; la != lb {
+			return cmp.Compare(b2i(la), b2i(lb))
+		}
+		return oa.LastModified.Truncate(time.Second).Compare(ob.LastModified.Truncate(time.Second))
 	})
 	return order
 }
 
-// stillHeld reports whether the listing shows id unchanged since this Acquire
-// read it held, and not yet old enough to be expired by its lease: the object
-// is byte for byte what was read (every write has a new writeId), so it is
-// still held and reading it again would tell nothing. It is not visited; the
-// instant it could be found expired counts for Acquire's wait.
+// shortest returns the smallest listed length among objects, or a huge value
+// when none is known (every object then counts as long).
+func shortest(objects map[int]lease.ObjectInfo) int64 {
+	least := int64(math.MaxInt64 - releaseShrink)
+	for _, o := range objects {
+		if o.Size > 0 {
+			least = min(least, o.Size)
+		}
+	}
+	return least
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stillHeld reports whether the listing shows id still held as this Acquire
+// read it, and not yet old enough to be expired by its lease: either
+// unchanged (the same ETag: byte for byte what was read, as every write has a
+// new writeId), or rewritten to about the same length (renewed by its
+// holder, or taken by another; a release would have made it releaseShrink
+// shorter). Reading it again would most likely tell nothing, so it is not
+// visited; the instant it could be found expired counts for Acquire's wait,
+// and once its listed age passes its lease it is visited again. A release the
+// length cannot show is so found one lease later at worst.
 func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) bool {
 	o, exists := v.objects[id]
 	h, seen := w.held[id]
-	if !exists || !seen || h.etag != o.ETag || lease.ListedExpired(o, v.listing.Date, h.lease, clockMargin) {
+	if !exists || !seen || lease.ListedExpired(o, v.listing.Date, h.lease, clockMargin) {
 		return false
 	}
-	if at := lease.FirstExpiredDate(o.LastModified, h.lease, clockMargin); !at.IsZero() && (w.soonest.IsZero() || at.Before(w.soonest)) {
-		w.soonest = at
+	renewed := h.etag != o.ETag && o.Size > 0 && h.size > 0 && !shrunk(o, h.size)
+	if h.etag != o.ETag && !renewed {
+		return false
 	}
+	w.soon(o.LastModified, h.lease, clockMargin)
 	return true
 }
 

@@ -213,6 +213,7 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 				Key:          rel,
 				ETag:         normalizeETag(aws.ToString(o.ETag)),
 				LastModified: aws.ToTime(o.LastModified).UTC(),
+				Size:         aws.ToInt64(o.Size),
 			})
 		}
 		if aws.ToBool(page.IsTruncated) {

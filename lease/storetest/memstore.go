@@ -117,7 +117,7 @@ func (s *MemStore) List(ctx context.Context) (lease.Listing, error) {
 	l := lease.Listing{Date: b.date()}
 	for k, o := range b.objects {
 		if rel, ok := strings.CutPrefix(k, s.prefix); ok {
-			l.Objects = append(l.Objects, lease.ObjectInfo{Key: rel, ETag: o.etag, LastModified: b.lastModified(o), Liveness: b.liveness(o)})
+			l.Objects = append(l.Objects, lease.ObjectInfo{Key: rel, ETag: o.etag, LastModified: b.lastModified(o), Liveness: b.liveness(o), Size: b.listedSize(o)})
 		}
 	}
 	slices.SortFunc(l.Objects, func(x, y lease.ObjectInfo) int { return strings.Compare(x.Key, y.Key) })
@@ -191,6 +191,15 @@ func (b *memBucket) liveness(o memObject) lease.Liveness {
 	default:
 		return lease.LivenessExpired
 	}
+}
+
+// listedSize is the size a listing reports for o: its length, or 0 (not
+// listed) when the store judges expiry, as etcd's keys-only listing.
+func (b *memBucket) listedSize(o memObject) int64 {
+	if b.judge {
+		return 0
+	}
+	return int64(len(o.body))
 }
 
 func (s *MemStore) write(ctx context.Context, op Op, key string, body []byte, ttl time.Duration, cond func(memObject, bool) bool) (lease.Meta, error) {
