@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/election/electiontest"
@@ -85,5 +86,56 @@ func TestValueTooLong(t *testing.T) {
 	}
 	if n := store.Count(storetest.OpCreate) + store.Count(storetest.OpUpdate); n != 0 {
 		t.Fatalf("%d writes for a refused campaign", n)
+	}
+}
+
+// TestObserve: Observe reports the state at once, then each change: elected
+// (with the value), resigned; the channel closes when ctx ends.
+func TestObserve(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store := storetest.NewMemStore()
+	e, err := election.New(store, electiontest.FastConfig("task-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	octx, stop := context.WithCancel(ctx)
+	infos, err := e.Observe(octx, "jobs", 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await := func(what string, ok func(election.Info) bool) {
+		t.Helper()
+		for {
+			select {
+			case i, open := <-infos:
+				if !open {
+					t.Fatalf("channel closed before %s", what)
+				}
+				if ok(i) {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("no %s observed", what)
+			}
+		}
+	}
+	await("first state", func(i election.Info) bool { return i.Term == 0 && !i.Live && i.State == "free" })
+	l, err := e.Campaign(ctx, "jobs", "http://a:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	await("election", func(i election.Info) bool {
+		return i.Leader == "task-a" && i.Value == "http://a:8080" && i.Term == 1 && i.Live
+	})
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	await("resignation", func(i election.Info) bool { return i.Leader == "" && i.Term == 1 && !i.Live })
+	stop()
+	for range infos { // drains, then ends once closed
+	}
+	if _, err := e.Observe(ctx, "a/b", time.Second); !errors.Is(err, election.ErrBadName) {
+		t.Fatalf("Observe of a bad name: %v", err)
 	}
 }

@@ -113,3 +113,43 @@ func (e *Elections) All(ctx context.Context) ([]Info, error) {
 	}
 	return infos, errors.Join(errs...)
 }
+
+// Observe reports the election name as Leader reads it: first at once, then
+// each time its leader, value, term, liveness or state changes, reading it
+// every interval (one GET) until ctx ends, when the channel is closed. A read
+// that fails is skipped, and the next one tries again; a slow receiver gets
+// the newest state, never a stale backlog. As etcd's Election.Observe, but
+// polled: S3 has no watch.
+func (e *Elections) Observe(ctx context.Context, name string, every time.Duration) (<-chan Info, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if every <= 0 {
+		return nil, fmt.Errorf("election: observe %s: interval %v must be positive", name, every)
+	}
+	ch := make(chan Info, 1)
+	go func() {
+		defer close(ch)
+		var last Info
+		for first := true; ; first = false {
+			info, err := e.Leader(ctx, name)
+			if err == nil && (first || changed(last, info)) {
+				last = info
+				select { // replace an unread older state with this one
+				case <-ch:
+				default:
+				}
+				ch <- info
+			}
+			if e.cfg.Clock.Sleep(ctx, every) != nil {
+				return
+			}
+		}
+	}()
+	return ch, nil
+}
+
+// changed reports whether b says something a did not (its age aside).
+func changed(a, b Info) bool {
+	return a.Leader != b.Leader || a.Value != b.Value || a.Term != b.Term || a.Live != b.Live || a.State != b.State
+}
