@@ -69,6 +69,7 @@ standard_set() {
 	run herd-1024 herd --tasks 1024 --ids 1024 --orders spread,spread-filled
 	run join join --runs 5
 	run join-recent join --runs 5 --free-age recent
+	run rolling-256 rolling --ids 256 --batch 100%,50%
 	run failover-5s failover --lease-duration 5s --runs 3
 	run failover-15s failover --lease-duration 15s --runs 3
 	run steady steady --lease-durations 5s,15s,60s

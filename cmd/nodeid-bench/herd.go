@@ -1,14 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -47,11 +44,9 @@ var variantDoc = map[string]string{
 
 type herdOpts struct {
 	common
-	tasks, ids     int
-	variants       string
-	leaseDuration  time.Duration
-	renewInterval  time.Duration
-	acquireTimeout time.Duration
+	leaseOpts
+	tasks    int
+	variants string
 }
 
 // herdRun is the result of one variant.
@@ -69,15 +64,12 @@ type herdRun struct {
 	// Lost counts claims that ended (lost their lease) before every task had
 	// acquired: on an overloaded server, renewals can fail past the renew
 	// deadline, and the ID is then taken again once expired.
-	Lost        int            `json:"lostDuringRun"`
-	Requests    opCounts       `json:"requests"`
-	ByStatus    map[string]int `json:"byStatus"`
-	PerTaskMean float64        `json:"perTaskMean"`
-	PerTaskMax  int            `json:"perTaskMax"`
-	// PerTaskHistogram maps a number of requests to the tasks that made that many.
-	PerTaskHistogram map[int]int `json:"perTaskHistogram"`
-	TimeToID         durations   `json:"timeToId"`
-	Elapsed          ms          `json:"elapsedMs"`
+	Lost     int            `json:"lostDuringRun"`
+	Requests opCounts       `json:"requests"`
+	ByStatus map[string]int `json:"byStatus"`
+	perTask
+	TimeToID durations `json:"timeToId"`
+	Elapsed  ms        `json:"elapsedMs"`
 }
 
 type herdReport struct {
@@ -95,14 +87,11 @@ func runHerd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o herdOpts
 	fs := flag.NewFlagSet("nodeid-bench herd", flag.ContinueOnError)
 	addCommon(fs, &o.common)
+	addLeaseFlags(fs, &o.leaseOpts)
 	fs.IntVar(&o.tasks, "tasks", 256, "tasks that start at once (K)")
-	fs.IntVar(&o.ids, "ids", 256, "cluster size (N)")
 	fs.StringVar(&o.variants, "orders", variantSpread+","+variantLowestFirst,
 		"comma-separated variants to run, each on a fresh prefix: "+strings.Join([]string{variantSpread, variantLowestFirst,
 			variantSpreadFilled, variantNodeidLowest, variantNodeidLowestFilled}, ", "))
-	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "lease duration of every task")
-	fs.DurationVar(&o.renewInterval, "renew-interval", 0, "renew interval (0: lease/3)")
-	fs.DurationVar(&o.acquireTimeout, "acquire-timeout", 2*time.Minute, "give up on a task after this long")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -170,19 +159,6 @@ func herd(ctx context.Context, b *backend, o herdOpts, variants, args []string) 
 	return rep, nil
 }
 
-func (o herdOpts) providerConfig(name string, order nodeid.Order) nodeid.Config {
-	cfg := nodeid.DefaultConfig()
-	cfg.TaskID, cfg.ClusterSize, cfg.Order = name, o.ids, order
-	cfg.LeaseDuration = o.leaseDuration
-	cfg.RenewInterval = o.renewInterval
-	if cfg.RenewInterval == 0 {
-		cfg.RenewInterval = o.leaseDuration / 3
-	}
-	cfg.RenewDeadline = o.leaseDuration * 2 / 3
-	cfg.AcquireTimeout = o.acquireTimeout
-	return cfg
-}
-
 // herdVariant starts o.tasks tasks at once on a fresh prefix and waits until
 // each holds an ID (or gave up).
 func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*herdRun, error) {
@@ -214,10 +190,7 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 		err   error
 		claim *nodeid.Claim
 	}
-	var (
-		endMu sync.Mutex
-		ended = map[int]time.Duration{} // task -> when its claim ended, since t0
-	)
+	ends := &endLog{ended: map[string]time.Duration{}} // "task i" -> when its claim ended
 	tasks := make([]*task, o.tasks)
 	providers := make([]*nodeid.Provider, o.tasks)
 	for i := range tasks {
@@ -251,12 +224,7 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 				r.claim, r.err = providers[i].Acquire(actx)
 				if c := r.claim; c != nil {
 					r.id = c.NodeID()
-					go func() {
-						<-c.Done()
-						endMu.Lock()
-						defer endMu.Unlock()
-						ended[i] = time.Since(t0)
-					}()
+					ends.watch(fmt.Sprintf("task %d", i), c)
 				}
 			}
 			r.took = time.Since(t0)
@@ -265,29 +233,27 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 		})
 	}
 	t0 = time.Now()
+	ends.t0 = t0
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
-	endMu.Lock()
-	endedAt := maps.Clone(ended)
-	endMu.Unlock()
+	endedAt := ends.snapshot()
 	counts := b.meter.Counts().Where(func(k latproxy.Key) bool {
 		return strings.HasPrefix(k.Label, labelPrefix) && strings.HasSuffix(k.Label, "/acquire")
 	})
 	// Release what the providers took (not counted: phase "hold").
-	_ = parallel(len(results), 64, func(i int) error {
-		if c := results[i].claim; c != nil {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = c.Close(cctx)
-		}
-		return nil
-	})
+	claims := make([]*nodeid.Claim, len(results))
+	for i, r := range results {
+		claims[i] = r.claim
+	}
+	closeAll(claims)
 
 	run := &herdRun{Variant: variant, What: variantDoc[variant], Tasks: o.tasks, IDs: o.ids, Distinct: true,
 		Requests: countOps(counts), ByStatus: counts.ByStatus(), Elapsed: toMS(elapsed)}
-	byID := map[int][]int{} // node ID -> tasks that took it
-	var took []time.Duration
+	var (
+		took  []time.Duration
+		holds []holding
+	)
 	for i, r := range results {
 		if r.err != nil {
 			if len(run.Errors) < 5 {
@@ -297,36 +263,25 @@ func herdVariant(ctx context.Context, b *backend, o herdOpts, variant string) (*
 		}
 		run.Acquired++
 		took = append(took, r.took)
-		byID[r.id] = append(byID[r.id], i)
-		if at, lost := endedAt[i]; lost {
+		h := holding{task: fmt.Sprintf("task %d", i), id: r.id, took: r.took}
+		if r.claim != nil {
+			h.version = r.claim.Version()
+		}
+		h.ended, h.hasEnded = endedAt[h.task]
+		holds = append(holds, h)
+		if h.hasEnded {
 			run.Lost++
 			if run.Lost <= 3 {
-				run.Errors = append(run.Errors, fmt.Sprintf("task %d lost node %d %v after the start: %v", i, r.id, at.Round(time.Millisecond), r.claim.Err()))
+				run.Errors = append(run.Errors, fmt.Sprintf("task %d lost node %d %v after the start: %v", i, r.id, h.ended.Round(time.Millisecond), r.claim.Err()))
 			}
 		}
 	}
-	for id, ts := range byID {
-		// In the order they were taken: each must have ended before the next
-		// took the ID, with a lower version.
-		slices.SortFunc(ts, func(a, b int) int { return cmp.Compare(results[a].took, results[b].took) })
-		for k := 1; k < len(ts); k++ {
-			prev, next := ts[k-1], ts[k]
-			end, ended := endedAt[prev]
-			if !ended || end > results[next].took || (results[prev].claim != nil && results[next].claim != nil &&
-				results[next].claim.Version() <= results[prev].claim.Version()) {
-				run.Distinct = false
-				run.Errors = append(run.Errors, fmt.Sprintf("node ID %d held by tasks %d and %d at once", id, prev, next))
-			}
-		}
+	if errs := handoverErrors(holds); len(errs) > 0 {
+		run.Distinct = false
+		run.Errors = append(run.Errors, errs...)
 	}
 	run.TimeToID = summarize(took)
-	perTask := counts.ByLabel()
-	run.PerTaskHistogram = map[int]int{}
-	for _, n := range perTask {
-		run.PerTaskMax = max(run.PerTaskMax, n)
-		run.PerTaskHistogram[n]++
-	}
-	run.PerTaskMean = float64(run.Requests.Total) / float64(o.tasks)
+	run.perTask = perTaskOf(counts, o.tasks)
 	return run, nil
 }
 

@@ -11,6 +11,7 @@
 // their /ids endpoint from in-process HTTP clients.
 //
 //	nodeid-bench herd      K tasks start at once on N IDs (spread, lowest-first, Zeebe-style baseline)
+//	nodeid-bench rolling   N tasks holding every ID are replaced in batches, as an ECS deployment does
 //	nodeid-bench join      one task joins 1024 IDs of which 1000 are held
 //	nodeid-bench failover  a holder dies; how long until a waiting task holds its ID
 //	nodeid-bench steady    S3 requests and cost per node per hour while holding
@@ -37,6 +38,7 @@ const usage = `Usage: nodeid-bench COMMAND [flags]
 
 Commands:
   herd       K tasks start at once on N IDs: requests and time-to-ID per acquire order
+  rolling    N tasks holding every ID are replaced as an ECS deployment does it
   join       one task joins a bucket of N IDs with most of them held
   failover   a holder is cut off; time until a waiting task holds its ID
   steady     S3 requests per node per hour while holding, and the monthly cost
@@ -58,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "herd":
 		cmd = runHerd
+	case "rolling":
+		cmd = runRolling
 	case "join":
 		cmd = runJoin
 	case "failover":

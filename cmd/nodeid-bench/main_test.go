@@ -31,7 +31,7 @@ func TestHerdSmokeEtcd(t *testing.T) {
 
 func testHerdSmoke(t *testing.T, store string) {
 	ctx := context.Background()
-	o := herdOpts{tasks: 16, ids: 16, leaseDuration: 15 * time.Second, acquireTimeout: time.Minute}
+	o := herdOpts{tasks: 16, leaseOpts: leaseOpts{ids: 16, leaseDuration: 15 * time.Second, acquireTimeout: time.Minute}}
 	o.latency, o.seed, o.store = time.Millisecond, 7, store
 	b, err := startBackend(ctx, o.common, false)
 	if err != nil {
