@@ -272,18 +272,19 @@ func TestRunKillsChildOnLeaseLoss(t *testing.T) {
 		t.Errorf("the child was gone at %s, not before the lease could expire: last write sent at %s + %v = %s",
 			dead.Format(time.RFC3339Nano), rec.RenewedAt.Format(time.RFC3339Nano), leaseDuration, expiry.Format(time.RFC3339Nano))
 	}
-	// The child ignores SIGTERM: it is killed at the fence. The loss is
-	// declared before (SIGTERM first) unless the renewal loop was stuck in
-	// a store call past the fence: then the kill comes first, on its own.
+	// The child ignores SIGTERM: it is killed at the fence, always. The loss
+	// is declared before (SIGTERM first) unless the renewal loop was stuck in
+	// a store call (a read-back) past the fence: then the kill comes first,
+	// on its own, and the loss is declared after it, or only by the exit.
 	lost, killed := logIndex(p, "lease lost: stopping the child before the claim's fence"), logIndex(p, "the claim's fence is due: killing the child")
 	b, _ := os.ReadFile(filepath.Join(dir, "signals.log"))
 	switch {
-	case lost < 0 || killed < 0:
-		t.Errorf("log lines: lease lost at %d, kill at the fence at %d: want both", lost, killed)
-	case lost < killed && strings.TrimSpace(string(b)) != syscall.SIGTERM.String():
+	case killed < 0:
+		t.Errorf("no log line of the kill at the fence (the loss declared at line %d)", lost)
+	case lost >= 0 && lost < killed && strings.TrimSpace(string(b)) != syscall.SIGTERM.String():
 		t.Errorf("the child noted signals %q, want one SIGTERM between the loss and the kill", b)
-	case lost > killed:
-		t.Logf("the loss was declared after the fence fell: killed without SIGTERM (signals noted: %q)", b)
+	case lost < 0 || lost > killed:
+		t.Logf("the loss was not declared before the fence fell: killed without SIGTERM (signals noted: %q)", b)
 	}
 }
 
