@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -138,44 +137,61 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 		}
 	}
 	order = slices.DeleteFunc(order, func(id int) bool { return w.stillHeld(id, v, p.cfg.ClockMargin) })
-	short := shortest(v.objects) + releaseShrink
 	// Within classOther, the objects listed short (a free record is shorter
 	// than a held one) first, then those written longest ago (by whole
 	// seconds, so that the spread order still breaks the ties): after a
 	// fleet's release, the IDs its successors took a moment ago are the
 	// longest and newest, and those nobody took yet keep the release's
-	// shorter body and older stamp.
-	slices.SortStableFunc(order, func(a, b int) int {
-		ca, cb := class(a), class(b)
-		if ca != cb || ca != classOther {
-			return cmp.Compare(ca, cb)
+	// shorter body and older stamp. Each key is computed once.
+	type candidate struct {
+		id, class int
+		long      int       // classOther: 1 when listed releaseShrink or more above the shortest
+		second    time.Time // classOther: last written, whole seconds
+	}
+	least := shortest(v.objects)
+	cands := make([]candidate, len(order))
+	for i, id := range order {
+		c := candidate{id: id, class: class(id)}
+		if o := v.objects[id]; c.class == classOther {
+			if least > 0 && o.Size >= least+releaseShrink {
+				c.long = 1
+			}
+			c.second = o.LastModified.Truncate(time.Second)
 		}
-		oa, ob := v.objects[a], v.objects[b]
-		if la, lb := oa.Size >= short, ob.Size >= short; la != lb {
-			return cmp.Compare(b2i(la), b2i(lb))
+		cands[i] = c
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		if c := cmp.Compare(a.class, b.class); c != 0 || a.class != classOther {
+			return c
 		}
-		return oa.LastModified.Truncate(time.Second).Compare(ob.LastModified.Truncate(time.Second))
+		if c := cmp.Compare(a.long, b.long); c != 0 {
+			return c
+		}
+		return a.second.Compare(b.second)
 	})
+	for i, c := range cands {
+		order[i] = c.id
+	}
 	return order
 }
 
-// shortest returns the smallest listed length among objects, or a huge value
-// when none is known (every object then counts as long).
+// shortest returns the smallest listed length among objects; 0 when none is
+// known (every object then counts as short).
 func shortest(objects map[int]lease.ObjectInfo) int64 {
-	least := int64(math.MaxInt64 - releaseShrink)
+	var least int64
 	for _, o := range objects {
-		if o.Size > 0 {
-			least = min(least, o.Size)
+		if o.Size > 0 && (least == 0 || o.Size < least) {
+			least = o.Size
 		}
 	}
 	return least
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+// rewrittenAlike reports whether the listing shows o rewritten since it was
+// read held as h, to about the same length (both lengths known): renewed by
+// its holder, or taken by another, but not released.
+func rewrittenAlike(o lease.ObjectInfo, h heldLease) bool {
+	return h.etag != o.ETag && o.Size > 0 && h.size > 0 && !shrunk(o, h.size)
 }
 
 // stillHeld reports whether the listing shows id still held as this Acquire
@@ -193,8 +209,7 @@ func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) b
 	if !exists || !seen || lease.ListedExpired(o, v.listing.Date, h.lease, clockMargin) {
 		return false
 	}
-	renewed := h.etag != o.ETag && o.Size > 0 && h.size > 0 && !shrunk(o, h.size)
-	if h.etag != o.ETag && !renewed {
+	if h.etag != o.ETag && !rewrittenAlike(o, h) {
 		return false
 	}
 	w.soon(o.LastModified, h.lease, clockMargin)
