@@ -540,7 +540,7 @@ func (p *proc) healthLoop() {
 		}
 		if n%every == 0 {
 			inflight.Add(1)
-			go func() { defer inflight.Done(); p.pollLeader() }()
+			go func() { defer inflight.Done(); p.askLeader() }()
 		}
 		select {
 		case sem <- struct{}{}:
@@ -580,9 +580,6 @@ func (p *proc) healthLoop() {
 		}()
 	}
 }
-
-// pollLeader reads /leader once and records a 200 answer.
-func (p *proc) pollLeader() { p.askLeader() }
 
 // askLeader reads /leader once, records a 200 answer and returns it.
 func (p *proc) askLeader() (node.LeaderResponse, bool) {
