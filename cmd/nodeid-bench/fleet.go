@@ -2,9 +2,12 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
@@ -106,4 +109,40 @@ func perTaskOf(counts latproxy.Counts, tasks int) perTask {
 		s.PerTaskMean = float64(total) / float64(tasks)
 	}
 	return s
+}
+
+// closeAll releases the claims that are not nil, 64 at a time.
+func closeAll(claims []*nodeid.Claim) {
+	_ = parallel(len(claims), 64, func(i int) error {
+		if c := claims[i]; c != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = c.Close(cctx)
+		}
+		return nil
+	})
+}
+
+// endLog records when watched claims ended (Done), since t0.
+type endLog struct {
+	t0    time.Time
+	mu    sync.Mutex
+	ended map[string]time.Duration
+}
+
+// watch records when c ends, under name.
+func (e *endLog) watch(name string, c *nodeid.Claim) {
+	go func() {
+		<-c.Done()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.ended[name] = time.Since(e.t0)
+	}()
+}
+
+// snapshot returns the ends recorded so far.
+func (e *endLog) snapshot() map[string]time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.ended)
 }

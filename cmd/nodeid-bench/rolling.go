@@ -5,11 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -432,42 +430,6 @@ func fillFleet(ctx context.Context, ms []*member) ([]*nodeid.Claim, []time.Time,
 		return nil, nil, err
 	}
 	return claims, took, nil
-}
-
-// closeAll releases the claims that are not nil, 64 at a time.
-func closeAll(claims []*nodeid.Claim) {
-	_ = parallel(len(claims), 64, func(i int) error {
-		if c := claims[i]; c != nil {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = c.Close(cctx)
-		}
-		return nil
-	})
-}
-
-// endLog records when watched claims ended (Done), since t0.
-type endLog struct {
-	t0    time.Time
-	mu    sync.Mutex
-	ended map[string]time.Duration
-}
-
-// watch records when c ends, under name.
-func (e *endLog) watch(name string, c *nodeid.Claim) {
-	go func() {
-		<-c.Done()
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.ended[name] = time.Since(e.t0)
-	}()
-}
-
-// snapshot returns the ends recorded so far.
-func (e *endLog) snapshot() map[string]time.Duration {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return maps.Clone(e.ended)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
