@@ -54,7 +54,9 @@ func (e *events) NotifyJoin(m *memberlist.Node) {
 	if (*Node)(e).foreign(m) {
 		return
 	}
-	e.view.set(m)
+	if e.view.set(m) && m.Name != e.cfg.Name {
+		e.freed.fire()
+	}
 	if m.Name == e.cfg.Name {
 		return
 	}
@@ -70,7 +72,9 @@ func (e *events) NotifyUpdate(m *memberlist.Node) {
 	if (*Node)(e).foreign(m) {
 		return
 	}
-	e.view.set(m)
+	if e.view.set(m) && m.Name != e.cfg.Name {
+		e.freed.fire()
+	}
 	if c, ok := decodeMeta(m.Meta); ok && m.Name != e.cfg.Name {
 		(*Node)(e).observe(m.Name, c)
 	}
@@ -79,7 +83,9 @@ func (e *events) NotifyUpdate(m *memberlist.Node) {
 // NotifyLeave forgets a member that left or was found dead: it drops out of
 // Members and KnownNodes.
 func (e *events) NotifyLeave(m *memberlist.Node) {
-	e.view.remove(m.Name)
+	if e.view.remove(m.Name) && m.Name != e.cfg.Name {
+		e.freed.fire()
+	}
 	e.view.removeForeign(m.Name)
 	if m.Name != e.cfg.Name {
 		e.log.Debug("gossip: member left", "peer", m.Name, "addr", m.Address())
@@ -114,7 +120,9 @@ func (n *Node) foreign(m *memberlist.Node) bool {
 		}
 		return false
 	}
-	n.view.remove(m.Name)
+	if n.view.remove(m.Name) {
+		n.freed.fire()
+	}
 	if n.view.setForeign(m.Name, ForeignMember{Name: m.Name, Addr: m.Address(), Cluster: cluster}) {
 		n.log.Warn("gossip: ignoring a member of another cluster (a gossip pool joined by mistake?)",
 			"peer", m.Name, "addr", m.Address(), "peerCluster", cluster, "cluster", n.cfg.label())

@@ -27,6 +27,7 @@ type Node struct {
 	inbox   chan []byte           // gate messages, from NotifyMsg to serve
 	conf    conflicts             // pending conflicts, for dispatch
 	gates   waiters               // WaitSeen calls in progress
+	freed   signal                // fired when a peer's node ID leaves KnownNodes
 	quit    chan struct{}         // closed by Close: stops the goroutines
 	wg      sync.WaitGroup        // serve, dispatch and gate goroutines
 	goMu    sync.Mutex            // orders wg.Add against Close's wg.Wait
@@ -223,6 +224,7 @@ func (n *Node) Close() error {
 		n.goMu.Lock()
 		n.closed.Store(true)
 		close(n.quit)
+		n.freed.fire()
 		n.goMu.Unlock()
 		var errs []error
 		if err := n.ml.Leave(n.cfg.LeaveTimeout); err != nil {

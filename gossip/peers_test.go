@@ -7,4 +7,4 @@ import (
 
 // A *gossip.Node is the provider's source of gossip hints, without either
 // package importing the other.
-var _ nodeid.Peers = (*gossip.Node)(nil)
+var _ nodeid.PeerHints = (*gossip.Node)(nil)

@@ -27,9 +27,10 @@ type peer struct {
 	held  bool
 }
 
-// set records m as live, with its address and claim. Only the EventDelegate
-// calls it.
-func (v *view) set(m *memberlist.Node) {
+// set records m as live, with its address and claim, and reports whether m
+// held a node ID that it now no longer advertises (freed: released, or moved
+// to another ID). Only the EventDelegate calls it.
+func (v *view) set(m *memberlist.Node) (freed bool) {
 	c, ok := decodeMeta(m.Meta)
 	p := peer{addr: m.Address(), claim: c, held: ok}
 	v.mu.Lock()
@@ -37,14 +38,19 @@ func (v *view) set(m *memberlist.Node) {
 	if v.members == nil {
 		v.members = map[string]peer{}
 	}
+	old, was := v.members[m.Name]
 	v.members[m.Name] = p
+	return was && old.held && (!p.held || p.claim.nodeID != old.claim.nodeID)
 }
 
-// remove forgets a member that left or was found dead.
-func (v *view) remove(name string) {
+// remove forgets a member that left or was found dead, and reports whether it
+// held a node ID (now freed, as far as gossip knows).
+func (v *view) remove(name string) (freed bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	old, was := v.members[name]
 	delete(v.members, name)
+	return was && old.held
 }
 
 // get returns the member called name.

@@ -30,7 +30,7 @@ const (
 	classReleased            // rewritten since seen, and listed shorter by releaseShrink: probably released
 	classOther               // held, or free since recently: a GET tells (listed short first, then oldest first)
 	classMoved               // written since this Acquire's previous listing: probably just taken (or renewed)
-	classKnownLive           // gossip knows the ID to be live
+	classKnownLive           // gossip knows the ID to be live, but the listing shows it unwritten for a lease
 )
 
 // releaseShrink is how much shorter than its held form a lease record must
@@ -98,9 +98,12 @@ func (w *watched) soon(lastModified time.Time, leaseDur, clockMargin time.Durati
 // listed shorter since (released, probably), then the rest (those listed
 // short first, then those written longest ago), then the objects written since
 // this Acquire's previous listing, and last the IDs gossip knows to be live
-// (known), each class in the task's spread permutation. Objects this Acquire
-// read held that are still held by the listing's lights are left out (see
-// stillHeld). OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider
+// (known) whose leases the listing shows unwritten for longer than
+// LeaseDuration, each class in the task's spread permutation; gossip's other
+// live IDs are left out (liveByGossip), and when gossip ranks this task among
+// several waiting ones, the first class is visited from its rank
+// (spreadByRank). Objects this Acquire read held that are still held by the
+// listing's lights are left out (see stillHeld). OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider
 // does. It records the listing in w for the next call.
 func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
 	previous := w.listed
@@ -136,7 +139,9 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 			return classOther
 		}
 	}
-	order = slices.DeleteFunc(order, func(id int) bool { return w.stillHeld(id, v, p.cfg.ClockMargin) })
+	order = slices.DeleteFunc(order, func(id int) bool {
+		return w.stillHeld(id, v, p.cfg.ClockMargin) || p.liveByGossip(id, v, known)
+	})
 	// Within classOther, the objects listed short (a free record is shorter
 	// than a held one) first, then those written longest ago (by whole
 	// seconds, so that the spread order still breaks the ties): after a
@@ -172,7 +177,42 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 	for i, c := range cands {
 		order[i] = c.id
 	}
+	p.spreadByRank(order, func(i int) bool { return cands[i].class == cands[0].class && cands[i].long == cands[0].long })
 	return order
+}
+
+// liveByGossip reports whether gossip knows id to be held by a live member
+// and the listing shows its lease written within this task's LeaseDuration:
+// such a lease is not read. One unwritten for longer is read last (its holder
+// may be alive in gossip but no longer renewing).
+func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64) bool {
+	if _, live := known[id]; !live {
+		return false
+	}
+	o, exists := v.objects[id]
+	return exists && !lease.ListedExpired(o, v.listing.Date, p.cfg.LeaseDuration, p.cfg.ClockMargin)
+}
+
+// spreadByRank reorders the first group of order (the best candidates, those
+// i with same(i)) when gossip ranks this task among several waiting ones:
+// sorted by ID, an order every task shares, and rotated to start at this
+// task's rank, so that tasks waiting together each read and take a different
+// ID first instead of racing for one.
+func (p *Provider) spreadByRank(order []int, same func(i int) bool) {
+	r, of := p.rank()
+	if of < 2 || len(order) == 0 {
+		return
+	}
+	n := 1
+	for n < len(order) && same(n) {
+		n++
+	}
+	group := order[:n]
+	slices.Sort(group)
+	k := r % n
+	slices.Reverse(group[:k])
+	slices.Reverse(group[k:])
+	slices.Reverse(group)
 }
 
 // shortest returns the smallest listed length among objects; 0 when none is

@@ -5,9 +5,31 @@ import "time"
 // Peers is what a Provider learns from gossip. It is advisory: the store is the
 // only authority. The gossip package satisfies it.
 type Peers interface {
-	// KnownNodes returns the highest version seen per live node ID. The provider
-	// tries these IDs last and writes the map into its record at each renewal.
+	// KnownNodes returns the highest version seen per live node ID. The
+	// provider does not read these IDs' leases unless the listing shows them
+	// unwritten for longer than its LeaseDuration (then it reads them last),
+	// and writes the map into its record at each renewal.
 	KnownNodes() map[int]int64
+}
+
+// PeerHints is a Peers that also tells a waiting Acquire when to look (the
+// gossip package satisfies it). Like Peers it only schedules the store
+// requests: every take is still judged on a read of the lease.
+//
+// With it, a task whose gossip view shows no node ID free for it makes no
+// store request until one is freed (or a LeaseDuration has passed since its
+// last look, in case gossip is wrong), and tasks waiting together spread
+// their picks by rank instead of racing for the same ID.
+type PeerHints interface {
+	Peers
+	// Freed returns a channel that is closed when a node ID leaves
+	// KnownNodes after the call (its holder released it, left, or was
+	// found dead).
+	Freed() <-chan struct{}
+	// Rank returns this task's place among the live members that hold no
+	// node ID (0 for the first, in an order all members share) and their
+	// number; (0, 0) when unknown.
+	Rank() (rank, of int)
 }
 
 // Observer receives a Provider's events, for metrics. Methods must be fast, safe

@@ -77,11 +77,24 @@ func (p *Provider) Config() Config { return p.cfg }
 // When none is free it retries with jittered backoff until Config.AcquireTimeout,
 // then returns an error wrapping ErrClusterFull. The returned Claim renews itself
 // until it is closed or lost.
+//
+// With Config.Peers a PeerHints (gossip), a waiting Acquire looks again as
+// soon as gossip says an ID was freed, and makes no store request while gossip
+// shows no ID free for it (see PeerHints).
 func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
 	w := &watched{held: map[int]heldLease{}}
+	lastLook := start
 	for round := 1; ; round++ {
+		if err := p.awaitFreed(ctx, start, lastLook); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("nodeid: acquire: %w", ctx.Err())
+			}
+			return nil, err
+		}
+		freed := p.freedSignal()
+		lastLook = p.clock.Now()
 		c, err := p.acquireRound(ctx, w)
 		if c != nil {
 			p.cfg.Observer.Acquired(c.id, c.version, p.clock.Now().Sub(start))
@@ -109,7 +122,7 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 			return nil, fmt.Errorf("nodeid: acquire failed after %d rounds: %w", round, err)
 		}
 		p.log.Debug("no node ID acquired, retrying", "round", round, "wait", wait, "err", err)
-		if err := p.clock.Sleep(ctx, wait); err != nil {
+		if err := p.pause(ctx, wait, freed); err != nil {
 			return nil, fmt.Errorf("nodeid: acquire: %w", err)
 		}
 	}

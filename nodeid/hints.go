@@ -1,0 +1,105 @@
+package nodeid
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// hints returns Config.Peers as PeerHints; nil when it is not one.
+func (p *Provider) hints() PeerHints {
+	h, _ := p.cfg.Peers.(PeerHints)
+	return h
+}
+
+// freedSignal returns the channel PeerHints.Freed closes at the next freed
+// ID; nil (never closed) without hints. Take it before a look at the store,
+// so that no ID freed after the look goes unnoticed.
+func (p *Provider) freedSignal() <-chan struct{} {
+	if h := p.hints(); h != nil {
+		return h.Freed()
+	}
+	return nil
+}
+
+// rank returns this task's place among the tasks waiting for a node ID and
+// their number, by gossip; (0, 0) without hints.
+func (p *Provider) rank() (rank, of int) {
+	if h := p.hints(); h != nil {
+		return h.Rank()
+	}
+	return 0, 0
+}
+
+// freeForUs reports whether gossip's view leaves a node ID for this task: more
+// IDs that no live member holds than tasks waiting before it by rank. Always
+// true without hints.
+func (p *Provider) freeForUs() bool {
+	h := p.hints()
+	if h == nil {
+		return true
+	}
+	live := 0
+	for id := range h.KnownNodes() {
+		if id >= 0 && id < p.cfg.ClusterSize {
+			live++
+		}
+	}
+	r, _ := h.Rank()
+	return p.cfg.ClusterSize-live > r
+}
+
+// awaitFreed waits, making no store request, while gossip leaves no node ID
+// for this task (freeForUs), but no longer than a LeaseDuration after
+// lastLook, this Acquire's last look at the store: a lease whose holder
+// gossip still shows live but that stopped renewing is found by the look
+// after. It returns an error wrapping ErrClusterFull when AcquireTimeout
+// (counted from start) passes first, and ctx's error when ctx ends.
+func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time) error {
+	for {
+		freed := p.freedSignal()
+		if p.freeForUs() {
+			return nil
+		}
+		now := p.clock.Now()
+		until := lastLook.Add(p.cfg.LeaseDuration)
+		if !now.Before(until) {
+			return nil
+		}
+		if end := start.Add(p.cfg.AcquireTimeout); !until.Before(end) {
+			if err := p.pause(ctx, end.Sub(now), freed); err != nil {
+				return err
+			}
+			if !p.clock.Now().Before(end) {
+				return fmt.Errorf("%w: gossip showed every node ID held for %v", ErrClusterFull, p.clock.Now().Sub(start))
+			}
+			continue
+		}
+		if err := p.pause(ctx, until.Sub(now), freed); err != nil {
+			return err
+		}
+	}
+}
+
+// pause sleeps d on the provider's clock, or less when freed closes first
+// (an ID was freed: look again now). It returns ctx's error when ctx ends.
+func (p *Provider) pause(ctx context.Context, d time.Duration, freed <-chan struct{}) error {
+	if freed == nil {
+		return p.clock.Sleep(ctx, d)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-freed:
+			cancel()
+		case <-stop:
+		}
+	}()
+	if err := p.clock.Sleep(sctx, d); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
