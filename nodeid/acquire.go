@@ -65,7 +65,11 @@ func shrunk(o lease.ObjectInfo, size int64) bool {
 type watched struct {
 	held    map[int]heldLease
 	soonest time.Time
-	listed  map[int]lease.ObjectInfo // by ID in the previous listing; nil before the first
+	// floorNear is the local instant (Clock.Now) when the nearest floor
+	// skipped as recent in the last round is within MaxClockWait; zero when
+	// none was.
+	floorNear time.Time
+	listed    map[int]lease.ObjectInfo // by ID in the previous listing; nil before the first
 }
 
 // heldLease is one lease found held: the ETag and length it was read with,
@@ -295,6 +299,26 @@ type farFloor struct {
 	id    int
 	floor int64
 	ahead time.Duration
+	// recent: the floor is no further ahead than MaxClockWait plus what is
+	// left of its writer's lease (by the record's age on the store's clock):
+	// what a release that kept its reservation leaves (a Claim closed
+	// without SetIssuedFunc), not a clock anomaly. Such an ID becomes
+	// takeable within that lease, so Acquire waits for it.
+	recent bool
+}
+
+// recentFloor reports whether a floor ahead of this task's wall clock is
+// explained by the reservation of prev's writer, written age ago on the
+// store's clock: ahead <= MaxClockWait + prev's lease - age. A holder reserves
+// up to its wall clock plus its lease at each write; a release that keeps the
+// reservation leaves it at most that far ahead of a clock that agrees with
+// the holder's. Unknown age (a response without Date or Last-Modified): no.
+func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Duration) bool {
+	if m.Date.IsZero() || m.LastModified.IsZero() {
+		return false
+	}
+	age := m.Date.Sub(m.LastModified)
+	return ahead <= p.cfg.MaxClockWait+prev.Lease()-age
 }
 
 // takeFirst visits the candidates and takes the first free or expired ID. A
@@ -328,6 +352,12 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		}
 		p.observeDate(l.Date, p.clock.Now())
 		v.index(l)
+	}
+	if len(errs) == 0 && len(far) > 0 && !slices.ContainsFunc(far, func(f farFloor) bool { return !f.recent }) {
+		nearest := slices.MinFunc(far, func(a, b farFloor) int { return cmp.Compare(a.ahead, b.ahead) })
+		w.floorNear = p.clock.Now().Add(nearest.ahead - p.cfg.MaxClockWait)
+		return nil, fmt.Errorf("%w: %s, released a moment ago with their reservations kept (a Claim closed without SetIssuedFunc): they become takeable as this task's clock nears them",
+			ErrClusterFull, p.describeFar(far))
 	}
 	switch {
 	case len(errs) > 0 && len(far) > 0:
@@ -467,7 +497,9 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 // as an anomaly (log and Observer.Anomaly) and returned as a farFloor, so that
 // Acquire tries the next candidate. Either the lease's last holder had a clock
 // far ahead (and then crashed), or this task's clock is behind; takeFirst
-// tells the two apart only by whether another candidate could be taken.
+// tells the two apart only by whether another candidate could be taken. A
+// floor that a release a moment ago explains (recentFloor) is no anomaly:
+// it is returned as a recent farFloor, and Acquire waits until it nears.
 func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Claim, *farFloor, error) {
 	key := lease.RecordKey(r.id)
 	prev, err := lease.DecodeRecord(r.body, r.id)
@@ -495,6 +527,11 @@ func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Clai
 	if ahead := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond; ahead > p.cfg.MaxClockWait {
 		err := fmt.Errorf("%w: %s lease of node %d has floor (reservedUntilMs) %d, %v ahead of this task's wall clock %s, more than MaxClockWait %v",
 			ErrClockBehind, state, r.id, prev.ReservedUntilMs, ahead, wall.UTC().Format(time.RFC3339Nano), p.cfg.MaxClockWait)
+		if recent := p.recentFloor(prev, r.meta, ahead); recent {
+			p.log.Info("skipping a lease released a moment ago with its reservation kept, until this task's clock nears its floor",
+				"key", key, "nodeId", r.id, "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
+			return nil, &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead, recent: true}, nil
+		}
 		p.log.Warn("skipping a lease whose floor is far ahead of this task's wall clock (its last holder's clock was ahead, or this task's is behind)",
 			"key", key, "nodeId", r.id, "state", state.String(), "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
 		p.cfg.Observer.Anomaly(key, err)

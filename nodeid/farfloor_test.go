@@ -104,3 +104,48 @@ func TestClockBehindEveryTakeableFloorRefuses(t *testing.T) {
 		t.Fatalf("node %d was written (version %d -> %d) by a task that refused it", other, before.Version, after.Version)
 	}
 }
+
+// A Claim closed without SetIssuedFunc keeps its reservation: the free record's
+// floor is up to a lease ahead. A successor whose MaxClockWait is shorter does
+// not fail with ErrClockBehind (that floor is what such a release leaves, by the
+// record's age on the store's clock, not a clock anomaly): it waits until its
+// clock is within MaxClockWait of the floor, then takes the ID above it.
+func TestReleaseKeepingItsReservationIsTakenWhenTheFloorNears(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("a")
+	cfg.ClusterSize, cfg.MaxClockWait = 1, 500*time.Millisecond
+	a := e.acquire(e.provider(cfg))
+	reserved := a.Reservation()
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ahead := time.Duration(reserved-e.clk.Wall().UnixMilli()) * time.Millisecond; ahead <= cfg.MaxClockWait {
+		t.Fatalf("the kept floor is %v ahead, not beyond MaxClockWait %v: the test tests nothing", ahead, cfg.MaxClockWait)
+	}
+	obs := &tookObserver{anomalies: anomalies{ch: make(chan string, 10)}}
+	b := cfg
+	b.TaskID, b.AcquireTimeout, b.Observer = "b", time.Minute, obs
+	started := e.clk.Wall()
+	r := e.stepUntil(acquireAsync(e.provider(b)), 1)
+	if r.err != nil {
+		t.Fatalf("Acquire = %v, want node 0 once the floor nears", r.err)
+	}
+	defer r.c.Close(context.Background())
+	near := time.UnixMilli(reserved).Add(-cfg.MaxClockWait)
+	if took := started.Add(obs.took); r.c.Floor() != reserved || took.Before(near) || took.After(near.Add(cfg.AcquireBackoff)) {
+		t.Fatalf("took with floor %d at %v; want floor %d, taken within a pause after %v", r.c.Floor(), took, reserved, near)
+	}
+	select {
+	case a := <-obs.ch:
+		t.Fatalf("anomaly %q for a floor the release explains", a)
+	default:
+	}
+}
+
+// tookObserver records anomalies, and how long the acquisition took.
+type tookObserver struct {
+	anomalies
+	took time.Duration // written by Acquire before it returns
+}
+
+func (o *tookObserver) Acquired(_ int, _ int64, took time.Duration) { o.took = took }

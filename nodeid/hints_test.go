@@ -100,6 +100,34 @@ func (e *env) step(n int) {
 	e.asleep(n)
 }
 
+// stepUntil advances the fake clock, wake-up by wake-up, each time n
+// goroutines sleep on it, until ch delivers Acquire's result.
+func (e *env) stepUntil(ch <-chan acquireResult, n int) acquireResult {
+	e.t.Helper()
+	for {
+		for deadline := time.Now().Add(5 * time.Second); e.clk.Sleepers() < n; time.Sleep(time.Millisecond) {
+			select {
+			case r := <-ch:
+				return r
+			default:
+			}
+			if time.Now().After(deadline) {
+				e.t.Fatalf("%d goroutines asleep on the clock, want %d", e.clk.Sleepers(), n)
+			}
+		}
+		select {
+		case r := <-ch:
+			return r
+		default:
+		}
+		next, ok := e.clk.NextWake()
+		if !ok {
+			e.t.Fatal("nothing sleeps on the clock")
+		}
+		e.clk.Advance(next.Sub(e.clk.Now()))
+	}
+}
+
 // TestWaiterSleepsUntilGossipFreesAnID: a task whose gossip view shows every
 // ID held makes no store request while that lasts (the holders renew); when
 // gossip says one was freed it looks at once, without waiting out a pause, and
@@ -160,22 +188,13 @@ func TestGossipLiveButNotRenewingIsTaken(t *testing.T) {
 	hints := &fakeHints{live: map[int]int64{0: c.Version()}, of: 1}
 	wc := cfg
 	wc.TaskID, wc.AcquireTimeout, wc.Peers = "waiter", time.Minute, hints
-	ch := acquireAsync(e.provider(wc))
-	for {
-		select {
-		case r := <-ch:
-			if r.err != nil || r.c.Version() != c.Version()+1 || !r.c.TookOverExpired() {
-				t.Fatalf("waiter: %v, %v; want node 0 taken expired at version %d", r.c, r.err, c.Version()+1)
-			}
-			_ = r.c.Close(context.Background())
-			if g := e.mem.Count(storetest.OpGet); g > 4 {
-				t.Fatalf("%d GETs in all, want the holder's and the waiter's manifest and one lease read", g)
-			}
-			return
-		default:
-			e.asleep(1)
-			e.step(1)
-		}
+	r := e.stepUntil(acquireAsync(e.provider(wc)), 1)
+	if r.err != nil || r.c.Version() != c.Version()+1 || !r.c.TookOverExpired() {
+		t.Fatalf("waiter: %v, %v; want node 0 taken expired at version %d", r.c, r.err, c.Version()+1)
+	}
+	_ = r.c.Close(context.Background())
+	if g := e.mem.Count(storetest.OpGet); g > 4 {
+		t.Fatalf("%d GETs in all, want the holder's and the waiter's manifest and one lease read", g)
 	}
 }
 

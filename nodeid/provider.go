@@ -107,6 +107,11 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 			return nil, fmt.Errorf("nodeid: acquire: %w", ctx.Err())
 		}
 		wait := pace.next()
+		// A floor released a moment ago with its reservation kept is
+		// takeable once this clock is within MaxClockWait of it: look then.
+		if !w.floorNear.IsZero() {
+			wait = max(w.floorNear.Sub(p.clock.Now()), p.cfg.AcquireBackoff/8)
+		}
 		// Look again as soon as a lease seen held can be found expired, if
 		// that is sooner: a dead holder's ID is taken without waiting out the
 		// backoff (the take is still judged on a fresh read).
@@ -134,7 +139,7 @@ func (p *Provider) acquireRound(ctx context.Context, w *watched) (*Claim, error)
 	if err != nil {
 		return nil, err
 	}
-	w.soonest = time.Time{}
+	w.soonest, w.floorNear = time.Time{}, time.Time{}
 	return p.takeFirst(ctx, view, w)
 }
 
