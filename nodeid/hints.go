@@ -50,10 +50,12 @@ func (p *Provider) freeForUs() bool {
 }
 
 // awaitFreed waits, making no store request, while gossip leaves no node ID
-// for this task (freeForUs), but no longer than a LeaseDuration after
+// for this task (freeForUs), but no longer than a RenewInterval after
 // lastLook, this Acquire's last look at the store: a lease whose holder
-// gossip still shows live but that stopped renewing is found by the look
-// after. It returns an error wrapping ErrClusterFull when AcquireTimeout
+// gossip still shows live (its death not yet detected) but that stopped
+// renewing is found by a look about as soon as without gossip, at the cost of
+// one LIST per RenewInterval (gossip's live leases are not read until listed
+// unwritten for a lease). It returns an error wrapping ErrClusterFull when AcquireTimeout
 // (counted from start) passes first, and ctx's error when ctx ends.
 func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time) error {
 	for {
@@ -62,7 +64,7 @@ func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time) er
 			return nil
 		}
 		now := p.clock.Now()
-		until := lastLook.Add(p.cfg.LeaseDuration)
+		until := lastLook.Add(p.cfg.RenewInterval)
 		if !now.Before(until) {
 			return nil
 		}

@@ -17,9 +17,9 @@ type Peers interface {
 // requests: every take is still judged on a read of the lease.
 //
 // With it, a task whose gossip view shows no node ID free for it makes no
-// store request until one is freed (or a LeaseDuration has passed since its
-// last look, in case gossip is wrong), and tasks waiting together spread
-// their picks by rank instead of racing for the same ID.
+// store request until one is freed, but for one LIST per RenewInterval (in
+// case gossip is late or wrong), and tasks waiting together spread their
+// picks by rank instead of racing for the same ID.
 type PeerHints interface {
 	Peers
 	// Freed returns a channel that is closed when a node ID leaves
