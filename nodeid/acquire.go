@@ -107,8 +107,9 @@ func (w *watched) soon(lastModified time.Time, leaseDur, clockMargin time.Durati
 // live IDs are left out (liveByGossip), and when gossip ranks this task among
 // several waiting ones, the first class is visited from its rank
 // (spreadByRank). Objects this Acquire read held that are still held by the
-// listing's lights are left out (see stillHeld). OrderLowestFirst visits 0, 1, 2, ... as a Zeebe-style provider
-// does. It records the listing in w for the next call.
+// listing's lights are left out (see stillHeld). OrderLowestFirst visits 0,
+// 1, 2, ... as a Zeebe-style provider does. It records the listing in w for
+// the next call.
 func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
 	previous := w.listed
 	w.listed = maps.Clone(v.objects)
@@ -213,7 +214,7 @@ func (p *Provider) spreadByRank(order []int, same func(i int) bool) {
 	}
 	group := order[:n]
 	slices.Sort(group)
-	k := r % n
+	k := r % n // rotate left by k: three reversals, in place
 	slices.Reverse(group[:k])
 	slices.Reverse(group[k:])
 	slices.Reverse(group)
@@ -525,13 +526,13 @@ func (p *Provider) tryTake(ctx context.Context, r readResult, w *watched) (*Clai
 	}
 	wall := p.clock.Wall()
 	if ahead := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond; ahead > p.cfg.MaxClockWait {
-		err := fmt.Errorf("%w: %s lease of node %d has floor (reservedUntilMs) %d, %v ahead of this task's wall clock %s, more than MaxClockWait %v",
-			ErrClockBehind, state, r.id, prev.ReservedUntilMs, ahead, wall.UTC().Format(time.RFC3339Nano), p.cfg.MaxClockWait)
-		if recent := p.recentFloor(prev, r.meta, ahead); recent {
+		if p.recentFloor(prev, r.meta, ahead) {
 			p.log.Info("skipping a lease released a moment ago with its reservation kept, until this task's clock nears its floor",
 				"key", key, "nodeId", r.id, "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
 			return nil, &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead, recent: true}, nil
 		}
+		err := fmt.Errorf("%w: %s lease of node %d has floor (reservedUntilMs) %d, %v ahead of this task's wall clock %s, more than MaxClockWait %v",
+			ErrClockBehind, state, r.id, prev.ReservedUntilMs, ahead, wall.UTC().Format(time.RFC3339Nano), p.cfg.MaxClockWait)
 		p.log.Warn("skipping a lease whose floor is far ahead of this task's wall clock (its last holder's clock was ahead, or this task's is behind)",
 			"key", key, "nodeId", r.id, "state", state.String(), "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
 		p.cfg.Observer.Anomaly(key, err)

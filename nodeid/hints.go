@@ -51,13 +51,14 @@ func (p *Provider) freeForUs() bool {
 
 // awaitFreed waits, making no store request, while gossip leaves no node ID
 // for this task (freeForUs), but no longer than a RenewInterval after
-// lastLook, this Acquire's last look at the store: a lease whose holder
-// gossip still shows live (its death not yet detected) but that stopped
-// renewing is found by a look about as soon as without gossip, at the cost of
-// one LIST per RenewInterval (gossip's live leases are not read until listed
-// unwritten for a lease). It returns an error wrapping ErrClusterFull when AcquireTimeout
+// lastLook, this Acquire's last look at the store: a lease whose holder gossip
+// still shows live (its death not yet detected) but that stopped renewing is
+// found by a look about as soon as without gossip, at the cost of one LIST per
+// RenewInterval (gossip's live leases are not read until listed unwritten for
+// a lease). It returns an error wrapping ErrClusterFull when AcquireTimeout
 // (counted from start) passes first, and ctx's error when ctx ends.
 func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time) error {
+	end := start.Add(p.cfg.AcquireTimeout)
 	for {
 		freed := p.freedSignal()
 		if p.freeForUs() {
@@ -68,17 +69,15 @@ func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time) er
 		if !now.Before(until) {
 			return nil
 		}
-		if end := start.Add(p.cfg.AcquireTimeout); !until.Before(end) {
-			if err := p.pause(ctx, end.Sub(now), freed); err != nil {
-				return err
-			}
-			if !p.clock.Now().Before(end) {
-				return fmt.Errorf("%w: gossip showed every node ID held for %v", ErrClusterFull, p.clock.Now().Sub(start))
-			}
-			continue
+		timesOut := !until.Before(end)
+		if timesOut {
+			until = end
 		}
 		if err := p.pause(ctx, until.Sub(now), freed); err != nil {
 			return err
+		}
+		if timesOut && !p.clock.Now().Before(end) {
+			return fmt.Errorf("%w: gossip showed every node ID held for %v", ErrClusterFull, p.clock.Now().Sub(start))
 		}
 	}
 }
@@ -91,13 +90,11 @@ func (p *Provider) pause(ctx context.Context, d time.Duration, freed <-chan stru
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
 	go func() {
 		select {
 		case <-freed:
 			cancel()
-		case <-stop:
+		case <-sctx.Done():
 		}
 	}()
 	if err := p.clock.Sleep(sctx, d); err != nil && ctx.Err() != nil {

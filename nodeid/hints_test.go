@@ -78,56 +78,6 @@ func (e *env) fullCluster() ([]*Claim, Config, *fakeHints) {
 	return claims, cfg, h
 }
 
-// asleep waits until n goroutines sleep on the fake clock.
-func (e *env) asleep(n int) {
-	e.t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); e.clk.Sleepers() < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%d goroutines asleep on the clock, want %d", e.clk.Sleepers(), n)
-		}
-	}
-}
-
-// step advances the fake clock to its next wake-up and waits until n
-// goroutines sleep on it again.
-func (e *env) step(n int) {
-	e.t.Helper()
-	next, ok := e.clk.NextWake()
-	if !ok {
-		e.t.Fatal("nothing sleeps on the clock")
-	}
-	e.clk.Advance(next.Sub(e.clk.Now()))
-	e.asleep(n)
-}
-
-// stepUntil advances the fake clock, wake-up by wake-up, each time n
-// goroutines sleep on it, until ch delivers Acquire's result.
-func (e *env) stepUntil(ch <-chan acquireResult, n int) acquireResult {
-	e.t.Helper()
-	for {
-		for deadline := time.Now().Add(5 * time.Second); e.clk.Sleepers() < n; time.Sleep(time.Millisecond) {
-			select {
-			case r := <-ch:
-				return r
-			default:
-			}
-			if time.Now().After(deadline) {
-				e.t.Fatalf("%d goroutines asleep on the clock, want %d", e.clk.Sleepers(), n)
-			}
-		}
-		select {
-		case r := <-ch:
-			return r
-		default:
-		}
-		next, ok := e.clk.NextWake()
-		if !ok {
-			e.t.Fatal("nothing sleeps on the clock")
-		}
-		e.clk.Advance(next.Sub(e.clk.Now()))
-	}
-}
-
 // TestWaiterSleepsUntilGossipFreesAnID: a task whose gossip view shows every
 // ID held makes no store request for a renew interval, then one LIST per
 // renew interval and no read of a lease gossip shows live (the holders

@@ -90,31 +90,14 @@ func TestWaiterReadsOnlyWhatWasReleased(t *testing.T) {
 		claims = append(claims, e.acquire(e.provider(hc)))
 	}
 	e.settle(claims...)
-	asleep := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); e.clk.Sleepers() < n; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d goroutines asleep on the clock, want %d", e.clk.Sleepers(), n)
-			}
-		}
-	}
 	wc := cfg
 	wc.TaskID, wc.AcquireTimeout = "waiter", time.Minute
 	ch := acquireAsync(e.provider(wc))
 	all := len(claims) + 1
-	asleep(all)
+	e.asleep(all)
 	gets := e.mem.Count(storetest.OpGet)
-	step := func() {
-		t.Helper()
-		next, ok := e.clk.NextWake()
-		if !ok {
-			t.Fatal("nothing sleeps on the clock")
-		}
-		e.clk.Advance(next.Sub(e.clk.Now()))
-		asleep(all)
-	}
 	for end := e.clk.Now().Add(5 * time.Second); e.clk.Now().Before(end); {
-		step()
+		e.step(all)
 	}
 	if g := e.mem.Count(storetest.OpGet) - gets; g != 0 {
 		t.Fatalf("the waiter made %d GETs in 5 s of renewals, want 0", g)
@@ -137,7 +120,7 @@ func TestWaiterReadsOnlyWhatWasReleased(t *testing.T) {
 			_ = r.c.Close(context.Background())
 			return
 		default:
-			step()
+			e.step(all)
 		}
 	}
 }
