@@ -6,8 +6,12 @@
 // serves three purposes, each of which is safe to lose:
 //
 //   - Hints. KnownNodes returns the highest version seen per node ID among the
-//     live members. A nodeid.Provider (it satisfies nodeid.Peers) tries those IDs
-//     last, and writes the map into its lease record.
+//     live members. A nodeid.Provider (a Node satisfies nodeid.PeerHints) does
+//     not read those IDs' leases unless the listing shows one unwritten for a
+//     lease, and writes the map into its lease record. Freed closes when a
+//     peer's ID leaves KnownNodes, and Rank orders the members holding no ID: a
+//     waiting Acquire looks when an ID is freed, and members waiting together
+//     spread their picks by rank.
 //   - A second line of defence. When another member advertises this node's own
 //     ID with a higher version, Config.OnConflict is called. The caller passes
 //     the version to (*nodeid.Claim).ObserveVersion, which fences the claim at once.
