@@ -23,7 +23,9 @@ type Config struct {
 	Provider nodeid.Config
 
 	// Gossip, when set, starts a gossip member with this configuration
-	// before acquiring: peers' node IDs are tried last, a peer advertising
+	// before acquiring: it schedules the Acquire (peers' live node IDs are
+	// not read, a waiting Acquire looks when gossip frees one, and waiting
+	// members spread their picks: nodeid.PeerHints), a peer advertising
 	// this node's ID with a higher version fences it at once, and after
 	// taking over an expired lease /ready waits for peers to see the new
 	// version. Its Name defaults to Provider.TaskID; OnConflict, if set, is
