@@ -60,7 +60,7 @@ func (e *events) NotifyJoin(m *memberlist.Node) {
 	if m.Name == e.cfg.Name {
 		return
 	}
-	c, ok := decodeMeta(m.Meta)
+	c, ok := (*Node)(e).claimOf(m)
 	e.log.Debug("gossip: member joined", "peer", m.Name, "addr", m.Address(), "nodeId", c.nodeID, "version", c.version)
 	if ok {
 		(*Node)(e).observe(m.Name, c)
@@ -75,9 +75,25 @@ func (e *events) NotifyUpdate(m *memberlist.Node) {
 	if e.view.set(m) && m.Name != e.cfg.Name {
 		e.freed.fire()
 	}
-	if c, ok := decodeMeta(m.Meta); ok && m.Name != e.cfg.Name {
+	if m.Name == e.cfg.Name {
+		return
+	}
+	if c, ok := (*Node)(e).claimOf(m); ok {
 		(*Node)(e).observe(m.Name, c)
 	}
+}
+
+// claimOf returns the claim member m advertises, and reports a claim it
+// refuses (an out-of-range node ID, a negative version): such a member
+// counts as holding none, so that it cannot reach KnownNodes, a conflict or
+// a gate. It does not block.
+func (n *Node) claimOf(m *memberlist.Node) (claim, bool) {
+	c, ok, bad := parseMeta(m.Meta)
+	if bad != "" {
+		n.log.Warn("gossip: ignoring a member's claim that no node can hold (a bug or an incompatible release?)",
+			"peer", m.Name, "addr", m.Address(), "claim", bad)
+	}
+	return c, ok
 }
 
 // NotifyLeave forgets a member that left or was found dead: it drops out of

@@ -26,6 +26,8 @@ func TestMetaCodec(t *testing.T) {
 		{`{"nodeId":3}`, claim{}, false},
 		{`{"version":7}`, claim{}, false},
 		{`{"nodeId":3,"version":-2}`, claim{}, false},
+		{`{"nodeId":4194303,"version":1}`, claim{MaxNodeID, 1}, true},
+		{`{"nodeId":4194304,"version":1}`, claim{}, false}, // no layout has that many node bits
 		{`{"nodeId":"3","version":7}`, claim{}, false},
 		{``, claim{}, false},
 		{`garbage`, claim{}, false},

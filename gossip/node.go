@@ -181,10 +181,11 @@ func (n *Node) KnownNodes() map[int]int64 {
 // spreading). From now on, another member advertising nodeID with a higher
 // version calls Config.OnConflict; one doing so already is reported too.
 func (n *Node) SetClaim(nodeID int, version int64) error {
-	if nodeID < 0 || version < 0 {
-		return fmt.Errorf("gossip: SetClaim(%d, %d): node ID and version must not be negative", nodeID, version)
+	c := claim{nodeID: nodeID, version: version}
+	if bad := checkClaim(c); bad != "" {
+		return fmt.Errorf("gossip: SetClaim(%d, %d): %s", nodeID, version, bad)
 	}
-	return n.advertise(&claim{nodeID: nodeID, version: version})
+	return n.advertise(&c)
 }
 
 // ClearClaim advertises that this member holds no node ID (after a release or

@@ -52,8 +52,10 @@ func TestNoClaimAdvertisesNothing(t *testing.T) {
 			t.Errorf("member %+v advertises an ID", m)
 		}
 	}
-	if err := nodes[1].SetClaim(-1, 1); err == nil {
-		t.Error("SetClaim(-1, 1) succeeded")
+	for _, c := range []claim{{-1, 1}, {MaxNodeID + 1, 1}, {3, -1}} {
+		if err := nodes[1].SetClaim(c.nodeID, c.version); err == nil {
+			t.Errorf("SetClaim(%d, %d) succeeded", c.nodeID, c.version)
+		}
 	}
 }
 

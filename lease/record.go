@@ -131,11 +131,18 @@ func (r *Record) Validate() error {
 		return corruptf("renewedAt or expiresAt outside years 1..9999")
 	}
 	for id, v := range r.KnownNodes {
-		if id < 0 || id > MaxNodeID || v < 0 {
+		if !KnownNodeValid(id, v) {
 			return corruptf("knownNodes entry %d -> %d out of range", id, v)
 		}
 	}
 	return nil
+}
+
+// KnownNodeValid reports whether a record may carry the knownNodes entry id
+// -> version: node IDs 0..MaxNodeID, versions not negative. Gossip is
+// advisory: an entry that fails it is dropped before a write, never written.
+func KnownNodeValid(id int, version int64) bool {
+	return id >= 0 && id <= MaxNodeID && version >= 0
 }
 
 // Encode returns the JSON body of r after validating it; it refuses (with an error

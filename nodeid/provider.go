@@ -33,6 +33,11 @@ type Provider struct {
 	deletedMu   sync.Mutex
 	deletedSeen map[int]bool
 
+	// badPeersMu guards badPeers: the node IDs of the gossip entries last
+	// reported as impossible (see knownNodes).
+	badPeersMu sync.Mutex
+	badPeers   []int
+
 	// clockMu guards storeZero and manifest.
 	clockMu sync.Mutex
 	// storeZero is a lower bound of the store's clock at base, from the Date of

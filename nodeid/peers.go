@@ -1,0 +1,51 @@
+package nodeid
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// knownNodes returns gossip's view (node ID -> highest version seen): written
+// into records, and used to tell a deleted object from a never-created one.
+// nil without Peers. It builds a new map at each call.
+//
+// Gossip is advisory: an entry no record may carry (lease.KnownNodeValid: a
+// node ID out of range, a negative version), which a buggy or incompatible
+// peer can advertise, is dropped and reported, never written. Otherwise one
+// such member would make every holder's renewal fail until it lost its lease.
+func (p *Provider) knownNodes() map[int]int64 {
+	if p.cfg.Peers == nil {
+		return nil
+	}
+	known := p.cfg.Peers.KnownNodes()
+	var bad map[int]int64
+	for id, v := range known {
+		if !lease.KnownNodeValid(id, v) {
+			if bad == nil {
+				bad = map[int]int64{}
+			}
+			bad[id] = v
+		}
+	}
+	if bad != nil {
+		maps.DeleteFunc(known, func(id int, _ int64) bool { _, drop := bad[id]; return drop })
+		p.reportBadPeers(bad)
+	}
+	return known
+}
+
+// reportBadPeers logs the gossip entries knownNodes dropped, once for each
+// set of node IDs (not at every renewal while the same peer misbehaves).
+func (p *Provider) reportBadPeers(bad map[int]int64) {
+	ids := slices.Sorted(maps.Keys(bad))
+	p.badPeersMu.Lock()
+	defer p.badPeersMu.Unlock()
+	if slices.Equal(ids, p.badPeers) {
+		return
+	}
+	p.badPeers = ids
+	p.log.Warn("gossip: ignoring entries no lease record can carry (a peer advertises an impossible node ID or version)",
+		"entries", bad)
+}
