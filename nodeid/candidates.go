@@ -1,0 +1,259 @@
+package nodeid
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// Candidate classes, tried in this order by OrderSpread.
+const (
+	classNeverCreated = iota // missing from a cluster that is not filled: take by create, 1 request
+	classExpiring            // seen held earlier in this Acquire, unchanged since, and now old enough to be expired
+	classStale               // untouched for longer than any lease: near-certainly free or expired
+	classReleased            // rewritten since seen, and listed shorter by releaseShrink: probably released
+	classOther               // held, or free since recently: a GET tells (listed short first, then oldest first)
+	classMoved               // written since this Acquire's previous listing: probably just taken (or renewed)
+	classKnownLive           // gossip knows the ID to be live, but the listing shows it unwritten for a lease
+)
+
+// releaseShrink is how much shorter than its held form a lease record must
+// list to look released. A release writes the holder's last record with no
+// holder, renewedAt or expiresAt (together at least 70 bytes more than the
+// holder's name) and the same knownNodes; a renewal changes a few digits, and
+// knownNodes by about ten bytes an entry that gossip adds. It only orders
+// reads: a read judges every take.
+const releaseShrink = 48
+
+// shrunk reports whether the listing shows o at least releaseShrink bytes
+// shorter than size; false when either length is unknown (0).
+func shrunk(o lease.ObjectInfo, size int64) bool {
+	return o.Size > 0 && size > 0 && o.Size <= size-releaseShrink
+}
+
+// watched remembers, across the rounds of one Acquire, the leases found held:
+// the ETag and length each was read with and the lease it states. A later
+// round visits first those that the listing shows unchanged since and old
+// enough, by their own lease, to be expired: a near-certain take, still
+// confirmed by a GET. And Acquire waits no longer than until the first lease
+// seen held in the last round can be found expired (soonest, on the store's
+// clock).
+//
+// It also keeps the previous listing: an object written since was probably
+// just taken by another task (or renewed by its holder), so it is visited
+// after the objects that did not move; unless it lists releaseShrink shorter
+// than before, which is what a release looks like, and then it is visited
+// early. That is what keeps a fleet re-taking a bucket of released IDs from
+// reading the IDs its own members took a moment ago, and a task waiting in a
+// full cluster from reading every renewal again.
+type watched struct {
+	held    map[int]heldLease
+	soonest time.Time
+	// floorNear is the local instant (Clock.Now) when the nearest floor
+	// skipped as recent in the last round is within MaxClockWait; zero when
+	// none was.
+	floorNear time.Time
+	listed    map[int]lease.ObjectInfo // by ID in the previous listing; nil before the first
+}
+
+// heldLease is one lease found held: the ETag and length it was read with,
+// and its lease.
+type heldLease struct {
+	etag  string
+	size  int64
+	lease time.Duration
+}
+
+// note records a lease found held in r.
+func (w *watched) note(r readResult, leaseDur, clockMargin time.Duration) {
+	w.held[r.id] = heldLease{etag: r.meta.ETag, size: int64(len(r.body)), lease: leaseDur}
+	w.soon(r.meta.LastModified, leaseDur, clockMargin)
+}
+
+// soon lowers w.soonest to the first instant a lease written at lastModified
+// could be found expired.
+func (w *watched) soon(lastModified time.Time, leaseDur, clockMargin time.Duration) {
+	if at := lease.FirstExpiredDate(lastModified, leaseDur, clockMargin); !at.IsZero() && (w.soonest.IsZero() || at.Before(w.soonest)) {
+		w.soonest = at
+	}
+}
+
+// candidates returns the IDs below the cluster size that are not tried yet, in
+// the order to visit them: OrderSpread visits never-created IDs first, then
+// the leases seen held earlier in this Acquire that the listing shows unchanged
+// and expired by their own lease, then objects the listing shows untouched for
+// longer than any lease (each confirmed by a GET), then those rewritten and
+// listed shorter since (released, probably), then the rest (those listed
+// short first, then those written longest ago), then the objects written since
+// this Acquire's previous listing, and last the IDs gossip knows to be live
+// (known) whose leases the listing shows unwritten for longer than
+// LeaseDuration, each class in the task's spread permutation; gossip's other
+// live IDs are left out (liveByGossip), and when gossip ranks this task among
+// several waiting ones, the first class is visited from its rank
+// (spreadByRank). Objects this Acquire read held that are still held by the
+// listing's lights are left out (see stillHeld). OrderLowestFirst visits 0,
+// 1, 2, ... as a Zeebe-style provider does. It records the listing in w for
+// the next call.
+func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
+	previous := w.listed
+	w.listed = maps.Clone(v.objects)
+	var order []int
+	for _, id := range p.visitOrder(v.size) {
+		if !tried[id] {
+			order = append(order, id)
+		}
+	}
+	if p.cfg.Order != OrderSpread {
+		return order
+	}
+	class := func(id int) int {
+		o, exists := v.objects[id]
+		h, seen := w.held[id]
+		before, listedBefore := previous[id]
+		switch _, live := known[id]; {
+		case live:
+			return classKnownLive
+		case !exists:
+			return classNeverCreated
+		case seen && h.etag == o.ETag && lease.ListedExpired(o, v.listing.Date, h.lease, p.cfg.ClockMargin):
+			return classExpiring
+		case lease.ListedExpired(o, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
+			return classStale
+		case seen && h.etag != o.ETag && shrunk(o, h.size),
+			listedBefore && before.ETag != o.ETag && shrunk(o, before.Size):
+			return classReleased
+		case listedBefore && before.ETag != o.ETag:
+			return classMoved
+		default:
+			return classOther
+		}
+	}
+	order = slices.DeleteFunc(order, func(id int) bool {
+		return w.stillHeld(id, v, p.cfg.ClockMargin) || p.liveByGossip(id, v, known)
+	})
+	// Within classOther, the objects listed short (a free record is shorter
+	// than a held one) first, then those written longest ago (by whole
+	// seconds, so that the spread order still breaks the ties): after a
+	// fleet's release, the IDs its successors took a moment ago are the
+	// longest and newest, and those nobody took yet keep the release's
+	// shorter body and older stamp. Each key is computed once.
+	type candidate struct {
+		id, class int
+		long      int       // classOther: 1 when listed releaseShrink or more above the shortest
+		second    time.Time // classOther: last written, whole seconds
+	}
+	least := shortest(v.objects)
+	cands := make([]candidate, len(order))
+	for i, id := range order {
+		c := candidate{id: id, class: class(id)}
+		if o := v.objects[id]; c.class == classOther {
+			if least > 0 && o.Size >= least+releaseShrink {
+				c.long = 1
+			}
+			c.second = o.LastModified.Truncate(time.Second)
+		}
+		cands[i] = c
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		if c := cmp.Compare(a.class, b.class); c != 0 || a.class != classOther {
+			return c
+		}
+		if c := cmp.Compare(a.long, b.long); c != 0 {
+			return c
+		}
+		return a.second.Compare(b.second)
+	})
+	for i, c := range cands {
+		order[i] = c.id
+	}
+	p.spreadByRank(order, func(i int) bool { return cands[i].class == cands[0].class && cands[i].long == cands[0].long })
+	return order
+}
+
+// liveByGossip reports whether gossip knows id to be held by a live member
+// and the listing shows its lease written within this task's LeaseDuration:
+// such a lease is not read. One unwritten for longer is read last (its holder
+// may be alive in gossip but no longer renewing).
+func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64) bool {
+	if _, live := known[id]; !live {
+		return false
+	}
+	o, exists := v.objects[id]
+	return exists && !lease.ListedExpired(o, v.listing.Date, p.cfg.LeaseDuration, p.cfg.ClockMargin)
+}
+
+// spreadByRank reorders the first group of order (the best candidates, those
+// i with same(i)) when gossip ranks this task among several waiting ones:
+// sorted by ID, an order every task shares, and rotated to start at this
+// task's rank, so that tasks waiting together each read and take a different
+// ID first instead of racing for one.
+func (p *Provider) spreadByRank(order []int, same func(i int) bool) {
+	r, of := p.rank()
+	if of < 2 || len(order) == 0 {
+		return
+	}
+	n := 1
+	for n < len(order) && same(n) {
+		n++
+	}
+	group := order[:n]
+	slices.Sort(group)
+	k := r % n // rotate left by k: three reversals, in place
+	slices.Reverse(group[:k])
+	slices.Reverse(group[k:])
+	slices.Reverse(group)
+}
+
+// shortest returns the smallest listed length among objects; 0 when none is
+// known (every object then counts as short).
+func shortest(objects map[int]lease.ObjectInfo) int64 {
+	var least int64
+	for _, o := range objects {
+		if o.Size > 0 && (least == 0 || o.Size < least) {
+			least = o.Size
+		}
+	}
+	return least
+}
+
+// rewrittenAlike reports whether the listing shows o rewritten since it was
+// read held as h, to about the same length (both lengths known): renewed by
+// its holder, or taken by another, but not released.
+func rewrittenAlike(o lease.ObjectInfo, h heldLease) bool {
+	return h.etag != o.ETag && o.Size > 0 && h.size > 0 && !shrunk(o, h.size)
+}
+
+// stillHeld reports whether the listing shows id still held as this Acquire
+// read it, and not yet old enough to be expired by its lease: either
+// unchanged (the same ETag: byte for byte what was read, as every write has a
+// new writeId), or rewritten to about the same length (renewed by its
+// holder, or taken by another; a release would have made it releaseShrink
+// shorter). Reading it again would most likely tell nothing, so it is not
+// visited; the instant it could be found expired counts for Acquire's wait,
+// and once its listed age passes its lease it is visited again. A release the
+// length cannot show is so found one lease later at worst.
+func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) bool {
+	o, exists := v.objects[id]
+	h, seen := w.held[id]
+	if !exists || !seen || lease.ListedExpired(o, v.listing.Date, h.lease, clockMargin) {
+		return false
+	}
+	if h.etag != o.ETag && !rewrittenAlike(o, h) {
+		return false
+	}
+	w.soon(o.LastModified, h.lease, clockMargin)
+	return true
+}
+
+// movedHeld reports whether the read r found held (noted in w) an object
+// whose ETag differs from the listing's: it was written since the listing
+// (taken, most likely), so the listing is stale and reading on from it would
+// find more such objects.
+func (w *watched) movedHeld(v *clusterView, r readResult) bool {
+	o, listed := v.objects[r.id]
+	h, held := w.held[r.id]
+	return listed && held && h.etag == r.meta.ETag && o.ETag != r.meta.ETag
+}

@@ -1,0 +1,144 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// tryCreate takes a never-created ID by creating its lease object held, with
+// version 1 and no floor (no one ever issued IDs with it).
+func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
+	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Version: 1,
+		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), KnownNodes: p.knownNodes()}
+	p.stamp(&next, p.clock.Wall())
+	body, err := next.Encode()
+	if err != nil {
+		return nil, err
+	}
+	key := lease.RecordKey(id)
+	t0 := p.clock.Now()
+	meta, err := lease.CreateLive(ctx, p.store, key, body, next.LiveFor())
+	switch {
+	case errors.Is(err, lease.ErrPreconditionFailed):
+		return nil, errTaken
+	case errors.Is(err, lease.ErrUnknownOutcome):
+		if meta, err = p.readBackTake(ctx, key, next.WriteID); err != nil {
+			return nil, errTaken // not ours, or unknown: if it landed after all, it expires
+		}
+	case err != nil:
+		return nil, fmt.Errorf("create %s: %w", key, err)
+	}
+	return p.claimTaken(ctx, next, meta.ETag, t0, lease.Record{NodeID: id}, lease.StateFree)
+}
+
+// judge decodes the object read in r and judges it on that response alone
+// (lease.StateOf, on the store's clock): the record and its state. An object
+// that must never be taken automatically (it does not decode, it states a
+// lease above MaxLeaseDuration, or an older release recreated it) gives an
+// error wrapping lease.ErrCorrupt, reported as an anomaly.
+func (p *Provider) judge(r readResult) (lease.Record, lease.State, error) {
+	key := lease.RecordKey(r.id)
+	prev, err := lease.DecodeRecord(r.body, r.id)
+	if err == nil && prev.Lease() > p.cfg.MaxLeaseDuration {
+		err = fmt.Errorf("%w: leaseMillis %d above the maximum lease %v", lease.ErrCorrupt, prev.LeaseMillis, p.cfg.MaxLeaseDuration)
+	}
+	if err != nil {
+		p.log.Error("skipping a lease object that is not a valid lease; repair it with nodeidctl repair", "key", key, "err", err)
+		p.cfg.Observer.Anomaly(key, err)
+		return lease.Record{}, 0, err
+	}
+	if prev.Holder == RecreatedHolder {
+		err := fmt.Errorf("%w: lease object %s was recreated after a deletion by an older nodeid, with a floor from its recreator's wall clock: restore it with nodeidctl repair --id %d --floor MS",
+			lease.ErrCorrupt, key, r.id)
+		p.log.Error("skipping a recreated lease object; repair it with nodeidctl repair", "key", key, "err", err)
+		p.cfg.Observer.Anomaly(key, err)
+		return lease.Record{}, 0, err
+	}
+	return prev, p.stateOf(&prev, r.meta), nil
+}
+
+// take takes prev, read in r and judged free or expired (judge), by one CAS
+// on the ETag it was read with: version + 1, and the predecessor's
+// reservation kept as this claim's floor. It returns errTaken when another
+// writer changed the object first; a write whose outcome is unknown is
+// resolved by reading the object back.
+func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, state lease.State) (*Claim, error) {
+	key := lease.RecordKey(r.id)
+	next := lease.Record{
+		NodeID: r.id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Version: prev.Version + 1,
+		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), ReservedUntilMs: prev.ReservedUntilMs,
+		KnownNodes: p.knownNodes(),
+	}
+	p.stamp(&next, p.clock.Wall())
+	body, err := next.Encode()
+	if err != nil {
+		return nil, err
+	}
+	t0 := p.clock.Now()
+	meta, err := lease.UpdateLive(ctx, p.store, key, body, r.meta.ETag, next.LiveFor())
+	switch {
+	case errors.Is(err, lease.ErrPreconditionFailed):
+		return nil, errTaken
+	case errors.Is(err, lease.ErrUnknownOutcome):
+		if meta, err = p.readBackTake(ctx, key, next.WriteID); err != nil {
+			return nil, errTaken // not ours, or unknown: if it landed after all, it expires
+		}
+	case err != nil:
+		return nil, fmt.Errorf("take %s: %w", key, err)
+	}
+	return p.claimTaken(ctx, next, meta.ETag, t0, prev, state)
+}
+
+// claimTaken builds the claim of a successful take of prev (in state from) and
+// checks that this task's wall clock is not too far behind the floor. farFloorOf
+// skips a far floor before writing; this check after the write catches a wall
+// clock stepped back meanwhile, and releases the ID.
+func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, from lease.State) (*Claim, error) {
+	floor := prev.ReservedUntilMs
+	if p.hooks.floorIgnored() {
+		floor = 0
+	}
+	c := p.newClaim(next, etag, t0, floor, from)
+	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
+		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
+	behind := time.Duration(prev.ReservedUntilMs-p.clock.Wall().UnixMilli()) * time.Millisecond
+	if behind <= p.cfg.MaxClockWait {
+		return c, nil
+	}
+	err := fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, more than MaxClockWait %v",
+		ErrClockBehind, next.NodeID, prev.ReservedUntilMs, behind, p.cfg.MaxClockWait)
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.RenewDeadline)
+	defer cancel()
+	_ = c.Close(closeCtx)
+	return nil, err
+}
+
+// readBackTake resolves a take whose outcome is unknown: it succeeded if the
+// object now carries our writeId.
+func (p *Provider) readBackTake(ctx context.Context, key, writeID string) (lease.Meta, error) {
+	body, meta, err := p.store.Get(ctx, key)
+	if err != nil {
+		return meta, err
+	}
+	id, _ := lease.ParseRecordKey(key)
+	r, err := lease.DecodeRecord(body, id)
+	if err != nil {
+		return meta, err
+	}
+	if r.WriteID != writeID {
+		return meta, lease.ErrPreconditionFailed
+	}
+	return meta, nil
+}
+
+// stamp sets the fields every write of a held lease renews: a new writeId, the
+// human-readable times, and the Snowflake reservation (never lowered).
+func (p *Provider) stamp(r *lease.Record, wall time.Time) {
+	r.WriteID = lease.NewWriteID()
+	r.RenewedAt, r.ExpiresAt = wall, wall.Add(p.cfg.LeaseDuration)
+	r.ReservedUntilMs = max(r.ReservedUntilMs, wall.UnixMilli()+p.cfg.LeaseDuration.Milliseconds())
+}
