@@ -131,8 +131,9 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 			return classOther
 		}
 	}
+	longest := longest(v.objects)
 	order = slices.DeleteFunc(order, func(id int) bool {
-		return w.stillHeld(id, v, p.cfg.ClockMargin) || p.liveByGossip(id, v, known)
+		return w.stillHeld(id, v, p.cfg.ClockMargin) || p.liveByGossip(id, v, known, longest)
 	})
 	// Within classOther, the objects listed short (a free record is shorter
 	// than a held one) first, then those written longest ago (by whole
@@ -176,13 +177,16 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 // liveByGossip reports whether gossip knows id to be held by a live member
 // and the listing shows its lease written within this task's LeaseDuration:
 // such a lease is not read. One unwritten for longer is read last (its holder
-// may be alive in gossip but no longer renewing).
-func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64) bool {
+// may be alive in gossip but no longer renewing), and so is one listed at
+// least releaseShrink shorter than the longest object (longest), which is
+// what a free record among held ones looks like: gossip lags behind a
+// release.
+func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64, longest int64) bool {
 	if _, live := known[id]; !live {
 		return false
 	}
 	o, exists := v.objects[id]
-	return exists && !lease.ListedExpired(o, v.listing.Date, p.cfg.LeaseDuration, p.cfg.ClockMargin)
+	return exists && !lease.ListedExpired(o, v.listing.Date, p.cfg.LeaseDuration, p.cfg.ClockMargin) && !shrunk(o, longest)
 }
 
 // spreadByRank reorders the first group of order (the best candidates, those
@@ -217,6 +221,16 @@ func shortest(objects map[int]lease.ObjectInfo) int64 {
 		}
 	}
 	return least
+}
+
+// longest returns the largest listed length among objects; 0 when none is
+// known.
+func longest(objects map[int]lease.ObjectInfo) int64 {
+	var most int64
+	for _, o := range objects {
+		most = max(most, o.Size)
+	}
+	return most
 }
 
 // rewrittenAlike reports whether the listing shows o rewritten since it was

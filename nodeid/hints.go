@@ -56,8 +56,10 @@ func (p *Provider) freeForUs() bool {
 // found by a look about as soon as without gossip, at the cost of one LIST per
 // RenewInterval (gossip's live leases are not read until listed unwritten for
 // a lease). It returns an error wrapping ErrClusterFull when AcquireTimeout
-// (counted from start) passes first, and ctx's error when ctx ends.
-func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time) error {
+// (counted from start) passes first, and ctx's error when ctx ends; but an
+// Acquire that has not looked yet (looked false) always looks once, even
+// with AcquireTimeout 0 ("tries once"): gossip may lag behind a release.
+func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time, looked bool) error {
 	end := start.Add(p.cfg.AcquireTimeout)
 	for {
 		freed := p.freedSignal()
@@ -77,6 +79,9 @@ func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time) er
 			return err
 		}
 		if timesOut && !p.clock.Now().Before(end) {
+			if !looked {
+				return nil
+			}
 			return fmt.Errorf("%w: gossip showed every node ID held for %v", ErrClusterFull, p.clock.Now().Sub(start))
 		}
 	}

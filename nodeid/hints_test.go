@@ -201,3 +201,27 @@ func TestRankSpreadsWaitingTasks(t *testing.T) {
 		t.Fatalf("leases unwritten for a minute: %v, want all 8 (gossip's live IDs too, last)", order)
 	}
 }
+// TestAcquireTimeoutZeroTriesOnceWhateverGossipSays: AcquireTimeout 0 "tries
+// once": with gossip hints whose view shows every ID held (gossip lags: the
+// holder of one released it a moment ago), Acquire still makes its one look
+// at the store, which finds the ID free. Before the fix it returned
+// ErrClusterFull without a request.
+func TestAcquireTimeoutZeroTriesOnceWhateverGossipSays(t *testing.T) {
+	e := newEnv(t)
+	claims, cfg, hints := e.fullCluster()
+	if err := claims[0].Close(context.Background()); err != nil { // free in the bucket; gossip not yet told
+		t.Fatal(err)
+	}
+	wc := cfg
+	wc.TaskID, wc.AcquireTimeout, wc.Peers = "once", 0, hints
+	before := e.reads()
+	c, err := e.provider(wc).Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("Acquire with AcquireTimeout 0 = %v after %d store reads; want the one try, which finds node %d free",
+			err, e.reads()-before, claims[0].NodeID())
+	}
+	if c.NodeID() != claims[0].NodeID() {
+		t.Errorf("took node %d, want %d", c.NodeID(), claims[0].NodeID())
+	}
+	_ = c.Close(context.Background())
+}

@@ -31,7 +31,9 @@ func TestOneBadGossipEntryEndsNoLease(t *testing.T) {
 	}
 	b := cfg
 	b.TaskID = "b"
-	if _, err := e.provider(b).Acquire(context.Background()); err != nil {
-		t.Errorf("Acquire beside one bad gossip entry: %v", err)
+	bc, err := e.provider(b).Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("Acquire beside one bad gossip entry: %v", err)
 	}
+	_ = bc.Close(context.Background())
 }

@@ -92,7 +92,7 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 	w := &watched{held: map[int]heldLease{}}
 	lastLook := start
 	for round := 1; ; round++ {
-		if err := p.awaitFreed(ctx, start, lastLook); err != nil {
+		if err := p.awaitFreed(ctx, start, lastLook, round > 1); err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("nodeid: acquire: %w", ctx.Err())
 			}
