@@ -1,11 +1,9 @@
 package nodeid
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -63,7 +61,8 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 // ones that could be taken, and no store error hid another candidate,
 // takeFirst fails with ErrClockBehind naming this task's clock: either it is
 // behind, or those leases' last holders' clocks were ahead; Acquire does not
-// retry then.
+// retry then. But when one of them is a recent floor (recentFloor), it
+// returns ErrClusterFull and Acquire looks again when this clock nears it.
 func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*Claim, error) {
 	tried := map[int]bool{}
 	var errs []error
@@ -84,10 +83,12 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		p.observeDate(l.Date, p.clock.Now())
 		v.index(l)
 	}
-	if len(errs) == 0 && len(far) > 0 && !slices.ContainsFunc(far, func(f farFloor) bool { return !f.recent }) {
-		nearest := slices.MinFunc(far, func(a, b farFloor) int { return cmp.Compare(a.ahead, b.ahead) })
-		w.floorNear = p.clock.Now().Add(nearest.ahead - p.cfg.MaxClockWait)
-		return nil, fmt.Errorf("%w: %s, released a moment ago with their reservations kept (a Claim closed without SetIssuedFunc): they become takeable as this task's clock nears them",
+	if near, ok := p.nearestRecent(far); ok {
+		// A floor a release a moment ago explains becomes takeable as this
+		// clock nears it, whatever other floors say: wait for it, do not
+		// fail (a single far floor never stops a fleet).
+		w.floorNear = near
+		return nil, fmt.Errorf("%w: %s; the recent ones were released a moment ago with their reservations kept (a Claim closed without SetIssuedFunc) and become takeable as this task's clock nears them",
 			ErrClusterFull, p.describeFar(far))
 	}
 	switch {

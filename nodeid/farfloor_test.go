@@ -3,11 +3,14 @@ package nodeid
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
 )
 
 // fillNow creates every lease object free at once.
@@ -109,43 +112,108 @@ func TestClockBehindEveryTakeableFloorRefuses(t *testing.T) {
 // floor is up to a lease ahead. A successor whose MaxClockWait is shorter does
 // not fail with ErrClockBehind (that floor is what such a release leaves, by the
 // record's age on the store's clock, not a clock anomaly): it waits until its
-// clock is within MaxClockWait of the floor, then takes the ID above it.
+// clock is within MaxClockWait of the floor, then takes the ID above it. So
+// also when the release is stamped just before a whole second and read just
+// after it (the whole-second age overstates the time since by almost a
+// second), and on a store that judges expiry itself, which reports no age
+// at all.
 func TestReleaseKeepingItsReservationIsTakenWhenTheFloorNears(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		env           func(*testing.T) *env
+		before, after time.Duration // fake time before the take, and between release and successor
+	}{
+		{"whole second", newEnv, 0, 0},
+		{"off the whole second", newEnv, 900 * time.Millisecond, 200 * time.Millisecond},
+		{"store judges expiry", newJudgedEnv, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := tt.env(t)
+			e.clk.Advance(tt.before)
+			cfg := e.config("a")
+			cfg.ClusterSize, cfg.MaxClockWait = 1, 500*time.Millisecond
+			reserved := e.releaseKeepingReservation(cfg)
+			e.clk.Advance(tt.after)
+			e.takeOnceTheFloorNears(cfg, 0, reserved)
+		})
+	}
+}
+
+// A recent floor is waited for even beside a real anomaly (a free ID whose
+// last holder's clock was an hour ahead): Acquire takes the recent one when
+// its clock nears it, instead of failing at once with ErrClockBehind (a
+// single far floor never stops a fleet).
+func TestRecentFloorBesideAnAnomalyIsWaitedFor(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("a")
-	cfg.ClusterSize, cfg.MaxClockWait = 1, 500*time.Millisecond
+	cfg.ClusterSize, cfg.MaxClockWait, cfg.Order = 2, 500*time.Millisecond, OrderLowestFirst
+	e.fillNow(cfg)
+	e.plantFloor(1, start.Add(time.Hour).UnixMilli()) // an anomaly, skipped by everyone
+	reserved := e.releaseKeepingReservation(cfg)
+	e.takeOnceTheFloorNears(cfg, 0, reserved, "1.json")
+}
+
+// releaseKeepingReservation takes node 0 (the only ID, or the first in
+// lowest-first order) as task a and closes the claim without SetIssuedFunc,
+// so that the free record keeps the reservation, and returns it.
+func (e *env) releaseKeepingReservation(cfg Config) int64 {
+	e.t.Helper()
 	a := e.acquire(e.provider(cfg))
+	if a.NodeID() != 0 {
+		e.t.Fatalf("a took node %d, want 0", a.NodeID())
+	}
 	reserved := a.Reservation()
 	if err := a.Close(context.Background()); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	if ahead := time.Duration(reserved-e.clk.Wall().UnixMilli()) * time.Millisecond; ahead <= cfg.MaxClockWait {
-		t.Fatalf("the kept floor is %v ahead, not beyond MaxClockWait %v: the test tests nothing", ahead, cfg.MaxClockWait)
+		e.t.Fatalf("the kept floor is %v ahead, not beyond MaxClockWait %v: the test tests nothing", ahead, cfg.MaxClockWait)
 	}
-	obs := &tookObserver{anomalies: anomalies{ch: make(chan string, 10)}}
+	return reserved
+}
+
+// takeOnceTheFloorNears has task b acquire and checks that it takes node id
+// above floor, within a pause after its clock is within MaxClockWait of it,
+// with no anomaly reported but for the keys in anomalous.
+func (e *env) takeOnceTheFloorNears(cfg Config, id int, floor int64, anomalous ...string) {
+	e.t.Helper()
+	obs := &anomalies{ch: make(chan string, 100)}
 	b := cfg
 	b.TaskID, b.AcquireTimeout, b.Observer = "b", time.Minute, obs
-	started := e.clk.Wall()
+	// The instant of the take is that of b's first write, its CAS: once it
+	// lands, b's renewal loop sleeps on the clock too, and stepUntil may
+	// advance the clock before Acquire returns.
+	var mu sync.Mutex
+	var took time.Time
+	e.store.SetInjector(func(op storetest.Op, _ string) storetest.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if op == storetest.OpUpdate && took.IsZero() {
+			took = e.clk.Wall()
+		}
+		return storetest.Fault{}
+	})
 	r := e.stepUntil(acquireAsync(e.provider(b)), 1)
 	if r.err != nil {
-		t.Fatalf("Acquire = %v, want node 0 once the floor nears", r.err)
+		e.t.Fatalf("Acquire = %v, want node %d once the floor nears", r.err, id)
 	}
 	defer r.c.Close(context.Background())
-	near := time.UnixMilli(reserved).Add(-cfg.MaxClockWait)
-	if took := started.Add(obs.took); r.c.Floor() != reserved || took.Before(near) || took.After(near.Add(cfg.AcquireBackoff)) {
-		t.Fatalf("took with floor %d at %v; want floor %d, taken within a pause after %v", r.c.Floor(), took, reserved, near)
+	near := time.UnixMilli(floor).Add(-cfg.MaxClockWait)
+	mu.Lock()
+	defer mu.Unlock()
+	if r.c.NodeID() != id || r.c.Floor() != floor || took.Before(near) || took.After(near.Add(cfg.AcquireBackoff)) {
+		e.t.Fatalf("took node %d with floor %d at %v; want node %d, floor %d, taken within a pause after %v",
+			r.c.NodeID(), r.c.Floor(), took, id, floor, near)
 	}
-	select {
-	case a := <-obs.ch:
-		t.Fatalf("anomaly %q for a floor the release explains", a)
-	default:
+	for {
+		select {
+		case a := <-obs.ch:
+			if !slices.ContainsFunc(anomalous, func(k string) bool { return strings.HasPrefix(a, k) }) {
+				e.t.Fatalf("anomaly %q for a floor the release explains", a)
+			}
+		default:
+			return
+		}
 	}
 }
 
-// tookObserver records anomalies, and how long the acquisition took.
-type tookObserver struct {
-	anomalies
-	took time.Duration // written by Acquire before it returns
-}
-
-func (o *tookObserver) Acquired(_ int, _ int64, took time.Duration) { o.took = took }

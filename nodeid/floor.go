@@ -16,25 +16,52 @@ type farFloor struct {
 	floor int64
 	ahead time.Duration
 	// recent: the floor is no further ahead than MaxClockWait plus what is
-	// left of its writer's lease (by the record's age on the store's clock):
-	// what a release that kept its reservation leaves (a Claim closed
-	// without SetIssuedFunc), not a clock anomaly. Such an ID becomes
-	// takeable within that lease, so Acquire waits for it.
+	// left of its writer's lease (recentFloor): what a release that kept its
+	// reservation leaves (a Claim closed without SetIssuedFunc), not a clock
+	// anomaly. Such an ID becomes takeable within that lease, so Acquire
+	// waits for it.
 	recent bool
 }
 
 // recentFloor reports whether a floor ahead of this task's wall clock is
 // explained by the reservation of prev's writer, written age ago on the
-// store's clock: ahead <= MaxClockWait + prev's lease - age. A holder reserves
-// up to its wall clock plus its lease at each write; a release that keeps the
-// reservation leaves it at most that far ahead of a clock that agrees with
-// the holder's. Unknown age (a response without Date or Last-Modified): no.
+// store's clock:
+//
+//	ahead <= MaxClockWait + prev's lease - age + StoreClockResolution + ClockMargin
+//
+// A holder reserves up to its wall clock plus its lease at each write; a
+// release that keeps the reservation leaves it at most that far ahead of a
+// clock that agrees with the holder's, less the time since. The record's age
+// on the store's clock (Date - Last-Modified, m) overstates the real time
+// since by up to the headers' resolution plus a stamp ClockMargin early: that
+// slack is added back. Unknown age (a store that judges expiry itself, etcd,
+// reports neither) counts as 0: the floor of a release just now. It only
+// decides whether Acquire waits for the floor or reports ErrClockBehind;
+// the take itself still waits for this clock to be within MaxClockWait of
+// the floor.
 func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Duration) bool {
-	if m.Date.IsZero() || m.LastModified.IsZero() {
-		return false
+	age, ok := lease.StoreAge(m.LastModified, m.Date)
+	if !ok {
+		age = 0
 	}
-	age := m.Date.Sub(m.LastModified)
-	return ahead <= p.cfg.MaxClockWait+prev.Lease()-age
+	return ahead <= p.cfg.MaxClockWait+prev.Lease()-age+lease.StoreClockResolution+p.cfg.ClockMargin
+}
+
+// nearestRecent returns the local instant (Clock.Now) at which the nearest
+// recent floor among far is within MaxClockWait of this task's clock; false
+// when none is recent.
+func (p *Provider) nearestRecent(far []farFloor) (time.Time, bool) {
+	var nearest time.Duration
+	found := false
+	for _, f := range far {
+		if f.recent && (!found || f.ahead < nearest) {
+			nearest, found = f.ahead, true
+		}
+	}
+	if !found {
+		return time.Time{}, false
+	}
+	return p.clock.Now().Add(nearest - p.cfg.MaxClockWait), true
 }
 
 // farFloorOf returns prev's floor (the predecessor's reservation) as a
