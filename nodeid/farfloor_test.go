@@ -216,4 +216,3 @@ func (e *env) takeOnceTheFloorNears(cfg Config, id int, floor int64, anomalous .
 		}
 	}
 }
-

@@ -201,6 +201,7 @@ func TestRankSpreadsWaitingTasks(t *testing.T) {
 		t.Fatalf("leases unwritten for a minute: %v, want all 8 (gossip's live IDs too, last)", order)
 	}
 }
+
 // TestAcquireTimeoutZeroTriesOnceWhateverGossipSays: AcquireTimeout 0 "tries
 // once": with gossip hints whose view shows every ID held (gossip lags: the
 // holder of one released it a moment ago), Acquire still makes its one look
