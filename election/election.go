@@ -53,9 +53,11 @@ func New(store lease.Store, cfg nodeid.Config) (*Elections, error) {
 }
 
 // scoped turns a node-ID configuration into the one of an election: one slot,
-// waiting until elected, no gossip.
+// waiting until elected, no gossip, and no Snowflake reservation (a leader
+// issues no IDs, so a successor waits for no floor).
 func scoped(cfg nodeid.Config) nodeid.Config {
 	cfg.ClusterSize, cfg.AcquireTimeout, cfg.Peers, cfg.Observer = 1, forever, nil, nil
+	cfg.IssuesNoIDs = true
 	cfg.Order = nodeid.OrderLowestFirst
 	return cfg
 }

@@ -48,6 +48,16 @@ type Config struct {
 	// Default empty: nothing is written.
 	Value string
 
+	// IssuesNoIDs says that no Snowflake IDs are issued under this task's
+	// claims: an election or a lock (package election sets it). Its writes
+	// reserve no timestamps (reservedUntilMs is kept as found, never
+	// raised), and a lease is taken whatever its floor: nothing waits for a
+	// floor that nothing uses, so a resigned leader's successor is elected
+	// at once and a dead leader whose clock ran ahead blocks no one. A
+	// Snowflake generator built on such a claim has no reservation to
+	// issue under. Default false.
+	IssuesNoIDs bool
+
 	// ClusterSize is the number of node IDs, 0..ClusterSize-1, 1..2^NodeBits.
 	// It is written into the cluster manifest by the first task; afterwards the
 	// manifest's value wins (a difference is logged). Default 1024.

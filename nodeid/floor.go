@@ -66,7 +66,8 @@ func (p *Provider) nearestRecent(far []farFloor) (time.Time, bool) {
 
 // farFloorOf returns prev's floor (the predecessor's reservation) as a
 // farFloor when it is more than MaxClockWait ahead of this task's wall clock,
-// nil when prev may be taken now. Such a lease is not written (its version
+// nil when prev may be taken now (always, when this task issues no IDs:
+// Config.IssuesNoIDs). Such a lease is not written (its version
 // is not bumped): either its last holder had a clock far ahead (and then
 // crashed), or this task's clock is behind; takeFirst tells the two apart
 // only by whether another candidate could be taken, and reports it as an
@@ -75,7 +76,7 @@ func (p *Provider) nearestRecent(far []farFloor) (time.Time, bool) {
 func (p *Provider) farFloorOf(r readResult, prev lease.Record, state lease.State) *farFloor {
 	wall := p.clock.Wall()
 	ahead := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond
-	if ahead <= p.cfg.MaxClockWait {
+	if ahead <= p.cfg.MaxClockWait || p.cfg.IssuesNoIDs {
 		return nil
 	}
 	key := lease.RecordKey(r.id)

@@ -106,7 +106,7 @@ func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag strin
 	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
 	behind := time.Duration(prev.ReservedUntilMs-p.clock.Wall().UnixMilli()) * time.Millisecond
-	if behind <= p.cfg.MaxClockWait {
+	if behind <= p.cfg.MaxClockWait || p.cfg.IssuesNoIDs {
 		return c, nil
 	}
 	err := fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, more than MaxClockWait %v",
@@ -136,9 +136,12 @@ func (p *Provider) readBackTake(ctx context.Context, key, writeID string) (lease
 }
 
 // stamp sets the fields every write of a held lease renews: a new writeId, the
-// human-readable times, and the Snowflake reservation (never lowered).
+// human-readable times, and the Snowflake reservation (never lowered; not
+// raised when the claim issues no IDs, Config.IssuesNoIDs).
 func (p *Provider) stamp(r *lease.Record, wall time.Time) {
 	r.WriteID = lease.NewWriteID()
 	r.RenewedAt, r.ExpiresAt = wall, wall.Add(p.cfg.LeaseDuration)
-	r.ReservedUntilMs = max(r.ReservedUntilMs, wall.UnixMilli()+p.cfg.LeaseDuration.Milliseconds())
+	if !p.cfg.IssuesNoIDs {
+		r.ReservedUntilMs = max(r.ReservedUntilMs, wall.UnixMilli()+p.cfg.LeaseDuration.Milliseconds())
+	}
 }
