@@ -27,7 +27,10 @@
 // store's own clock, started no earlier than the write was sent, and its
 // responses say whether that liveness still runs ([Liveness]). [StateOf] then
 // takes the store's word. Either way the record persists after its liveness
-// ends, so versions never go back and the Snowflake floor carries over.
+// ends, so versions never go back and the Snowflake floor carries over. A
+// wrapper of such a store must forward [LiveWriter]: one that hides it is
+// refused by [Probe], and a held write through it fails with
+// [ErrLivenessUnbound] (it was applied, but reads expired at once).
 //
 // # Garbage
 //

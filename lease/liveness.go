@@ -2,6 +2,8 @@ package lease
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -53,24 +55,55 @@ type LiveWriter interface {
 	UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (Meta, error)
 }
 
+// ErrLivenessUnbound means a write that had to bind a key's liveness (a held
+// record, ttl > 0) was applied by a store that judges expiry itself, and its
+// answer says the liveness is not bound: the key reads expired at once, and
+// another task may take what the writer believes it holds. It happens when a
+// wrapper of such a store (metrics, logging: struct{ lease.Store }) hides
+// [LiveWriter]: the plain Create and Update bind no liveness. A wrapper must
+// forward CreateLive and UpdateLive (calling [CreateLive] and [UpdateLive] on
+// the store it wraps). nodeid treats it as fatal: the take fails, a claim
+// ends lost.
+var ErrLivenessUnbound = errors.New("lease: a held record was written without its liveness on a store that judges expiry itself (does a wrapper hide lease.LiveWriter?)")
+
 // CreateLive creates key as s.Create does and, when s judges expiry itself
 // (implements [LiveWriter]), binds its liveness to ttl. On a store that
 // reports its clock (S3) it is exactly s.Create: the expiry rule reads the
-// lease from the record instead.
+// lease from the record instead. When ttl > 0 and the answer shows a store
+// that judges expiry itself but left the liveness unbound (a wrapper hides
+// LiveWriter), the error wraps [ErrLivenessUnbound]: the write was applied
+// and its key reads expired.
 func CreateLive(ctx context.Context, s Store, key string, body []byte, ttl time.Duration) (Meta, error) {
+	var m Meta
+	var err error
 	if lw, ok := s.(LiveWriter); ok {
-		return lw.CreateLive(ctx, key, body, ttl)
+		m, err = lw.CreateLive(ctx, key, body, ttl)
+	} else {
+		m, err = s.Create(ctx, key, body)
 	}
-	return s.Create(ctx, key, body)
+	return m, checkBound(err, m, key, ttl, s)
 }
 
 // UpdateLive replaces key as s.Update does and, when s judges expiry itself
 // (implements [LiveWriter]), binds its liveness to ttl; see [CreateLive].
 func UpdateLive(ctx context.Context, s Store, key string, body []byte, etag string, ttl time.Duration) (Meta, error) {
+	var m Meta
+	var err error
 	if lw, ok := s.(LiveWriter); ok {
-		return lw.UpdateLive(ctx, key, body, etag, ttl)
+		m, err = lw.UpdateLive(ctx, key, body, etag, ttl)
+	} else {
+		m, err = s.Update(ctx, key, body, etag)
 	}
-	return s.Update(ctx, key, body, etag)
+	return m, checkBound(err, m, key, ttl, s)
+}
+
+// checkBound returns err, or an error wrapping ErrLivenessUnbound when a
+// successful write that had to bind a liveness of ttl was answered expired.
+func checkBound(err error, m Meta, key string, ttl time.Duration, s Store) error {
+	if err == nil && ttl > 0 && m.Liveness == LivenessExpired {
+		return fmt.Errorf("%w: %s through a %T", ErrLivenessUnbound, key, s)
+	}
+	return err
 }
 
 // LiveFor returns the liveness a write of r binds on a store that judges

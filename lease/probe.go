@@ -82,7 +82,8 @@ type ProbeResult struct {
 // them two tasks get one ID and nothing says so.
 //
 // The error wraps a [*ConditionIgnoredError] (matching ErrConditionIgnored) when
-// a condition was ignored, and matches ErrProbeInconclusive when the probe could
+// a condition was ignored, [ErrLivenessUnbound] when the store judges expiry
+// itself but is reached through a wrapper that hides [LiveWriter], and matches ErrProbeInconclusive when the probe could
 // not tell. Concurrent probes of one prefix are safe: each step's expected answer
 // does not depend on who wrote the probe object. The result's time facts are
 // filled as far as the probe got.
@@ -127,6 +128,9 @@ func Probe(ctx context.Context, store Store) (ProbeResult, error) {
 	sample(sent, m)
 	r.LastModifiedSeen = !m.LastModified.IsZero()
 	r.ExpiryJudged = m.Liveness.Judged()
+	if _, ok := store.(LiveWriter); r.ExpiryJudged && !ok {
+		return r, fmt.Errorf("%w: the store judges expiry itself, but this %T does not implement lease.LiveWriter, so no held record would bind its liveness", ErrLivenessUnbound, store)
+	}
 	// 3. A second create must be refused.
 	sent = time.Now()
 	m, err = store.Create(ctx, ProbeKey, body("second create"))

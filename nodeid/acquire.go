@@ -126,8 +126,8 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			}
 			c, err := p.tryCreate(ctx, id)
 			switch {
-			case c != nil:
-				return c, false, nil
+			case c != nil || errors.Is(err, lease.ErrLivenessUnbound):
+				return c, false, err
 			case errors.Is(err, errTaken):
 				return nil, true, nil
 			case err != nil:
@@ -167,7 +167,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			}
 			c, err := p.take(ctx, r, prev, state)
 			switch {
-			case c != nil || errors.Is(err, ErrClockBehind):
+			case c != nil || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrLivenessUnbound):
 				return c, false, err
 			case errors.Is(err, errTaken):
 				return nil, true, nil

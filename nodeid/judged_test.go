@@ -3,6 +3,8 @@ package nodeid
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,5 +91,43 @@ func TestJudgedStoreReleaseAndBootstrapWindow(t *testing.T) {
 	e.advance(cfg.BootstrapWindow+time.Second, b)
 	if v, err = p.bootstrap(context.Background()); err != nil || !v.manifest.Filled {
 		t.Fatalf("bootstrap after the window: filled %v, err %v; want filled", v != nil && v.manifest.Filled, err)
+	}
+}
+
+// ttlDropper forwards lease.LiveWriter, but once drop is set it binds no
+// liveness (ttl 0): a store chain that loses the liveness after the take.
+type ttlDropper struct {
+	lease.Store
+	drop atomic.Bool
+}
+
+func (d *ttlDropper) ttl(ttl time.Duration) time.Duration {
+	if d.drop.Load() {
+		return 0
+	}
+	return ttl
+}
+
+func (d *ttlDropper) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {
+	return lease.CreateLive(ctx, d.Store, key, body, d.ttl(ttl))
+}
+
+func (d *ttlDropper) UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (lease.Meta, error) {
+	return lease.UpdateLive(ctx, d.Store, key, body, etag, d.ttl(ttl))
+}
+
+// TestJudgedStoreRenewalWithoutLivenessIsALoss: a renewal that the store
+// applies without binding its liveness (the record reads expired at once,
+// and another task may take it) ends the claim as lost at once, not after
+// retries until the renew deadline.
+func TestJudgedStoreRenewalWithoutLivenessIsALoss(t *testing.T) {
+	e := newJudgedEnv(t)
+	d := &ttlDropper{Store: e.store}
+	cfg := e.config("holder")
+	c := e.acquire(e.providerOn(d, cfg))
+	d.drop.Store(true)
+	e.advance(cfg.RenewInterval, c)
+	if !isDone(c) || !errors.Is(c.Err(), ErrLeaseLost) || !strings.Contains(c.Err().Error(), "liveness") {
+		t.Fatalf("after a renewal without liveness: done %v, err %v; want lost at once, naming the liveness", isDone(c), c.Err())
 	}
 }

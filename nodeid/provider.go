@@ -105,7 +105,8 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 			p.cfg.Observer.Acquired(c.id, c.version, p.clock.Now().Sub(start))
 			return c, nil
 		}
-		if errors.Is(err, ErrManifestMismatch) || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrCorrupt) {
+		if errors.Is(err, ErrManifestMismatch) || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrCorrupt) ||
+			errors.Is(err, lease.ErrLivenessUnbound) {
 			return nil, err
 		}
 		if ctx.Err() != nil {

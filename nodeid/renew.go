@@ -148,6 +148,9 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, lease.ErrLivenessUnbound):
+		// Written, but it reads expired: another task may take it now.
+		return lostf("node %d: %v", c.id, err)
 	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0:
 		return lostf("node %d was written by another task (precondition failed)", c.id)
 	case errors.Is(err, lease.ErrPreconditionFailed) || unknown:
