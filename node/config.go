@@ -80,8 +80,9 @@ type Config struct {
 
 	// SkipProbe skips the store probe Start runs before taking an ID
 	// (lease.Probe: a second If-None-Match: * create and an If-Match with a
-	// wrong ETag must be refused). Without it, Start fails on a store that
-	// ignores either condition, with an error wrapping
+	// replaced ETag must be refused, and of two concurrent updates on one
+	// ETag at most one applied). Without it, Start fails on a store that
+	// ignores either condition, even only sometimes, with an error wrapping
 	// lease.ErrConditionIgnored; an inconclusive probe is retried for up to
 	// Provider.AcquireTimeout. Default false: the probe runs.
 	SkipProbe bool

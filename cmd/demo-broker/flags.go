@@ -109,7 +109,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&c.node.Elect, "elect", "", "campaign for the leadership of this election name beside the node ID; GET /leader says who leads (empty: none)")
 	f.StringVar(&c.node.ElectValue, "elect-value", "", "with --elect: a value published with the leadership, for example this broker's URL; GET /leader and nodeidctl leaders show the leader's (at most 4096 bytes; empty: none)")
 	f.DurationVar(&c.clockOffset, "debug-clock-offset", 0, "testing only: shift this broker's wall clock (Snowflake timestamps and reservations) by this much, to simulate clock skew")
-	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store refuses a second If-None-Match: * create and a wrong If-Match (it costs four requests on one object, probe.json under the prefix); only for a store known to honour both")
+	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store honours If-None-Match: * and If-Match, also for a replaced ETag and two concurrent updates (it costs six requests on one object, probe.json under the prefix); only for a store known to honour both")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
 	f.DurationVar(&c.drainDelay, "drain-delay", time.Second, "how long the HTTP server keeps answering (503) after the broker fenced, before it exits")

@@ -52,8 +52,9 @@ func checkCommand() *command {
 		help: `
 Runs the store probe every broker runs before taking an ID, on one object
 under the prefix (probe.json, which nodeid ignores otherwise): a second create
-with If-None-Match: * and an update with a wrong ETag in If-Match must both be
-refused with 412. Some stores (older MinIO releases, GCS's XML API, Backblaze
+with If-None-Match: * must be refused with 412, of two updates sent at once
+naming one ETag in If-Match at most one may be applied, and an update naming
+that ETag once replaced must be refused. Some stores (older MinIO releases, GCS's XML API, Backblaze
 B2, some S3 proxies) accept these headers and ignore them; on such a store two
 tasks get one node ID and nothing says so. It also checks the time facts expiry
 is judged by (a Date header on responses, Last-Modified on a GET) and compares
@@ -126,7 +127,7 @@ func runCheck(a *app, ctx context.Context, cmd *command, args []string) error {
 func printCheck(a *app, out *CheckJSON, r lease.ProbeResult) {
 	switch out.Conditions {
 	case "ok":
-		a.out("conditions:    ok (a second If-None-Match: * create and a wrong If-Match were refused)")
+		a.out("conditions:    ok (a second If-None-Match: * create and a replaced If-Match were refused; of two concurrent If-Match updates at most one applied)")
 	case "ignored":
 		a.out("conditions:    IGNORED: %s", out.IgnoredCondition)
 	default:
