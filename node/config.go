@@ -94,6 +94,16 @@ type Config struct {
 	// never registers on the global registry.
 	Metrics prometheus.Registerer
 
+	// HostClock is the clock an application outside the node stamps its
+	// Snowflake IDs with: an id-file reader (IDFile) or the child of
+	// Supervise. It is the host's real-time clock, which may step (NTP, a
+	// manual date, a VM resumed after a suspension), where the provider's
+	// wall clock (nodeid.SystemClock) does not; the id file's validUntilMs,
+	// the wait for the ID's floor, the reservations and the release are
+	// decided on it for those applications (docs/design.md section 8).
+	// Tests substitute their own. Default time.Now.
+	HostClock func() time.Time
+
 	// Logger receives the node's state changes (acquiring, serving, lost,
 	// released), with those of the provider and gossip. Nil discards.
 	Logger *slog.Logger
@@ -144,6 +154,9 @@ func (c *Config) Validate() error {
 	check(c.MaxIssueStall >= 0, "MaxIssueStall", "%v is negative", c.MaxIssueStall)
 	check(len(c.ElectValue) <= lease.MaxValueLen, "ElectValue", "%d bytes, more than %d", len(c.ElectValue), lease.MaxValueLen)
 	check(c.ElectValue == "" || c.Elect != "", "ElectValue", "set without Elect")
+	if c.HostClock == nil {
+		c.HostClock = time.Now
+	}
 	if c.MaxReservationWait == 0 {
 		c.MaxReservationWait = min(5*time.Second, c.Provider.RenewDeadline)
 	}

@@ -33,12 +33,13 @@ type IDFileContent struct {
 }
 
 // idFileContentOf returns the id file of claim now. ValidUntilMs is the
-// claim's monotonic fence deadline moved onto clock's wall clock, capped by
-// its reservation; 0 once the claim is fenced.
-func idFileContentOf(claim *nodeid.Claim, clock nodeid.Clock) IDFileContent {
+// claim's monotonic fence deadline (on clock) moved onto the host's clock,
+// which the application stamps its IDs with, and capped by the reservation;
+// 0 once the claim is fenced.
+func idFileContentOf(claim *nodeid.Claim, clock nodeid.Clock, host *hostClock) IDFileContent {
 	c := IDFileContent{NodeID: claim.NodeID(), Version: claim.Version()}
 	if until := claim.ValidUntil(); !until.IsZero() {
-		c.ValidUntilMs = min(claim.Reservation(), clock.Wall().Add(until.Sub(clock.Now())).UnixMilli())
+		c.ValidUntilMs = min(claim.Reservation(), host.read().Add(until.Sub(clock.Now())).UnixMilli())
 	}
 	return c
 }
@@ -77,13 +78,13 @@ func (f *idFileState) prepare(log *slog.Logger) error {
 	return nil
 }
 
-// writeOnceFloorPassed writes the file once clock's wall clock is past the
+// writeOnceFloorPassed writes the file once the host's clock is past the
 // claim's floor (the predecessor's reservation), so that an application
-// generating IDs itself with the same clock never repeats one of its
+// generating IDs itself with that clock never repeats one of its
 // predecessor's. It returns nil without writing when ctx ends or the claim
 // ends first.
-func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, clock nodeid.Clock, log *slog.Logger) error {
-	if !waitFloorPassed(ctx, claim, clock, log, "writing the id file") {
+func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, clock nodeid.Clock, host *hostClock, log *slog.Logger) error {
+	if !waitFloorPassed(ctx, claim, host, log, "writing the id file") {
 		return nil // the watcher reports a loss; Close releases the claim
 	}
 	f.mu.Lock()
@@ -91,7 +92,7 @@ func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Cl
 	if f.retired || !claim.Valid() {
 		return nil
 	}
-	c := idFileContentOf(claim, clock)
+	c := idFileContentOf(claim, clock, host)
 	if err := f.writeLocked(c); err != nil {
 		return err
 	}
@@ -99,17 +100,17 @@ func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Cl
 	return nil
 }
 
-// waitFloorPassed waits until clock's wall clock is past the claim's floor
-// (the predecessor's reservation), so that whoever issues IDs with that clock
-// from then on never repeats one of its predecessor's; before names what
-// waits, for the log. It reports false when ctx or the claim ends first.
-func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, clock nodeid.Clock, log *slog.Logger, before string) bool {
+// waitFloorPassed waits until the host's clock is past the claim's floor (the
+// predecessor's reservation), so that whoever issues IDs with that clock from
+// then on never repeats one of its predecessor's; before names what waits,
+// for the log. It reports false when ctx or the claim ends first.
+func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *hostClock, log *slog.Logger, before string) bool {
 	for {
-		ahead := time.Duration(claim.Floor()-clock.Wall().UnixMilli()+1) * time.Millisecond
+		ahead := time.Duration(claim.Floor()-host.read().UnixMilli()+1) * time.Millisecond
 		if ahead <= 0 {
 			return true
 		}
-		log.Info("waiting for the wall clock to pass the node ID's floor before "+before, "wait", ahead.String())
+		log.Info("waiting for the host's clock to pass the node ID's floor before "+before, "wait", ahead.String())
 		select {
 		case <-claim.Done():
 			return false
@@ -123,13 +124,13 @@ func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, clock nodeid.Cloc
 // refresh rewrites the file after a renewal, with the later validUntilMs. A
 // failure only logs: the file on disk expires earlier, which stops the
 // application early, never late.
-func (f *idFileState) refresh(claim *nodeid.Claim, clock nodeid.Clock, log *slog.Logger) {
+func (f *idFileState) refresh(claim *nodeid.Claim, clock nodeid.Clock, host *hostClock, log *slog.Logger) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.up { // not written yet (the floor), or removed
 		return
 	}
-	c := idFileContentOf(claim, clock)
+	c := idFileContentOf(claim, clock, host)
 	if err := f.writeLocked(c); err != nil {
 		log.Error("could not refresh the id file: the application will stop at its old validUntilMs", "path", f.path, "err", err)
 		return
@@ -182,19 +183,21 @@ func (f *idFileState) childStarted() {
 	f.mu.Unlock()
 }
 
-// lowestRelease returns the reservation a release may lower the lease to,
-// given last, the highest timestamp the node's own generator issued. The
-// application may have issued IDs with the host's clock up to now while it
-// used the file (or ran as the supervised child, dead by now); and if the
-// file is not known to be gone, or the application did not get its grace,
-// up to the last validUntilMs it read.
-func (f *idFileState) lowestRelease(last int64, clock nodeid.Clock) int64 {
+// lowestRelease returns the reservation a release may write, given last, the
+// highest timestamp the node's own generator issued. The application may have
+// issued IDs with the host's clock up to the highest reading of it anyone
+// took (host.high) while it used the file (or ran as the supervised child,
+// dead by now): at or above that, even when it is above the reservation (a
+// step forward of the host clock), so that a successor's floor covers them.
+// And if the file is not known to be gone, or the application did not get
+// its grace, up to the last validUntilMs it read.
+func (f *idFileState) lowestRelease(last int64, host *hostClock) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.written && !f.childRan {
 		return last
 	}
-	last = max(last, clock.Wall().UnixMilli())
+	last = max(last, host.high().UnixMilli())
 	if f.written && (!f.removedOK || !f.graceDone) {
 		last = max(last, f.maxValidMs)
 	}

@@ -26,6 +26,7 @@ type Node struct {
 	cfg     Config
 	store   lease.Store // counted by the metrics
 	clock   nodeid.Clock
+	host    *hostClock // what an id-file reader or the supervised child stamps IDs with
 	log     *slog.Logger
 	metrics *metrics
 
@@ -73,6 +74,7 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),
+		host:      newHostClock(cfg.HostClock, cfg.Provider.Clock),
 		renewed:   make(chan struct{}, 1),
 		startDone: make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
 		done: make(chan struct{}),
@@ -126,7 +128,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.activate(claim)
 	go n.watch(claim)
 	if n.cfg.IDFile != "" {
-		if err := n.idFile.writeOnceFloorPassed(ctx, claim, n.clock, n.log); err != nil {
+		if err := n.idFile.writeOnceFloorPassed(ctx, claim, n.clock, n.host, n.log); err != nil {
 			return err
 		}
 	}
@@ -245,7 +247,10 @@ func (n *Node) activate(claim *nodeid.Claim) {
 	if err != nil { // the provider validated the layout and the floor: a bug
 		panic(fmt.Sprintf("node: snowflake generator for node %d: %v", claim.NodeID(), err))
 	}
-	claim.SetIssuedFunc(func() int64 { return n.idFile.lowestRelease(gen.Stop(), pc.Clock) })
+	claim.SetIssuedFunc(func() int64 { return n.idFile.lowestRelease(gen.Stop(), n.host) })
+	if n.cfg.IDFile != "" {
+		claim.SetReserveClock(n.host.high) // the file's reader stamps IDs with the host's clock
+	}
 	n.gen.Store(gen)
 	if claim.TookOverExpired() {
 		n.metrics.expiredTakeovers.Inc()
@@ -273,7 +278,7 @@ func (n *Node) watch(claim *nodeid.Claim) {
 		select {
 		case <-n.renewed:
 			if claim.Valid() && !n.stopping.Load() {
-				n.idFile.refresh(claim, n.clock, n.log)
+				n.idFile.refresh(claim, n.clock, n.host, n.log)
 			}
 		case <-claim.Done():
 			n.idFile.remove(n.log)

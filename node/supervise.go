@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -23,7 +24,7 @@ const (
 	EnvVersion = "NODEID_VERSION"
 	// EnvFloorMs is the node ID's floor (Unix ms, host clock): a child that
 	// issues Snowflake IDs itself issues only above it. The host's clock
-	// is past it when the child starts.
+	// (Config.HostClock) is past it when the child starts.
 	EnvFloorMs = "NODEID_FLOOR_MS"
 	// EnvIDFile is the id file's path (Config.IDFile), when the node
 	// writes one.
@@ -37,9 +38,14 @@ const (
 // child: one process at a time uses the node ID.
 var ErrSupervised = errors.New("node: a child is already supervised")
 
-// deadlinePoll is how often Supervise reads the claim's fence while its child
-// runs, so that the fence it knows when the lease is lost is at most this old
-// (older is earlier: safe).
+// deadlinePoll is how often Supervise reads the claim's fence, its
+// reservation and the host's clock while its child runs, so that the fence it
+// knows when the lease is lost is at most this old (older is earlier: safe).
+// It is also the bound on how long a child runs after a VM resumes (the
+// monotonic clock, which the poll's timer runs on, stood still while the
+// host's kept counting) or after a step of the host's clock past the
+// reservation, before its SIGKILL: at most deadlinePoll of monotonic time,
+// plus the time the kernel takes to schedule the supervisor.
 const deadlinePoll = 50 * time.Millisecond
 
 // ChildConfig configures Supervise. Start from DefaultChildConfig.
@@ -188,7 +194,12 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 		return nil
 	}
 	claim := n.Claim()
-	if !waitFloorPassed(ctx, claim, n.clock, n.log, "starting the child") {
+	// The child stamps IDs with the host's clock: from now on every write
+	// reserves above it too, and the child starts once that clock is past
+	// the floor and below the reservation, with KillMargin to spare.
+	claim.SetReserveClock(n.host.high)
+	if !waitFloorPassed(ctx, claim, n.host, n.log, "starting the child") ||
+		!waitReservationCovers(ctx, claim, n.host, cfg.KillMargin, n.log) {
 		if err := claim.Err(); err != nil {
 			return err
 		}
@@ -210,6 +221,30 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 	n.idFile.childStarted() // before the child can issue anything
 	r := &childRun{n: n, claim: claim, cfg: cfg, cmd: cmd}
 	return r.run(ctx)
+}
+
+// waitReservationCovers waits until the claim's reservation is more than
+// margin ahead of the host's clock, which the child stamps its IDs with: the
+// reservation of the take was stamped from the node's wall clock, which the
+// host's may have stepped past; the next renewal reserves above the host's
+// too (SetReserveClock). It reports false when ctx or the claim ends first.
+func waitReservationCovers(ctx context.Context, claim *nodeid.Claim, host *hostClock, margin time.Duration, log *slog.Logger) bool {
+	for logged := false; ; logged = true {
+		if host.read().Add(margin).UnixMilli() < claim.Reservation() {
+			return true
+		}
+		if !logged {
+			log.Warn("the host's clock is past the lease's reservation (it stepped forward?): starting the child after the next renewal reserves above it",
+				"reservedUntilMs", claim.Reservation(), "hostMs", host.read().UnixMilli())
+		}
+		select {
+		case <-claim.Done():
+			return false
+		case <-ctx.Done():
+			return false
+		case <-time.After(deadlinePoll):
+		}
+	}
 }
 
 // RunChild is Run with a child: Start, Supervise(cmd), then Close (bounded
@@ -254,7 +289,8 @@ type childRun struct {
 	pid   int
 
 	fence     time.Time // the claim's fence as last read (n.clock); it only rises
-	fenceReal time.Time // the same on the real-time clock, which counts a suspended host
+	fenceReal time.Time // the same on the host's real-time clock, which counts a suspended host
+	reserved  int64     // the claim's reservation as last read (Unix ms)
 	stopSig   os.Signal // the signal sent for a stop request; nil: none
 	killAt    time.Time // SIGKILL then (n.clock); zero: none due
 	killed    bool      // SIGKILL sent
@@ -333,30 +369,39 @@ func (r *childRun) untilWake() time.Duration {
 	return max(wake.Sub(r.n.clock.Now()), 0)
 }
 
-// refresh reads the claim's fence; a fenced claim keeps the last one read,
-// which is earlier than the real one by at most deadlinePoll.
+// refresh reads the claim's fence and reservation; a fenced claim keeps the
+// last fence read, which is earlier than the real one by at most
+// deadlinePoll.
 func (r *childRun) refresh() {
 	now := r.n.clock.Now()
 	if v := r.claim.ValidUntil(); v.After(r.fence) {
 		r.fence = v
-		r.fenceReal = time.Now().Round(0).Add(v.Sub(now))
+		r.fenceReal = r.n.host.read().Add(v.Sub(now))
 	}
+	r.reserved = r.claim.Reservation()
 }
 
 // enforce kills the child when a kill is due: the fence is within
-// KillMargin (on the monotonic clock, or on the real-time clock after the
-// host was suspended), or the stop timeout is over.
+// KillMargin (on the monotonic clock, or on the host's real-time clock after
+// the host was suspended), the host's clock, which the child stamps its IDs
+// with, is within KillMargin of the reservation (it stepped forward: the
+// child's IDs would no longer be covered), or the stop timeout is over.
 func (r *childRun) enforce() {
 	if r.killed {
 		return
 	}
-	now := r.n.clock.Now()
+	now, host := r.n.clock.Now(), r.n.host.read()
 	switch {
-	case !now.Before(r.fence.Add(-r.cfg.KillMargin)) || !time.Now().Round(0).Before(r.fenceReal.Add(-r.cfg.KillMargin)):
+	case !now.Before(r.fence.Add(-r.cfg.KillMargin)) || !host.Before(r.fenceReal.Add(-r.cfg.KillMargin)):
 		if r.cause == nil || errors.Is(r.cause, ErrClosed) {
 			r.cause = fmt.Errorf("node: the claim's fence fell while the child ran: %w", nodeid.ErrLeaseLost)
 		}
 		r.kill("the claim's fence is due: killing the child")
+	case host.Add(r.cfg.KillMargin).UnixMilli() >= r.reserved:
+		if r.cause == nil || errors.Is(r.cause, ErrClosed) {
+			r.cause = fmt.Errorf("node: the host's clock reached the lease's reservation %d while the child ran (it stepped forward): the child's IDs would no longer be covered", r.reserved)
+		}
+		r.kill("the host's clock reached the lease's reservation: killing the child")
 	case !r.killAt.IsZero() && !now.Before(r.killAt):
 		r.kill("the child did not stop within the stop timeout: killing it")
 	}

@@ -30,6 +30,7 @@ type Claim struct {
 	suspendUntil atomic.Int64
 	reservation  atomic.Int64
 	issued       atomic.Pointer[func() int64]
+	reserveClock atomic.Pointer[func() time.Time] // SetReserveClock's; nil: none
 	closing      atomic.Bool // Close has begun: the release is being written
 
 	mu       sync.Mutex // guards the fields below and serialises writes
@@ -147,9 +148,32 @@ func (c *Claim) Check() error {
 
 // SetIssuedFunc registers the function that returns the highest Snowflake
 // timestamp (Unix ms) issued under this claim. Close calls it after fencing and
-// lowers the lease's reservation to it, so that a successor starts right above
-// it; without one, Close keeps the reservation.
+// writes the lease's reservation at it (never below the floor), so that a
+// successor starts right above it: lowered, as a generator never issues above
+// the reservation, or raised, when issuers outside it stamped IDs with a
+// clock that ran past the reservation (see SetReserveClock). Without one,
+// Close keeps the reservation.
 func (c *Claim) SetIssuedFunc(f func() int64) { c.issued.Store(&f) }
+
+// SetReserveClock registers the clock of issuers outside the claim's own
+// generator: an application that stamps its IDs with the host's real-time
+// clock, which may step, where the Provider's Clock (its Wall) does not. From
+// the next write on, every write reserves up to the later of the two clocks
+// plus the lease, so that the reservation covers the timestamps those
+// issuers stamp too.
+func (c *Claim) SetReserveClock(now func() time.Time) { c.reserveClock.Store(&now) }
+
+// reserveWall returns the wall reading a write of this claim reserves from:
+// the Provider's Wall, or the reserve clock when that is later.
+func (c *Claim) reserveWall() time.Time {
+	wall := c.p.clock.Wall()
+	if f := c.reserveClock.Load(); f != nil {
+		if ext := (*f)(); ext.After(wall) {
+			return ext
+		}
+	}
+	return wall
+}
 
 // ObserveVersion reports a version of this claim's node ID seen elsewhere (in
 // gossip). A higher version than the claim's means another task holds the ID:

@@ -12,7 +12,8 @@ import (
 // Close releases the claim: it fences at once (Valid turns false, no renewal
 // runs any more), asks the function set by SetIssuedFunc for the highest
 // timestamp issued, and writes the lease free by CAS, keeping its version and
-// lowering its reservation to that timestamp (never below the floor). A
+// its reservation at that timestamp (never below the floor; see
+// SetIssuedFunc). A
 // successor can then take the ID at once. Close is idempotent; later calls return
 // the first call's result.
 //
@@ -50,13 +51,11 @@ func (c *Claim) release(ctx context.Context) error {
 	c.mu.Lock()
 	rec := c.rec
 	c.mu.Unlock()
-	last := rec.ReservedUntilMs
 	if f := c.issued.Load(); f != nil {
-		last = min(last, (*f)())
+		rec.ReservedUntilMs = max(c.floor, (*f)())
 	}
 	rec.Holder, rec.Value = "", ""
 	rec.RenewedAt, rec.ExpiresAt = time.Time{}, time.Time{}
-	rec.ReservedUntilMs = max(c.floor, last)
 	pace := c.p.newBackoff(releaseRetryPace, releaseRetryPace)
 	for {
 		rec.WriteID = lease.NewWriteID()

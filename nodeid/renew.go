@@ -106,7 +106,7 @@ func (c *Claim) renewOnce(ctx context.Context) error {
 	c.mu.Lock()
 	rec := c.rec
 	c.mu.Unlock()
-	c.p.stamp(&rec, c.p.clock.Wall())
+	c.p.stamp(&rec, c.reserveWall())
 	rec.KnownNodes = c.p.knownNodes()
 	if err := c.write(ctx, rec); !errors.Is(err, errEarlierWriteLanded) {
 		return err

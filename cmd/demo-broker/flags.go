@@ -108,7 +108,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.DurationVar(&grace, "id-file-grace", c.node.IDFileGrace, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID; above its re-read period (1s) with slack")
 	f.StringVar(&c.node.Elect, "elect", "", "campaign for the leadership of this election name beside the node ID; GET /leader says who leads (empty: none)")
 	f.StringVar(&c.node.ElectValue, "elect-value", "", "with --elect: a value published with the leadership, for example this broker's URL; GET /leader and nodeidctl leaders show the leader's (at most 4096 bytes; empty: none)")
-	f.DurationVar(&c.clockOffset, "debug-clock-offset", 0, "testing only: shift this broker's wall clock (Snowflake timestamps and reservations) by this much, to simulate clock skew")
+	f.DurationVar(&c.clockOffset, "debug-clock-offset", 0, "testing only: shift this broker's clocks (its wall clock: Snowflake timestamps and reservations; and the host's clock it assumes a supervised child or id-file reader stamps IDs with) by this much, to simulate a machine whose clock is off")
 	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store honours If-None-Match: * and If-Match, also for a replaced ETag and two concurrent updates (it costs six requests on one object, probe.json under the prefix); only for a store known to honour both")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
@@ -130,6 +130,9 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	pc.Order, pc.MaxLeaseDuration = nodeid.Order(order), maxLease
 	c.node.ReadyTimeout, c.node.IDFileGrace = readyTimeout, grace
 	pc.Clock = nodeid.SystemClock(c.clockOffset)
+	if off := c.clockOffset; off != 0 {
+		c.node.HostClock = func() time.Time { return time.Now().Add(off) } // the machine's clock, as a child reads it
+	}
 	if err := c.fill(f, join, key); err != nil {
 		return c, err
 	}
