@@ -33,15 +33,11 @@ type IDFileContent struct {
 }
 
 // idFileContentOf returns the id file of claim now. ValidUntilMs is the
-// claim's monotonic fence deadline (on clock) moved onto the host's clock,
-// which the application stamps its IDs with, and capped by the reservation;
-// 0 once the claim is fenced.
-func idFileContentOf(claim *nodeid.Claim, clock nodeid.Clock, host *hostClock) IDFileContent {
-	c := IDFileContent{NodeID: claim.NodeID(), Version: claim.Version()}
-	if until := claim.ValidUntil(); !until.IsZero() {
-		c.ValidUntilMs = min(claim.Reservation(), host.read().Add(until.Sub(clock.Now())).UnixMilli())
-	}
-	return c
+// claim's fence moved onto the host's clock, which the application stamps
+// its IDs with, and capped by the reservation (Claim.ValidUntilOn); 0 once
+// the claim is fenced.
+func idFileContentOf(claim *nodeid.Claim, host *nodeid.HostClock) IDFileContent {
+	return IDFileContent{NodeID: claim.NodeID(), Version: claim.Version(), ValidUntilMs: claim.ValidUntilOn(host.Read())}
 }
 
 // idFileState is the node's id file: what was written, and whether it is
@@ -83,7 +79,7 @@ func (f *idFileState) prepare(log *slog.Logger) error {
 // generating IDs itself with that clock never repeats one of its
 // predecessor's. It returns nil without writing when ctx ends or the claim
 // ends first.
-func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, clock nodeid.Clock, host *hostClock, log *slog.Logger) error {
+func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger) error {
 	if !waitFloorPassed(ctx, claim, host, log, "writing the id file") {
 		return nil // the watcher reports a loss; Close releases the claim
 	}
@@ -92,7 +88,7 @@ func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Cl
 	if f.retired || !claim.Valid() {
 		return nil
 	}
-	c := idFileContentOf(claim, clock, host)
+	c := idFileContentOf(claim, host)
 	if err := f.writeLocked(c); err != nil {
 		return err
 	}
@@ -104,9 +100,9 @@ func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Cl
 // predecessor's reservation), so that whoever issues IDs with that clock from
 // then on never repeats one of its predecessor's; before names what waits,
 // for the log. It reports false when ctx or the claim ends first.
-func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *hostClock, log *slog.Logger, before string) bool {
+func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger, before string) bool {
 	for {
-		ahead := time.Duration(claim.Floor()-host.read().UnixMilli()+1) * time.Millisecond
+		ahead := time.Duration(claim.Floor()-host.Read().UnixMilli()+1) * time.Millisecond
 		if ahead <= 0 {
 			return true
 		}
@@ -124,13 +120,13 @@ func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *hostClock, 
 // refresh rewrites the file after a renewal, with the later validUntilMs. A
 // failure only logs: the file on disk expires earlier, which stops the
 // application early, never late.
-func (f *idFileState) refresh(claim *nodeid.Claim, clock nodeid.Clock, host *hostClock, log *slog.Logger) {
+func (f *idFileState) refresh(claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.up { // not written yet (the floor), or removed
 		return
 	}
-	c := idFileContentOf(claim, clock, host)
+	c := idFileContentOf(claim, host)
 	if err := f.writeLocked(c); err != nil {
 		log.Error("could not refresh the id file: the application will stop at its old validUntilMs", "path", f.path, "err", err)
 		return
@@ -186,18 +182,18 @@ func (f *idFileState) childStarted() {
 // lowestRelease returns the reservation a release may write, given last, the
 // highest timestamp the node's own generator issued. The application may have
 // issued IDs with the host's clock up to the highest reading of it anyone
-// took (host.high) while it used the file (or ran as the supervised child,
+// took (host.High) while it used the file (or ran as the supervised child,
 // dead by now): at or above that, even when it is above the reservation (a
 // step forward of the host clock), so that a successor's floor covers them.
 // And if the file is not known to be gone, or the application did not get
 // its grace, up to the last validUntilMs it read.
-func (f *idFileState) lowestRelease(last int64, host *hostClock) int64 {
+func (f *idFileState) lowestRelease(last int64, host *nodeid.HostClock) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.written && !f.childRan {
 		return last
 	}
-	last = max(last, host.high().UnixMilli())
+	last = max(last, host.High().UnixMilli())
 	if f.written && (!f.removedOK || !f.graceDone) {
 		last = max(last, f.maxValidMs)
 	}

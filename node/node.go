@@ -26,7 +26,7 @@ type Node struct {
 	cfg     Config
 	store   lease.Store // counted by the metrics
 	clock   nodeid.Clock
-	host    *hostClock // what an id-file reader or the supervised child stamps IDs with
+	host    *nodeid.HostClock // what an id-file reader or the supervised child stamps IDs with
 	log     *slog.Logger
 	metrics *metrics
 
@@ -74,7 +74,7 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),
-		host:      newHostClock(cfg.HostClock, cfg.Provider.Clock),
+		host:      nodeid.NewHostClock(cfg.HostClock, cfg.Provider.Clock),
 		renewed:   make(chan struct{}, 1),
 		startDone: make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
 		done: make(chan struct{}),
@@ -128,7 +128,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.activate(claim)
 	go n.watch(claim)
 	if n.cfg.IDFile != "" {
-		if err := n.idFile.writeOnceFloorPassed(ctx, claim, n.clock, n.host, n.log); err != nil {
+		if err := n.idFile.writeOnceFloorPassed(ctx, claim, n.host, n.log); err != nil {
 			return err
 		}
 	}
@@ -249,7 +249,7 @@ func (n *Node) activate(claim *nodeid.Claim) {
 	}
 	claim.SetIssuedFunc(func() int64 { return n.idFile.lowestRelease(gen.Stop(), n.host) })
 	if n.cfg.IDFile != "" {
-		claim.SetReserveClock(n.host.high) // the file's reader stamps IDs with the host's clock
+		claim.SetReserveClock(n.host.High) // the file's reader stamps IDs with the host's clock
 	}
 	n.gen.Store(gen)
 	if claim.TookOverExpired() {
@@ -278,7 +278,7 @@ func (n *Node) watch(claim *nodeid.Claim) {
 		select {
 		case <-n.renewed:
 			if claim.Valid() && !n.stopping.Load() {
-				n.idFile.refresh(claim, n.clock, n.host, n.log)
+				n.idFile.refresh(claim, n.host, n.log)
 			}
 		case <-claim.Done():
 			n.idFile.remove(n.log)

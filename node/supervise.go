@@ -197,7 +197,7 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 	// The child stamps IDs with the host's clock: from now on every write
 	// reserves above it too, and the child starts once that clock is past
 	// the floor and below the reservation, with KillMargin to spare.
-	claim.SetReserveClock(n.host.high)
+	claim.SetReserveClock(n.host.High)
 	if !waitFloorPassed(ctx, claim, n.host, n.log, "starting the child") ||
 		!waitReservationCovers(ctx, claim, n.host, cfg.KillMargin, n.log) {
 		if err := claim.Err(); err != nil {
@@ -228,14 +228,14 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 // reservation of the take was stamped from the node's wall clock, which the
 // host's may have stepped past; the next renewal reserves above the host's
 // too (SetReserveClock). It reports false when ctx or the claim ends first.
-func waitReservationCovers(ctx context.Context, claim *nodeid.Claim, host *hostClock, margin time.Duration, log *slog.Logger) bool {
+func waitReservationCovers(ctx context.Context, claim *nodeid.Claim, host *nodeid.HostClock, margin time.Duration, log *slog.Logger) bool {
 	for logged := false; ; logged = true {
-		if host.read().Add(margin).UnixMilli() < claim.Reservation() {
+		if host.Read().Add(margin).UnixMilli() < claim.Reservation() {
 			return true
 		}
 		if !logged {
 			log.Warn("the host's clock is past the lease's reservation (it stepped forward?): starting the child after the next renewal reserves above it",
-				"reservedUntilMs", claim.Reservation(), "hostMs", host.read().UnixMilli())
+				"reservedUntilMs", claim.Reservation(), "hostMs", host.Read().UnixMilli())
 		}
 		select {
 		case <-claim.Done():
@@ -376,7 +376,7 @@ func (r *childRun) refresh() {
 	now := r.n.clock.Now()
 	if v := r.claim.ValidUntil(); v.After(r.fence) {
 		r.fence = v
-		r.fenceReal = r.n.host.read().Add(v.Sub(now))
+		r.fenceReal = r.n.host.Read().Add(v.Sub(now))
 	}
 	r.reserved = r.claim.Reservation()
 }
@@ -390,7 +390,7 @@ func (r *childRun) enforce() {
 	if r.killed {
 		return
 	}
-	now, host := r.n.clock.Now(), r.n.host.read()
+	now, host := r.n.clock.Now(), r.n.host.Read()
 	switch {
 	case !now.Before(r.fence.Add(-r.cfg.KillMargin)) || !host.Before(r.fenceReal.Add(-r.cfg.KillMargin)):
 		if r.cause == nil || errors.Is(r.cause, ErrClosed) {

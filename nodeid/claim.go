@@ -113,6 +113,18 @@ func (c *Claim) suspendFallen(now time.Time) bool {
 	return c.p.suspend != nil && c.p.suspend.suspendReading(now) >= c.suspendUntil.Load()
 }
 
+// ValidUntilOn returns when the fence falls (ValidUntil) on another clock,
+// one that reads now at this instant (the host's, HostClock.Read), in Unix
+// ms, capped by the reservation: what an application outside the node may
+// use the ID until (the id file's validUntilMs). 0 once fenced.
+func (c *Claim) ValidUntilOn(now time.Time) int64 {
+	until := c.ValidUntil()
+	if until.IsZero() {
+		return 0
+	}
+	return min(c.Reservation(), now.Add(until.Sub(c.p.clock.Now())).UnixMilli())
+}
+
 // ValidUntil returns the monotonic instant (on the provider's Clock) at which
 // Valid turns false unless a renewal succeeds first; the zero Time once fenced.
 func (c *Claim) ValidUntil() time.Time {
