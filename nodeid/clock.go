@@ -52,6 +52,21 @@ func (c *systemClock) Wall() time.Time {
 
 func (*systemClock) Sleep(ctx context.Context, d time.Duration) error { return ctxtime.Sleep(ctx, d) }
 
+func (*systemClock) SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
+	return ctxtime.SleepOrWake(ctx, d, wake)
+}
+
+// wakeClock is a Clock whose sleep can also end early when a channel closes,
+// without a goroutine: the system clock (a select) and the simulation's
+// (its event loop). A waiting Acquire sleeps on it until gossip frees an ID
+// (see pause).
+type wakeClock interface {
+	Clock
+	// SleepOrWake is Sleep that also ends, returning nil, when wake is
+	// closed.
+	SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error
+}
+
 // suspendReading implements suspendClock with the real-time reading that
 // time.Now takes beside the monotonic one: free, and it keeps counting while
 // the host is suspended.

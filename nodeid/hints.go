@@ -93,7 +93,10 @@ func (p *Provider) pause(ctx context.Context, d time.Duration, freed <-chan stru
 	if freed == nil {
 		return p.clock.Sleep(ctx, d)
 	}
-	sctx, cancel := context.WithCancel(ctx)
+	if wc, ok := p.clock.(wakeClock); ok {
+		return wc.SleepOrWake(ctx, d, freed)
+	}
+	sctx, cancel := context.WithCancel(ctx) // a Clock that cannot be woken: a test's
 	defer cancel()
 	go func() {
 		select {

@@ -24,3 +24,11 @@ func TestSleepReturnsCtxErrWhenCancelled(t *testing.T) {
 		t.Fatalf("Sleep = %v, want context.Canceled", err)
 	}
 }
+
+func TestSleepOrWakeEndsWhenWakeCloses(t *testing.T) {
+	wake := make(chan struct{})
+	close(wake)
+	if err := SleepOrWake(context.Background(), time.Hour, wake); err != nil {
+		t.Fatalf("SleepOrWake = %v, want nil", err)
+	}
+}
