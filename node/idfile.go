@@ -16,14 +16,21 @@ import (
 )
 
 // IDFileContent is the JSON of the id file (Config.IDFile): the held node ID,
-// its version (the fencing token) and how long it may be used. An application
-// in another process reads it, uses the node ID while the file exists with
-// that content and its clock is before ValidUntilMs, re-reads it at least
-// every second, and stops the moment either ends. The node rewrites the file
-// after every renewal, with a later ValidUntilMs.
+// its version (the fencing token), its floor and how long it may be used. An
+// application in another process reads it, uses the node ID while the file
+// exists with that content and its clock is before ValidUntilMs, issues only
+// timestamps above FloorMs, re-reads it at least every second, and stops the
+// moment either ends. The node rewrites the file after every renewal, with a
+// later ValidUntilMs.
 type IDFileContent struct {
 	NodeID  int   `json:"nodeId"`
 	Version int64 `json:"version"`
+	// FloorMs, in Unix ms, is the node ID's floor: the predecessor's
+	// reservation. The file is written once the host's clock is past it,
+	// but that clock can step back afterwards: the application issues only
+	// timestamps above it, whatever its clock says (as a generator never
+	// issues a timestamp below its last).
+	FloorMs int64 `json:"floorMs"`
 	// ValidUntilMs, in Unix ms on the host's clock, is when the node's own
 	// fence falls unless a renewal succeeds first, capped by the lease's
 	// reservation: a node that crashed or froze cannot remove the file, but
@@ -37,7 +44,7 @@ type IDFileContent struct {
 // its IDs with, and capped by the reservation (Claim.ValidUntilOn); 0 once
 // the claim is fenced.
 func idFileContentOf(claim *nodeid.Claim, host *nodeid.HostClock) IDFileContent {
-	return IDFileContent{NodeID: claim.NodeID(), Version: claim.Version(), ValidUntilMs: claim.ValidUntilOn(host.Read())}
+	return IDFileContent{NodeID: claim.NodeID(), Version: claim.Version(), FloorMs: claim.Floor(), ValidUntilMs: claim.ValidUntilOn(host.Read())}
 }
 
 // idFileState is the node's id file: what was written, and whether it is

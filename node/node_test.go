@@ -360,12 +360,12 @@ func TestIDFile(t *testing.T) {
 		t.Error("checkIDFileDir of a missing directory did not fail")
 	}
 	for v := int64(1); v <= 2; v++ {
-		if err := writeIDFile(path, IDFileContent{NodeID: 7, Version: v, ValidUntilMs: 1763700000000 + v}); err != nil {
+		if err := writeIDFile(path, IDFileContent{NodeID: 7, Version: v, FloorMs: 1763690000000, ValidUntilMs: 1763700000000 + v}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	b, err := os.ReadFile(path)
-	if err != nil || string(b) != "{\"nodeId\":7,\"version\":2,\"validUntilMs\":1763700000002}\n" {
+	if err != nil || string(b) != "{\"nodeId\":7,\"version\":2,\"floorMs\":1763690000000,\"validUntilMs\":1763700000002}\n" {
 		t.Fatalf("%q %v", b, err)
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
