@@ -83,7 +83,7 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		p.observeDate(l.Date, p.clock.Now())
 		v.index(l)
 	}
-	if near, ok := p.nearestRecent(far); ok {
+	if near, ok := p.nearestRecent(far, len(errs) > 0); ok {
 		// A floor a release a moment ago explains becomes takeable as this
 		// clock nears it, whatever other floors say: wait for it, do not
 		// fail (a single far floor never stops a fleet).

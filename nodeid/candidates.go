@@ -133,6 +133,9 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 	}
 	longest := longest(v.objects)
 	order = slices.DeleteFunc(order, func(id int) bool {
+		if _, seen := w.held[id]; seen && p.hooks.revisitsNothing() {
+			return true
+		}
 		return w.stillHeld(id, v, p.cfg.ClockMargin) || p.liveByGossip(id, v, known, longest)
 	})
 	// Within classOther, the objects listed short (a free record is shorter

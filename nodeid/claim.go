@@ -31,7 +31,7 @@ type Claim struct {
 	reservation  atomic.Int64
 	issued       atomic.Pointer[func() int64]
 	reserveClock atomic.Pointer[func() time.Time] // SetReserveClock's; nil: none
-	closing      atomic.Bool // Close has begun: the release is being written
+	closing      atomic.Bool                      // Close has begun: the release is being written
 
 	mu       sync.Mutex // guards the fields below and serialises writes
 	etag     string
@@ -66,6 +66,7 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 	c.suspendUntil.Store(c.suspendDeadline(sent))
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
+	p.hooks.newClaimed(c)
 	if p.hooks.isSequential() {
 		close(c.loopDone) // the simulation calls renewRound itself
 		return c

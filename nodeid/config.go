@@ -142,6 +142,9 @@ type Config struct {
 	Observer Observer
 	// Peers, when set, supplies gossip hints (see Peers).
 	Peers Peers
+
+	// hooks is nil in production; tests set it (see testHooks).
+	hooks *testHooks
 }
 
 // DefaultConfig returns the defaults documented on each Config field. The

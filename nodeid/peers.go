@@ -20,6 +20,9 @@ func (p *Provider) knownNodes() map[int]int64 {
 		return nil
 	}
 	known := p.cfg.Peers.KnownNodes()
+	if p.hooks.gossipUnchecked() {
+		return known
+	}
 	var bad map[int]int64
 	for id, v := range known {
 		if !lease.KnownNodeValid(id, v) {

@@ -69,6 +69,10 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 		rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
 	p.suspend, _ = cfg.Clock.(suspendClock)
+	p.hooks = cfg.hooks
+	if p.hooks != nil && p.hooks.electionFloors {
+		p.cfg.IssuesNoIDs = false
+	}
 	if applyMutation != nil {
 		applyMutation(p)
 	}

@@ -12,6 +12,9 @@ import (
 // tryCreate takes a never-created ID by creating its lease object held, with
 // version 1 and no floor (no one ever issued IDs with it).
 func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
+	if p.hooks.takesNothing() {
+		return nil, nil
+	}
 	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Version: 1,
 		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), KnownNodes: p.knownNodes()}
 	p.stamp(&next, p.clock.Wall())
@@ -67,6 +70,9 @@ func (p *Provider) judge(r readResult) (lease.Record, lease.State, error) {
 // writer changed the object first; a write whose outcome is unknown is
 // resolved by reading the object back.
 func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, state lease.State) (*Claim, error) {
+	if p.hooks.takesNothing() {
+		return nil, nil
+	}
 	key := lease.RecordKey(r.id)
 	next := lease.Record{
 		NodeID: r.id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Version: prev.Version + 1,

@@ -22,7 +22,43 @@ type testHooks struct {
 	adoptAtReadBack bool
 	// stateOf, when set, judges records instead of lease.StateOf (a bug).
 	stateOf func(r *lease.Record, m lease.Meta) lease.State
+	// onClaim, when set, is called with every claim the Provider creates,
+	// before Acquire returns it (the simulation drives its renewals).
+	onClaim func(*Claim)
+
+	// Liveness bugs: Acquire never takes an ID (neverTake), or never reads
+	// again a lease it once read held (noRevisit).
+	neverTake, noRevisit bool
+	// The behaviour before issue 28's fixes, as bugs: gossip's entries are
+	// written into records unchecked (rawGossip, finding 8); an election
+	// reserves timestamps and waits for floors (electionFloors, findings 5
+	// and 6); a floor counts as recent only by the record's measured age,
+	// and only when no other floor is an anomaly and no store error hid a
+	// candidate (oldRecentFloor, finding 7).
+	rawGossip, electionFloors, oldRecentFloor bool
 }
+
+// newClaimed calls onClaim, if set, with a claim just created.
+func (h *testHooks) newClaimed(c *Claim) {
+	if h != nil && h.onClaim != nil {
+		h.onClaim(c)
+	}
+}
+
+// takesNothing reports whether Acquire must never take an ID (a bug).
+func (h *testHooks) takesNothing() bool { return h != nil && h.neverTake }
+
+// revisitsNothing reports whether Acquire must never read again a lease it
+// read held (a bug).
+func (h *testHooks) revisitsNothing() bool { return h != nil && h.noRevisit }
+
+// gossipUnchecked reports whether gossip's entries go into records unchecked
+// (a bug).
+func (h *testHooks) gossipUnchecked() bool { return h != nil && h.rawGossip }
+
+// recentFloorOld reports whether the far-floor rule is the one before issue
+// 28 (a bug).
+func (h *testHooks) recentFloorOld() bool { return h != nil && h.oldRecentFloor }
 
 // isSequential reports whether the Provider must not start goroutines.
 func (h *testHooks) isSequential() bool { return h != nil && h.sequential }

@@ -17,6 +17,8 @@
 #     versitygw and etcd (with CI=true a missing server fails instead of skipping). The
 #     race detector needs a C compiler; without one the tests run without it,
 #     with a warning (with CI=true, that is a failure);
+#  3b. the deterministic simulation's full seed sets and catch rates, without
+#     the race detector (under it they run every tenth seed);
 #  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
 #     demo-broker processes on a MinIO of its own under kills, pauses,
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
@@ -119,6 +121,13 @@ if [[ $(go env CGO_ENABLED) != 1 ]]; then
 	flags=("${flags[@]:1}")
 fi
 go test "${flags[@]}" ./...
+
+step "the deterministic simulation: every seed, every mutation (nodeid, without -race)"
+# Under the race detector the simulation runs every tenth seed and no
+# catch-rate test (nodeid/sim_test.go: the race detector needs the code
+# paths, not the coverage); here the full seed sets and every mutation's
+# catch rate, about 3 minutes of CPU (docs/simulation.md).
+go test -count=1 -run 'Simulation' ./nodeid
 
 step "fault suite (go test -tags faults ./test/faults)"
 # -v: the schedule, the events and the SUMMARY lines belong in the log.
