@@ -10,8 +10,14 @@ var (
 	ErrNotFound = errors.New("lease: object not found")
 	// ErrPreconditionFailed means a conditional write was not applied: the key
 	// existed (create), or its ETag was not the expected one or it was gone
-	// (update), or a concurrent conditional write won (409).
+	// (update).
 	ErrPreconditionFailed = errors.New("lease: precondition failed")
+	// ErrConflict means a conditional write was not applied because another
+	// conditional write of the key was in progress (S3's 409
+	// ConditionalRequestConflict; AWS: re-read the ETag and retry). Unlike
+	// ErrPreconditionFailed it says nothing about whether the key changed:
+	// read it back to know who won.
+	ErrConflict = errors.New("lease: concurrent conditional write (conflict)")
 	// ErrUnknownOutcome is matched (errors.Is) by every [*UnknownOutcomeError].
 	ErrUnknownOutcome = errors.New("lease: write outcome unknown")
 	// ErrCorrupt means an object in the bucket does not decode as what its key

@@ -233,7 +233,7 @@ func (pr *prober) applied(step string, sent time.Time, m Meta, err error) (bool,
 	case err == nil:
 		pr.sample(sent, m)
 		return true, nil
-	case errors.Is(err, ErrPreconditionFailed):
+	case errors.Is(err, ErrPreconditionFailed), errors.Is(err, ErrConflict):
 		return false, nil
 	}
 	return false, inconclusive(step, err)

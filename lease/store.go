@@ -11,8 +11,9 @@ import (
 //
 // Errors: [ErrNotFound] when a key is absent (Get), [ErrPreconditionFailed] when a
 // conditional write was not applied (Create on an existing key, Update on a changed
-// or missing key, or a concurrent conditional write), an [*UnknownOutcomeError] when
-// a write may or may not have been applied. Any other error means the operation did
+// or missing key), [ErrConflict] when it was not applied because another
+// conditional write was in progress (which says nothing of who won), an
+// [*UnknownOutcomeError] when a write may or may not have been applied. Any other error means the operation did
 // not happen (a write was refused before it was applied, for example access denied).
 type Store interface {
 	// List returns every key under the prefix with its ETag and Last-Modified,

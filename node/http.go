@@ -184,6 +184,9 @@ func (n *Node) Status() StatusResponse {
 		s.NodeID, s.Version = st.NodeID, st.Version
 		s.LeaseAgeMs = st.SinceWrite.Milliseconds()
 		s.FloorMs, s.ReservedUntilMs = st.Floor, st.Reservation
+		if st.Jeopardy {
+			s.JeopardyMs = max(st.Fenced.Milliseconds(), 1)
+		}
 	}
 	if g := n.gossip.Load(); g != nil {
 		for id, v := range g.KnownNodes() {

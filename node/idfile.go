@@ -124,13 +124,14 @@ func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *nodeid.Host
 	}
 }
 
-// refresh rewrites the file after a renewal, with the later validUntilMs. A
-// failure only logs: the file on disk expires earlier, which stops the
-// application early, never late.
+// refresh rewrites the file after a renewal, with the later validUntilMs, or
+// writes it again after a recovery took it down. A failure only logs: the
+// file on disk expires earlier, which stops the application early, never
+// late.
 func (f *idFileState) refresh(claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.up { // not written yet (the floor), or removed
+	if !f.written || f.retired { // not written yet (the floor), or removed for good
 		return
 	}
 	c := idFileContentOf(claim, host)
@@ -148,6 +149,26 @@ func (f *idFileState) writeLocked(c IDFileContent) error {
 	f.up, f.written = true, true
 	f.maxValidMs = max(f.maxValidMs, c.ValidUntilMs)
 	return nil
+}
+
+// takeDown removes the file while the lease is in jeopardy: the application
+// stops at its next read (and at validUntilMs anyway); refresh writes it
+// again after a recovery.
+func (f *idFileState) takeDown(log *slog.Logger) {
+	if f.path == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.up {
+		return
+	}
+	f.up = false
+	if _, err := removeIDFile(f.path); err != nil {
+		log.Error("could not take the id file down in jeopardy: the application stops at its validUntilMs", "path", f.path, "err", err)
+		return
+	}
+	log.Warn("id file taken down: the lease is in jeopardy", "path", f.path)
 }
 
 // remove removes the file for good and reports whether it had been written

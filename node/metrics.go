@@ -26,6 +26,7 @@ type metrics struct {
 	nodeID, version prometheus.Gauge
 
 	acquisitions, renewals, renewFailures prometheus.Counter
+	jeopardies, recoveries                prometheus.Counter
 	lost, released, anomalies             prometheus.Counter
 	expiredTakeovers                      prometheus.Counter
 	acquireDuration, renewLatency         prometheus.Histogram
@@ -56,6 +57,18 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.acquisitions = f.counter("lease_acquisitions_total", "Node ID leases taken.")
 	m.renewals = f.counter("lease_renewals_total", "Successful lease renewals.")
 	m.renewFailures = f.counter("lease_renewal_failures_total", "Failed lease renewal attempts; they are retried until the renew deadline.")
+	m.jeopardies = f.counter("lease_jeopardies_total",
+		"Times the lease's renewals gave up with no evidence of another writer: fenced, renewing on its last write (see nodeid_lease_jeopardy).")
+	m.recoveries = f.counter("lease_recoveries_total",
+		"Times a write on the lease's last ETag landed after its fence fell, and the node issued IDs again (same version).")
+	f.register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "lease_jeopardy",
+		Help: "1 while the lease is in jeopardy: fenced (no IDs, health 503), renewing on its last write until it recovers or the loss grace ends; else 0."},
+		func() float64 {
+			if s, _ := n.state(); s == StateJeopardy {
+				return 1
+			}
+			return 0
+		}))
 	m.lost = f.counter("lease_lost_total", "Leases that ended without a release (taken over, renewal failed past its deadline, or a higher version seen in gossip).")
 	m.released = f.counter("lease_released_total", "Leases released on shutdown.")
 	m.anomalies = f.counter("lease_anomalies_total", "Lease objects found corrupt or otherwise not to be taken (see the log and nodeidctl status).")
@@ -70,7 +83,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5})
 	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "s3_requests_total",
-		Help: "Lease store requests by operation (list, get, create, update) and outcome (ok, not_found, precondition_failed, unknown_outcome, error).",
+		Help: "Lease store requests by operation (list, get, create, update) and outcome (ok, not_found, precondition_failed, conflict, unknown_outcome, error).",
 	}, []string{"operation", "outcome"})
 	m.storeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "s3_request_duration_seconds",
@@ -114,6 +127,12 @@ func (m *metrics) Renewed(_ int, latency time.Duration) {
 
 // RenewFailed implements nodeid.Observer.
 func (m *metrics) RenewFailed(int, error) { m.renewFailures.Inc() }
+
+// Jeopardy implements nodeid.Observer.
+func (m *metrics) Jeopardy(int, error) { m.jeopardies.Inc() }
+
+// Recovered implements nodeid.Observer.
+func (m *metrics) Recovered(int, time.Duration) { m.recoveries.Inc() }
 
 // Lost implements nodeid.Observer.
 func (m *metrics) Lost(int, error) { m.lost.Inc() }
@@ -190,6 +209,7 @@ const (
 	outcomeOK                 = "ok"
 	outcomeNotFound           = "not_found"
 	outcomePreconditionFailed = "precondition_failed"
+	outcomeConflict           = "conflict"
 	outcomeUnknown            = "unknown_outcome"
 	outcomeError              = "error"
 )
@@ -203,6 +223,8 @@ func outcome(err error) string {
 		return outcomeNotFound
 	case errors.Is(err, lease.ErrPreconditionFailed):
 		return outcomePreconditionFailed
+	case errors.Is(err, lease.ErrConflict):
+		return outcomeConflict
 	case errors.Is(err, lease.ErrUnknownOutcome):
 		return outcomeUnknown
 	default:
@@ -297,6 +319,18 @@ func (o observers) RenewFailed(id int, err error) {
 	}
 }
 
+func (o observers) Jeopardy(id int, err error) {
+	for _, x := range o {
+		x.Jeopardy(id, err)
+	}
+}
+
+func (o observers) Recovered(id int, fenced time.Duration) {
+	for _, x := range o {
+		x.Recovered(id, fenced)
+	}
+}
+
 func (o observers) Lost(id int, err error) {
 	for _, x := range o {
 		x.Lost(id, err)
@@ -315,18 +349,38 @@ func (o observers) Anomaly(key string, err error) {
 	}
 }
 
-// renewSignal passes the provider's events on and signals each successful
-// renewal on renewed, without blocking: the id file is refreshed.
+// renewSignal passes the provider's events on and signals, without
+// blocking, each successful renewal and recovery on renewed (the id file is
+// refreshed, or written again) and each entry into jeopardy on fenced (the id
+// file is taken down).
 type renewSignal struct {
 	nodeid.Observer
-	renewed chan<- struct{}
+	renewed, fenced chan<- struct{}
 }
 
 // Renewed implements nodeid.Observer.
 func (s renewSignal) Renewed(id int, latency time.Duration) {
 	s.Observer.Renewed(id, latency)
+	signal(s.renewed)
+}
+
+// Recovered implements nodeid.Observer.
+func (s renewSignal) Recovered(id int, fenced time.Duration) {
+	s.Observer.Recovered(id, fenced)
+	signal(s.renewed)
+}
+
+// Jeopardy implements nodeid.Observer.
+func (s renewSignal) Jeopardy(id int, err error) {
+	s.Observer.Jeopardy(id, err)
+	signal(s.fenced)
+}
+
+// signal sends on ch, a channel with a buffer of one, unless a signal waits
+// there already.
+func signal(ch chan<- struct{}) {
 	select {
-	case s.renewed <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }

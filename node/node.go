@@ -43,7 +43,8 @@ type Node struct {
 
 	idFile  idFileState
 	elector *elector      // nil unless Config.Elect
-	renewed chan struct{} // a renewal succeeded (buffered 1): refresh the id file
+	renewed chan struct{} // a renewal or a recovery succeeded (buffered 1): refresh the id file
+	fenced  chan struct{} // the lease entered jeopardy (buffered 1): take the id file down
 
 	mu          sync.Mutex         // guards the fields below
 	started     bool               // Start was called
@@ -74,8 +75,8 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),
-		host:      nodeid.NewHostClock(cfg.HostClock, cfg.Provider.Clock),
-		renewed:   make(chan struct{}, 1),
+		host:    nodeid.NewHostClock(cfg.HostClock, cfg.Provider.Clock),
+		renewed: make(chan struct{}, 1), fenced: make(chan struct{}, 1),
 		startDone: make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
 		done: make(chan struct{}),
 	}
@@ -184,7 +185,7 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 		return nil, err
 	}
 	pc := n.cfg.Provider
-	pc.Observer = renewSignal{Observer: observers{n.metrics, pc.Observer}, renewed: n.renewed}
+	pc.Observer = renewSignal{Observer: observers{n.metrics, pc.Observer}, renewed: n.renewed, fenced: n.fenced}
 	if n.cfg.Gossip != nil {
 		g, err := n.startGossip()
 		if err != nil {
@@ -269,9 +270,11 @@ func (n *Node) activate(claim *nodeid.Claim) {
 }
 
 // watch refreshes the id file after each renewal until the claim ends or
-// Close begins. On a loss it removes the id file and ends the node. The id
-// file is written and removed only by Start, watch and Close, one after the
-// other, so a refresh never brings back a removed file.
+// Close begins: it takes the file down when the lease enters jeopardy, and
+// writes it again after a recovery. On a loss it removes the id file and ends
+// the node. The id file is written and removed only by Start, watch and
+// Close, one after the other, so a refresh never brings back a file removed
+// for good.
 func (n *Node) watch(claim *nodeid.Claim) {
 	defer close(n.watchDone)
 	for {
@@ -280,6 +283,8 @@ func (n *Node) watch(claim *nodeid.Claim) {
 			if claim.Valid() && !n.stopping.Load() {
 				n.idFile.refresh(claim, n.host, n.log)
 			}
+		case <-n.fenced:
+			n.idFile.takeDown(n.log)
 		case <-claim.Done():
 			n.idFile.remove(n.log)
 			n.idFile.graceOver(false)

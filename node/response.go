@@ -5,9 +5,12 @@ package node
 type StatusResponse struct {
 	// Task is the node's task identity (the lease holder).
 	Task string `json:"task"`
-	// State is one of States: "acquiring", "held", "fenced", "lost" or
-	// "released".
+	// State is one of States: "acquiring", "held", "fenced", "jeopardy",
+	// "lost" or "released".
 	State string `json:"state"`
+	// JeopardyMs is how long the lease has been in jeopardy (fenced,
+	// renewing on its last write), in ms; omitted when it is not.
+	JeopardyMs int64 `json:"jeopardyMs,omitempty"`
 	// NodeID and Version are -1 and 0 before an ID is held.
 	NodeID  int   `json:"nodeId"`
 	Version int64 `json:"version"`

@@ -16,12 +16,13 @@ const (
 	StateAcquiring = "acquiring" // looking for a node ID (or not started)
 	StateHeld      = "held"      // serving IDs
 	StateFenced    = "fenced"    // holding the lease but issuing no IDs (closing, or the fence fell)
+	StateJeopardy  = "jeopardy"  // fenced, renewing on its last write: recovered or lost within the loss grace
 	StateLost      = "lost"      // ended without a release
 	StateReleased  = "released"  // closed
 )
 
 // States lists every state, in the order above.
-var States = []string{StateAcquiring, StateHeld, StateFenced, StateLost, StateReleased}
+var States = []string{StateAcquiring, StateHeld, StateFenced, StateJeopardy, StateLost, StateReleased}
 
 // Reasons for a node not to serve IDs, besides the claim's own errors.
 var (
@@ -61,6 +62,10 @@ func (n *Node) state() (string, error) {
 	}
 	if n.stopping.Load() {
 		return StateFenced, ErrShuttingDown
+	}
+	if st := c.Status(); st.Jeopardy {
+		return StateJeopardy, fmt.Errorf("%w for %v: renewing on its last write until it recovers or the loss grace (%v) ends",
+			nodeid.ErrJeopardy, st.Fenced.Round(time.Millisecond), n.cfg.Provider.LossGrace)
 	}
 	if !c.Valid() {
 		return StateFenced, ErrFenced

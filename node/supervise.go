@@ -160,11 +160,13 @@ func (e *ChildExitError) ExitCode() int {
 //     returns nil when the child exited 0 or died of that signal.
 //   - Close stops it the same way, and releases the ID only once it is gone;
 //     Supervise returns ErrClosed.
-//   - A lease loss sends SIGTERM at once and SIGKILL no later than
-//     cfg.KillMargin before the instant the claim's fence falls, so the
-//     child is gone before any other task can judge the lease expired; the
-//     fence falling without a loss (renewals too late) sends SIGKILL at
-//     once. Supervise returns an error wrapping nodeid.ErrLeaseLost.
+//   - A lease loss, or the lease entering jeopardy, sends SIGTERM at once
+//     and SIGKILL no later than cfg.KillMargin before the instant the
+//     claim's fence falls, so the child is gone before any other task can
+//     judge the lease expired; the fence falling otherwise (renewals too
+//     late) sends SIGKILL at once. Supervise returns an error wrapping
+//     nodeid.ErrLeaseLost: a lease that recovers from jeopardy serves the
+//     node, not the child, which is gone.
 //   - The child exiting by itself ends Supervise: nil for status 0, else a
 //     *ChildExitError.
 //
@@ -351,6 +353,12 @@ func (r *childRun) run(ctx context.Context) error {
 			r.stop(c.Err(), syscall.SIGTERM, "lease lost: stopping the child before the claim's fence")
 		case <-tick.C:
 		case <-timer.C:
+		}
+		if r.cause == nil && errors.Is(c.Check(), nodeid.ErrJeopardy) {
+			// Jeopardy stops the child as a loss does: it may not issue
+			// while the lease is fenced, and it cannot be told to pause.
+			r.stop(fmt.Errorf("node: the lease entered jeopardy while the child ran: %w", nodeid.ErrLeaseLost), syscall.SIGTERM,
+				"lease in jeopardy: stopping the child before the claim's fence")
 		}
 		r.refresh()
 		r.enforce()

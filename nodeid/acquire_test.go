@@ -149,6 +149,8 @@ func (r *recorder) list() []string {
 func (r *recorder) Acquired(int, int64, time.Duration) { r.add("acquired") }
 func (r *recorder) Renewed(int, time.Duration)         { r.add("renewed") }
 func (r *recorder) RenewFailed(int, error)             { r.add("renew failed") }
+func (r *recorder) Jeopardy(int, error)                { r.add("jeopardy") }
+func (r *recorder) Recovered(int, time.Duration)       { r.add("recovered") }
 func (r *recorder) Lost(int, error)                    { r.add("lost") }
 func (r *recorder) Released(int)                       { r.add("released") }
 func (r *recorder) Anomaly(string, error)              { r.add("anomaly") }

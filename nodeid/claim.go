@@ -32,12 +32,17 @@ type Claim struct {
 	issued       atomic.Pointer[func() int64]
 	reserveClock atomic.Pointer[func() time.Time] // SetReserveClock's; nil: none
 	closing      atomic.Bool                      // Close has begun: the release is being written
+	// jeopardy: the renewals gave up with no evidence of another writer:
+	// fenced, renewing on the last ETag until a write lands (recovered) or
+	// the loss is final (see jeopardy.go).
+	jeopardy atomic.Bool
 
 	mu       sync.Mutex // guards the fields below and serialises writes
 	etag     string
 	rec      lease.Record   // the last record written
 	lastSent time.Time      // when the last successful write was sent (Clock.Now)
 	pending  []pendingWrite // writes whose outcome is unknown, since lastSent
+	fellAt   time.Time      // when the fence last fell with the claim held (Clock.Now); zero: up
 	err      error
 
 	done      chan struct{}
@@ -46,12 +51,6 @@ type Claim struct {
 	loopDone  chan struct{}
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// pendingWrite is a write whose outcome is unknown; it may still be found landed.
-type pendingWrite struct {
-	rec  lease.Record
-	sent time.Time
 }
 
 // newClaim builds the claim for a successful take and starts its renewal loop.
@@ -96,14 +95,17 @@ func (c *Claim) Floor() int64 { return c.floor }
 // successful write allows. It rises with each renewal.
 func (c *Claim) Reservation() int64 { return c.reservation.Load() }
 
-// Valid reports whether IDs may be issued now: the claim is not fenced and its
-// own monotonic clock has not reached t0 + LeaseDuration - SafetyMargin, t0 being
-// when the last successful write was sent. Go's monotonic clock stands still
+// Valid reports whether IDs may be issued now: the claim is not fenced (nor in
+// jeopardy) and its own monotonic clock has not reached t0 + LeaseDuration -
+// SafetyMargin, t0 being when the last successful write was sent. Go's monotonic clock stands still
 // while the host (a VM) is suspended; on the system clock the deadline is
 // also kept on the host's real-time clock, which counts the suspension, so the
 // fence falls at once on resume (see suspendClock). It is cheap enough for
 // every ID: one clock reading.
 func (c *Claim) Valid() bool {
+	if c.jeopardy.Load() {
+		return c.p.hooks.validInJeopardy() && c.validUntil.Load() != math.MinInt64
+	}
 	now := c.p.clock.Now()
 	return int64(now.Sub(c.p.base)) < c.validUntil.Load() && !c.suspendFallen(now)
 }
@@ -127,10 +129,11 @@ func (c *Claim) ValidUntilOn(now time.Time) int64 {
 }
 
 // ValidUntil returns the monotonic instant (on the provider's Clock) at which
-// Valid turns false unless a renewal succeeds first; the zero Time once fenced.
+// Valid turns false unless a renewal succeeds first; the zero Time once fenced
+// or in jeopardy.
 func (c *Claim) ValidUntil() time.Time {
 	v := c.validUntil.Load()
-	if v == math.MinInt64 {
+	if v == math.MinInt64 || (c.jeopardy.Load() && !c.p.hooks.validInJeopardy()) {
 		return time.Time{}
 	}
 	return c.p.base.Add(time.Duration(v))
@@ -147,11 +150,14 @@ func (c *Claim) Err() error {
 	return c.err
 }
 
-// Check returns Err, or an error while the claim is not Valid: the health
-// checker of a broker.
+// Check returns Err, or an error while the claim is not Valid (ErrJeopardy
+// while in jeopardy): the health checker of a broker.
 func (c *Claim) Check() error {
 	if err := c.Err(); err != nil {
 		return err
+	}
+	if c.jeopardy.Load() {
+		return ErrJeopardy
 	}
 	if !c.Valid() {
 		return ErrLeaseLost
@@ -209,51 +215,34 @@ type Status struct {
 	// SinceWrite is the time since the last successful write was sent, on this
 	// task's monotonic clock.
 	SinceWrite time.Duration
-	Err        error
+	// Jeopardy reports a claim whose renewals gave up with no evidence of
+	// another writer: fenced, renewing on its last write (Config.LossGrace);
+	// Fenced is how long ago its fence fell then.
+	Jeopardy bool
+	Fenced   time.Duration
+	Err      error
 }
 
 // Status returns a snapshot of the claim.
 func (c *Claim) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Status{
+	now := c.p.clock.Now()
+	st := Status{
 		NodeID: c.id, Version: c.version, Valid: c.Valid(), Floor: c.floor,
-		Reservation: c.reservation.Load(), SinceWrite: c.p.clock.Now().Sub(c.lastSent), Err: c.err,
+		Reservation: c.reservation.Load(), SinceWrite: now.Sub(c.lastSent), Err: c.err,
+		Jeopardy: c.jeopardy.Load(),
 	}
+	if st.Jeopardy && !c.fellAt.IsZero() {
+		st.Fenced = now.Sub(c.fellAt)
+	}
+	return st
 }
 
 // deadline returns the fence of a write sent at sent, in nanoseconds after
 // p.base: sent + LeaseDuration - SafetyMargin.
 func (c *Claim) deadline(sent time.Time) time.Duration {
 	return sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin + c.p.hooks.extraFence()
-}
-
-// committed records a successful write sent at sent and moves the fence to its
-// deadline, unless the fence has already fallen: once Valid has been false it
-// stays false (a broker's /health never goes back from 503 to 200 on the same
-// claim), even when a renewal that was in flight lands afterwards. Callers hold
-// c.mu.
-func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
-	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
-	c.reservation.Store(rec.ReservedUntilMs)
-	until := int64(c.deadline(sent))
-	nowT := c.p.clock.Now()
-	if c.suspendFallen(nowT) {
-		return
-	}
-	now := int64(nowT.Sub(c.p.base))
-	for {
-		cur := c.validUntil.Load()
-		if cur == math.MinInt64 || now >= cur {
-			return
-		}
-		if c.validUntil.CompareAndSwap(cur, until) {
-			break
-		}
-	}
-	// A fence that falls now stored MinInt64 into validUntil first: Valid
-	// stays false whatever this stores.
-	c.suspendUntil.Store(c.suspendDeadline(sent))
 }
 
 // suspendDeadline returns the fence of a write sent at sent on the Clock's

@@ -129,10 +129,24 @@ type Config struct {
 	// and is left out until an operator repairs it. Default 10 s.
 	BootstrapWindow time.Duration
 
-	// StoreTimeout bounds each store request made by the renewal loop and by
-	// Close; below RenewDeadline, so that a renewal can be tried again before
-	// the deadline. Zero: the lesser of 2 s and RenewDeadline / 2.
+	// StoreTimeout bounds each renewal attempt (its CAS and, when needed,
+	// the read-back that resolves it) and each request of Close. At least
+	// three attempts, and the pauses between them (a tenth of the window
+	// each, at most), must fit between RenewInterval and RenewDeadline, so
+	// that one slow request, an etcd leader election or a dead endpoint does
+	// not spend the whole renewal window: StoreTimeout <= 4/15 of
+	// RenewDeadline - RenewInterval. Zero: the lesser of 2 s and that.
 	StoreTimeout time.Duration
+
+	// LossGrace is how long a claim whose renewals gave up, with no evidence
+	// of another writer, stays in jeopardy: fenced (it issues nothing, and
+	// Check fails with ErrJeopardy) but renewing on the ETag of its last
+	// write. One that lands recovers the claim (same version, the fence
+	// re-armed from its send time); evidence of a takeover, or the end of
+	// the grace, makes the loss final (docs/design.md section 7.3). Longer
+	// rides out longer store outages; safety does not depend on it. Zero:
+	// LeaseDuration. NoLossGrace: none, the first fence is final.
+	LossGrace time.Duration
 
 	// Clock is the time source. Default SystemClock(0).
 	Clock Clock
@@ -174,9 +188,13 @@ func DefaultLocalConfig() Config {
 	c := DefaultConfig()
 	c.LeaseDuration, c.RenewInterval, c.RenewDeadline = 3*time.Second, time.Second, 2*time.Second
 	c.SafetyMargin, c.MaxLeaseDuration, c.AcquireTimeout = 500*time.Millisecond, 10*time.Second, 10*time.Second
-	c.AcquireBackoff, c.StoreTimeout = 100*time.Millisecond, time.Second
+	c.AcquireBackoff = 100 * time.Millisecond
 	return c
 }
+
+// NoLossGrace is the Config.LossGrace of a claim whose first fence is final:
+// no jeopardy, no recovery (the behaviour before issue 24).
+const NoLossGrace time.Duration = -1
 
 // DefaultTaskID returns the host name, the process ID and 4 random bytes.
 func DefaultTaskID() string {
@@ -259,7 +277,12 @@ func (c *Config) Validate() error {
 	check(c.AcquireBackoff > 0, "AcquireBackoff", "%v must be positive", c.AcquireBackoff)
 	check(c.MaxClockWait >= 0, "MaxClockWait", "%v is negative", c.MaxClockWait)
 	check(c.BootstrapWindow >= 0, "BootstrapWindow", "%v is negative", c.BootstrapWindow)
-	check(c.StoreTimeout > 0 && c.StoreTimeout < c.RenewDeadline, "StoreTimeout", "%v must be in (0, RenewDeadline %v)", c.StoreTimeout, c.RenewDeadline)
+	if w := c.RenewDeadline - c.RenewInterval; w > 0 {
+		check(c.StoreTimeout > 0 && c.StoreTimeout <= maxStoreTimeout(w), "StoreTimeout",
+			"%v leaves room for fewer than three renewal attempts between RenewInterval %v and RenewDeadline %v: at most %v",
+			c.StoreTimeout, c.RenewInterval, c.RenewDeadline, maxStoreTimeout(w))
+	}
+	check(c.LossGrace >= 0 || c.LossGrace == NoLossGrace, "LossGrace", "%v is negative (NoLossGrace, -1ns, turns jeopardy off)", c.LossGrace)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("nodeid: invalid config: %w", err)
 	}
@@ -289,7 +312,19 @@ func (c *Config) deriveTimings() {
 	if c.RenewDeadline == 0 {
 		c.RenewDeadline = min(c.LeaseDuration*2/3, c.LeaseDuration-c.SafetyMargin)
 	}
-	if c.StoreTimeout == 0 {
-		c.StoreTimeout = min(2*time.Second, c.RenewDeadline/2)
+	if c.StoreTimeout == 0 && c.RenewDeadline > c.RenewInterval {
+		c.StoreTimeout = min(2*time.Second, maxStoreTimeout(c.RenewDeadline-c.RenewInterval))
+	}
+	if c.LossGrace == 0 {
+		c.LossGrace = c.LeaseDuration
 	}
 }
+
+// maxStoreTimeout is the longest renewal attempt that lets three attempts
+// and the two pauses between them (renewPause: at most a tenth of the window
+// each) fit in a renewal window w: 4/15 of it.
+func maxStoreTimeout(w time.Duration) time.Duration { return w * 4 / 15 }
+
+// renewPause is the base of the jittered pause between renewal attempts in a
+// renewal window w (each pause is drawn from [w/20, w/10)).
+func renewPause(w time.Duration) time.Duration { return w / 10 }

@@ -32,6 +32,13 @@ func TestConfigValidation(t *testing.T) {
 		{"value at the limit", func(c *Config) { c.Value = strings.Repeat("v", 4096) }, ""},
 		{"value too long", func(c *Config) { c.Value = strings.Repeat("v", 4097) }, "Value: 4097 bytes"},
 		{"store timeout", func(c *Config) { c.StoreTimeout = c.RenewDeadline }, "StoreTimeout"},
+		// Three attempts and two pauses of a tenth of the window fit: 4/15.
+		{"store timeout: three attempts fit", func(c *Config) { c.StoreTimeout = (c.RenewDeadline - c.RenewInterval) * 4 / 15 }, ""},
+		{"store timeout: fewer than three attempts fit", func(c *Config) {
+			c.StoreTimeout = (c.RenewDeadline-c.RenewInterval)*4/15 + time.Millisecond
+		}, "leaves room for fewer than three renewal attempts between RenewInterval 5s and RenewDeadline 10s: at most 1.333333333s"},
+		{"loss grace off", func(c *Config) { c.LossGrace = NoLossGrace }, ""},
+		{"loss grace negative", func(c *Config) { c.LossGrace = -time.Second }, "LossGrace"},
 		{"several errors", func(c *Config) { c.Order, c.MaxReadsInFlight = "x", 0 }, "MaxReadsInFlight"},
 	}
 	for _, tc := range tests {
@@ -59,9 +66,12 @@ func TestConfigDerivesTimingsFromLease(t *testing.T) {
 		lease                               time.Duration
 		interval, deadline, safety, storeTO time.Duration
 	}{
-		{15 * time.Second, 5 * time.Second, 10 * time.Second, time.Second, 2 * time.Second},
-		{5 * time.Second, 5 * time.Second / 3, 5 * time.Second * 2 / 3, time.Second, 5 * time.Second / 3},
-		{2 * time.Second, 2 * time.Second / 3, 2 * time.Second * 2 / 3, 500 * time.Millisecond, 2 * time.Second / 3},
+		// StoreTimeout: 4/15 of RenewDeadline - RenewInterval (three attempts
+		// and two pauses of a tenth fit), at most 2 s.
+		{15 * time.Second, 5 * time.Second, 10 * time.Second, time.Second, 5 * time.Second * 4 / 15},
+		{5 * time.Second, 5 * time.Second / 3, 5 * time.Second * 2 / 3, time.Second, (5*time.Second*2/3 - 5*time.Second/3) * 4 / 15},
+		{2 * time.Second, 2 * time.Second / 3, 2 * time.Second * 2 / 3, 500 * time.Millisecond, (2*time.Second*2/3 - 2*time.Second/3) * 4 / 15},
+		{60 * time.Second, 20 * time.Second, 40 * time.Second, time.Second, 2 * time.Second},
 	}
 	for _, tc := range tests {
 		c := DefaultConfig()

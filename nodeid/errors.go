@@ -10,6 +10,12 @@ var (
 	// lease, a renewal failed past its deadline, or a peer runs the ID with a
 	// higher version. The wrapping error says which.
 	ErrLeaseLost = errors.New("nodeid: lease lost")
+	// ErrJeopardy is what Claim.Check returns while the claim is in
+	// jeopardy: its renewals gave up with no evidence of another writer, so
+	// it is fenced (it issues nothing) but keeps renewing on its last ETag
+	// for Config.LossGrace, and may recover. It is not a loss: Err is nil
+	// and Done stays open meanwhile.
+	ErrJeopardy = errors.New("nodeid: lease in jeopardy (fenced, renewing on its last write)")
 	// ErrClosed means the claim was closed (released) by its owner.
 	ErrClosed = errors.New("nodeid: claim closed")
 	// ErrManifestMismatch means the cluster manifest describes another Snowflake

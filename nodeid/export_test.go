@@ -25,6 +25,8 @@ type SimHooks struct {
 	RawGossip       bool
 	ElectionFloors  bool
 	OldRecentFloor  bool
+	RecoverChanged  bool
+	IssueInJeopardy bool
 }
 
 // WithSimHooks returns cfg with h set: a Provider made from it (nodeid.New,
@@ -34,12 +36,17 @@ func WithSimHooks(cfg Config, h SimHooks) Config {
 		sequential: true, fenceExtra: h.FenceExtra, ignoreFloor: h.IgnoreFloor, adoptAtReadBack: h.AdoptAtReadBack,
 		stateOf: h.StateOf, onClaim: h.OnClaim, neverTake: h.NeverTake, noRevisit: h.NoRevisit,
 		rawGossip: h.RawGossip, electionFloors: h.ElectionFloors, oldRecentFloor: h.OldRecentFloor,
+		recoverChanged: h.RecoverChanged, issueInJeopardy: h.IssueInJeopardy,
 	}
 	return cfg
 }
 
-// RenewRound is the renewal loop's one round (renewRound).
-func (c *Claim) RenewRound(ctx context.Context) error { return c.renewRound(ctx) }
+// RenewStep is the renewal loop's one turn (renewStep): a round, and
+// jeopardy until a recovery or a loss when it gives up.
+func (c *Claim) RenewStep(ctx context.Context) error { return c.renewStep(ctx) }
+
+// InJeopardy reports whether the claim is in jeopardy.
+func (c *Claim) InJeopardy() bool { return c.jeopardy.Load() }
 
 // NextRenewal returns when the renewal loop renews next: RenewInterval after
 // the last successful write was sent, on the Provider's Clock.

@@ -117,6 +117,19 @@ func (e *env) record(id int) (lease.Record, lease.Meta) {
 	return r, meta
 }
 
+// advanceUntilDone advances the clock, wake-up by wake-up, until c is done
+// (lost or closed), for at most limit of fake time.
+func (e *env) advanceUntilDone(c *Claim, limit time.Duration) {
+	e.t.Helper()
+	end := e.clk.Now().Add(limit)
+	for !isDone(c) {
+		if !e.clk.Now().Before(end) {
+			e.t.Fatalf("claim %d not done after %v of fake time (valid %v, jeopardy %v)", c.NodeID(), limit, c.Valid(), c.Status().Jeopardy)
+		}
+		e.advance(100*time.Millisecond, c)
+	}
+}
+
 func waitDone(t *testing.T, c *Claim) {
 	t.Helper()
 	select {

@@ -42,6 +42,13 @@ type Observer interface {
 	Renewed(id int, latency time.Duration)
 	// RenewFailed reports one failed renewal attempt.
 	RenewFailed(id int, err error)
+	// Jeopardy reports a claim whose renewals gave up with no evidence of
+	// another writer (err says why): fenced, it renews on its last write
+	// for Config.LossGrace.
+	Jeopardy(id int, err error)
+	// Recovered reports a claim in jeopardy that a landed write recovered,
+	// after fenced in jeopardy.
+	Recovered(id int, fenced time.Duration)
 	// Lost reports a claim that ended without a release.
 	Lost(id int, err error)
 	// Released reports a claim released by Close.
@@ -61,6 +68,12 @@ func (NopObserver) Renewed(int, time.Duration) {}
 
 // RenewFailed implements Observer.
 func (NopObserver) RenewFailed(int, error) {}
+
+// Jeopardy implements Observer.
+func (NopObserver) Jeopardy(int, error) {}
+
+// Recovered implements Observer.
+func (NopObserver) Recovered(int, time.Duration) {}
 
 // Lost implements Observer.
 func (NopObserver) Lost(int, error) {}

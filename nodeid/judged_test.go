@@ -54,8 +54,8 @@ func TestJudgedStoreCutOffHolder(t *testing.T) {
 		}
 	}
 	defer taken.Close(context.Background())
-	if !isDone(holder) || !errors.Is(holder.Err(), ErrLeaseLost) {
-		t.Fatalf("holder Err = %v, want ErrLeaseLost", holder.Err())
+	if holder.Valid() || (!errors.Is(holder.Err(), ErrLeaseLost) && !errors.Is(holder.Check(), ErrJeopardy)) {
+		t.Fatalf("holder valid %v, Check %v; want fenced: in jeopardy or lost", holder.Valid(), holder.Check())
 	}
 	if took := e.clk.Now().Sub(start); took < 3*time.Second {
 		t.Fatalf("taken over %v after the holder's write, before its 3 s liveness ran out", took)

@@ -3,6 +3,7 @@ package nodeid
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,9 +151,12 @@ func TestCutOffHolderFencesBeforeOthersCanTake(t *testing.T) {
 		}
 	}
 	fencedAt := e.clk.Now().Sub(start)
-	waitDone(t, holder)
-	if !errors.Is(holder.Err(), ErrLeaseLost) {
-		t.Fatalf("holder Err = %v, want ErrLeaseLost", holder.Err())
+	if err := holder.Check(); !errors.Is(err, ErrJeopardy) || holder.Err() != nil {
+		t.Fatalf("holder fenced: Check %v, Err %v; want in jeopardy (renewing on its last write), not lost", err, holder.Err())
+	}
+	e.advanceUntilDone(holder, 10*time.Second) // the loss grace (a lease) ends
+	if !errors.Is(holder.Err(), ErrLeaseLost) || !strings.Contains(holder.Err().Error(), "loss grace") {
+		t.Fatalf("holder Err = %v, want ErrLeaseLost at the end of the loss grace", holder.Err())
 	}
 	if fencedAt > 2*time.Second {
 		t.Fatalf("holder fenced %v after its last write, want by the 2 s renew deadline", fencedAt)
@@ -532,28 +536,65 @@ func TestReleaseAfterAPendingRenewalLanded(t *testing.T) {
 	}
 }
 
-// A renewal sent before the renew deadline whose answer comes after the fence
-// fell must not make the claim valid again: once Valid was false, the claim is
-// lost (a broker's /health never goes from 503 back to 200).
-func TestSlowRenewalDoesNotReviveTheFence(t *testing.T) {
-	e := newEnv(t)
-	e.store.Sleep = e.clk.Sleep
-	c := e.acquire(e.provider(e.config("a")))
-	// The renewal at 1 s fails fast; its retry, sent 100-200 ms later, is
-	// answered 1.4 s later: after the fence fell at 2.5 s, before the renew
-	// deadline of its own send time.
-	e.store.Queue(storetest.OpUpdate, faultErr(errors.New("boom")), storetest.Fault{Delay: 1400 * time.Millisecond})
-	fellAt := c.ValidUntil()
-	revived := false
-	for !isDone(c) && e.clk.Now().Before(start.Add(10*time.Second)) {
-		e.advance(100*time.Millisecond, c)
-		if !e.clk.Now().Before(fellAt) && c.Valid() {
-			revived = true
-		}
-	}
-	waitDone(t, c)
-	if revived || c.Valid() || !errors.Is(c.Err(), ErrLeaseLost) {
-		t.Fatalf("revived %v, valid %v, err %v: want the claim lost, never valid after its fence fell", revived, c.Valid(), c.Err())
+// A renewal that lands after the fence fell (sent before the renew deadline,
+// held on the wire): with LossGrace NoLossGrace it must not make the claim
+// valid again (once Valid was false, the claim is lost, and a broker's /health
+// never goes from 503 back to 200), as before jeopardy existed. With the
+// default LossGrace it landed on the claim's own last ETag, so nobody wrote in
+// between: the claim recovers, with the same version, valid until the fence
+// of that write's send time, and the recovery is reported.
+func TestRenewalLandingAfterTheFence(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		grace     time.Duration
+		recovered bool
+	}{{"no loss grace", NoLossGrace, false}, {"default loss grace", 0, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			rec := &recorder{}
+			cfg := e.config("a")
+			cfg.Observer, cfg.LossGrace = rec, tt.grace
+			c := e.acquire(e.provider(cfg))
+			// Every renewal is held on the wire, and every read-back fails:
+			// the renewals give up at the 2 s renew deadline.
+			held := true
+			var mu sync.Mutex
+			e.store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case held && op == storetest.OpUpdate:
+					return storetest.Fault{Late: true}
+				case held && op == storetest.OpGet:
+					return faultErr(errors.New("read back failed"))
+				}
+				return storetest.Fault{}
+			})
+			fellAt := c.ValidUntil()
+			e.advance(fellAt.Sub(e.clk.Now())+200*time.Millisecond, c) // past the fence
+			if c.Valid() {
+				t.Fatal("valid after its fence fell")
+			}
+			mu.Lock()
+			held = false
+			mu.Unlock()
+			if n, err := e.store.LandLate(); n != 1 || err != nil { // the first renewal lands now, on the claim's ETag
+				t.Fatalf("%d held renewals landed (%v), want 1", n, err)
+			}
+			e.advance(time.Second, c)
+			if got := c.Valid(); got != tt.recovered {
+				t.Fatalf("valid %v (err %v) after the renewal landed; want %v", got, c.Err(), tt.recovered)
+			}
+			if !tt.recovered {
+				if !isDone(c) || !errors.Is(c.Err(), ErrLeaseLost) {
+					t.Fatalf("done %v, err %v: want lost", isDone(c), c.Err())
+				}
+				return
+			}
+			if isDone(c) || c.Version() != 1 || !slices.Contains(rec.list(), "recovered") {
+				t.Fatalf("done %v, version %d, events %v: want recovered with version 1", isDone(c), c.Version(), rec.list())
+			}
+		})
 	}
 }
 

@@ -5,44 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/nodeid/nodeid/lease"
 )
 
-// errNotApplied means a write whose outcome was unknown did not land; the caller
-// may try again.
-var errNotApplied = errors.New("nodeid: write not applied")
-
-// errEarlierWriteLanded means the write did not land, but an earlier write of
-// ours whose outcome was unknown did, and is now the claim's last write: the
-// caller writes again, on its ETag, if it needs its own record written (a
-// release does; a renewal is done, since the earlier write renewed the lease).
-var errEarlierWriteLanded = errors.New("nodeid: an earlier write landed instead")
-
-// takenError is the loss found by a read-back: the lease object carries none of
-// our writes but another writer's record. It wraps ErrLeaseLost; release uses
-// what was seen, and when, to tell a successor that took our release from one
-// that took an expired lease (see freedByOurRelease).
-type takenError struct {
-	id      int
-	holder  string
-	version int64
-	seen    time.Time // Clock.Now when the read-back's answer arrived
-}
-
-func (e *takenError) Error() string {
-	return fmt.Sprintf("%v: node %d was taken by %q with version %d", ErrLeaseLost, e.id, e.holder, e.version)
-}
-
-func (e *takenError) Unwrap() error { return ErrLeaseLost }
-
-// lostf returns an error wrapping ErrLeaseLost.
-func lostf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrLeaseLost, fmt.Sprintf(format, args...))
-}
-
 // renewLoop renews the lease every RenewInterval after the last successful write
-// until ctx is canceled (by Close or a loss) or a renewal round fails.
+// until ctx is canceled (by Close or a loss) or the lease is lost.
 func (c *Claim) renewLoop(ctx context.Context) {
 	defer close(c.loopDone)
 	clock := c.p.clock
@@ -53,7 +19,7 @@ func (c *Claim) renewLoop(ctx context.Context) {
 		if err := clock.Sleep(ctx, next.Sub(clock.Now())); err != nil {
 			return
 		}
-		if err := c.renewRound(ctx); err != nil {
+		if err := c.renewStep(ctx); err != nil {
 			if ctx.Err() == nil {
 				c.lose(err)
 			}
@@ -62,24 +28,41 @@ func (c *Claim) renewLoop(ctx context.Context) {
 	}
 }
 
-// renewRound renews once, retrying with jitter until RenewDeadline after the last
-// successful write. It returns an error wrapping ErrLeaseLost when the lease is
-// gone or the deadline passed.
+// renewStep is one turn of the renewal loop: a renewal round and, when it
+// gives up with no evidence of another writer, jeopardy until a recovery or
+// a final loss (unless LossGrace is NoLossGrace). It returns nil when the
+// lease is renewed, and an error wrapping ErrLeaseLost when it is lost.
+func (c *Claim) renewStep(ctx context.Context) error {
+	err := c.renewRound(ctx)
+	var ge *gaveUpError
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return err
+	case !errors.As(err, &ge) || c.p.cfg.LossGrace == NoLossGrace:
+		return giveUp(err)
+	}
+	return c.recover(ctx, err)
+}
+
+// renewRound renews once, retrying with jitter until RenewDeadline after the
+// last successful write. It returns an error wrapping ErrLeaseLost when
+// another writer changed the lease, and a gaveUpError when the deadline
+// passed (or had passed when the round began: the process was paused) with no
+// write landed and no such evidence.
 func (c *Claim) renewRound(ctx context.Context) error {
 	clock, cfg := c.p.clock, c.p.cfg
 	c.mu.Lock()
 	deadline := c.lastSent.Add(cfg.RenewDeadline)
 	c.mu.Unlock()
-	pace := c.p.newBackoff(cfg.RenewInterval/5, cfg.RenewInterval/5)
+	pace := c.p.newBackoff(renewPause(cfg.RenewDeadline-cfg.RenewInterval), renewPause(cfg.RenewDeadline-cfg.RenewInterval))
 	for attempt := 1; ; attempt++ {
 		if now := clock.Now(); !now.Before(deadline) {
-			return lostf("renewal of node %d overdue by %v (process paused or starved?)", c.id, now.Sub(deadline))
+			return gaveUpf("renewal of node %d overdue by %v (process paused or starved?)", c.id, now.Sub(deadline))
 		}
 		start := clock.Now()
-		err := c.renewOnce(ctx)
+		err := c.attempt(ctx)
 		if err == nil && !c.Valid() {
-			return lostf("the renewal of node %d landed after its fence fell (%v after the last write)",
-				c.id, clock.Now().Sub(start))
+			return gaveUpf("the renewal of node %d landed after its fence fell (%v after it was sent)", c.id, clock.Now().Sub(start))
 		}
 		if err == nil {
 			cfg.Observer.Renewed(c.id, clock.Now().Sub(start))
@@ -93,12 +76,24 @@ func (c *Claim) renewRound(ctx context.Context) error {
 		c.p.log.Warn("lease renewal failed, retrying", "nodeId", c.id, "attempt", attempt, "err", err)
 		wait := pace.next()
 		if left := deadline.Sub(clock.Now()); wait >= left {
-			return lostf("renewal of node %d failed until the renew deadline (%v after the last write): %v", c.id, cfg.RenewDeadline, err)
+			return gaveUpf("renewal of node %d failed until the renew deadline (%v after the last write): %v", c.id, cfg.RenewDeadline, err)
 		}
 		if err := clock.Sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
+}
+
+// attempt is one renewal attempt, bounded by StoreTimeout: its CAS and, when
+// its answer needs one, the read-back that resolves it.
+func (c *Claim) attempt(ctx context.Context) error {
+	actx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+	defer cancel()
+	err := c.renewOnce(actx)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return fmt.Errorf("renewal attempt of node %d: no answer within StoreTimeout %v: %w", c.id, c.p.cfg.StoreTimeout, err)
+	}
+	return err
 }
 
 // renewOnce writes one renewal: a new writeId, times and reservation.
@@ -112,87 +107,6 @@ func (c *Claim) renewOnce(ctx context.Context) error {
 		return err
 	}
 	return nil // an earlier renewal landed: the lease is renewed
-}
-
-// write replaces the lease with rec by CAS on the last known ETag. A write whose
-// outcome is unknown is remembered and resolved by reading the object back: if
-// it carries one of our pending writeIds, that write landed. It returns nil on
-// success, an error wrapping ErrLeaseLost when another writer changed the lease,
-// and any other error when the write did not happen and may be tried again.
-func (c *Claim) write(ctx context.Context, rec lease.Record) error {
-	body, err := rec.Encode()
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	etag := c.etag
-	c.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
-	sent := c.p.clock.Now()
-	meta, err := lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
-	cancel()
-	if err == nil {
-		c.mu.Lock()
-		c.committed(rec, meta.ETag, sent)
-		c.mu.Unlock()
-		return nil
-	}
-	unknown := !errors.Is(err, lease.ErrPreconditionFailed) &&
-		(errors.Is(err, lease.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
-	c.mu.Lock()
-	if unknown {
-		c.pending = append(c.pending, pendingWrite{rec: rec, sent: sent})
-	}
-	pending := len(c.pending)
-	c.mu.Unlock()
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, lease.ErrLivenessUnbound):
-		// Written, but it reads expired: another task may take it now.
-		return lostf("node %d: %v", c.id, err)
-	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0:
-		return lostf("node %d was written by another task (precondition failed)", c.id)
-	case errors.Is(err, lease.ErrPreconditionFailed) || unknown:
-		rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
-		defer cancel()
-		adopted, err := c.readBack(rctx)
-		if err == nil && adopted != rec.WriteID {
-			return errEarlierWriteLanded
-		}
-		return err
-	default:
-		return fmt.Errorf("write %s: %w", c.key, err)
-	}
-}
-
-// readBack resolves pending writes by reading the lease object. It returns the
-// writeId of the pending write it found landed and adopted.
-func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
-	body, meta, err := c.p.store.Get(ctx, c.key)
-	seen := c.p.clock.Now()
-	if errors.Is(err, lease.ErrNotFound) {
-		return "", lostf("lease object %s was deleted", c.key)
-	}
-	if err != nil {
-		return "", fmt.Errorf("read back %s: %w", c.key, err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if meta.ETag == c.etag {
-		return "", errNotApplied
-	}
-	rec, err := lease.DecodeRecord(body, c.id)
-	if err != nil {
-		return "", lostf("lease object %s no longer decodes: %v", c.key, err)
-	}
-	for _, pw := range c.pending {
-		if pw.rec.WriteID == rec.WriteID {
-			c.committed(pw.rec, meta.ETag, c.p.hooks.adoptedSent(pw.sent, seen))
-			return rec.WriteID, nil
-		}
-	}
-	return "", &takenError{id: c.id, holder: rec.Holder, version: rec.Version, seen: seen}
 }
 
 // sleepOrDone waits d on the provider's clock; false if ctx ended first.

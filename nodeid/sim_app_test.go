@@ -146,6 +146,19 @@ func (a *simApp) supervise() {
 	t.s.schedule(t.s.now+simPoll, t, false, a.supervise)
 }
 
+// fenced: the claim entered jeopardy. The file is removed (the reader stops at
+// its next read, and at validUntilMs anyway); the child is killed at the
+// supervisor's next poll (the fence is down).
+func (a *simApp) fenced() { a.up = false }
+
+// recovered: a write lifted the fence of the claim in jeopardy; the file is
+// written again, if it was before.
+func (a *simApp) recovered() {
+	if a.written && a.c != nil && !a.stopped {
+		a.writeFile()
+	}
+}
+
 // lost: the node's claim ended lost. It removes the file and stops the child.
 func (a *simApp) lost() {
 	a.up = false

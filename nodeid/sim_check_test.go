@@ -375,7 +375,7 @@ func (k *simChecker) summary() string {
 	fmt.Fprintf(&b, "%d checks, %d IDs issued, %d by applications on the host's clock, longest wait %v", k.steps, k.issuedIDs, k.outsideIDs, k.maxStuck)
 	for _, name := range []string{"acquired", "lost", "crash", "pause", "partition", "graceful stop", "wall step", "host step",
 		"ambiguous landed", "ambiguous lost", "late write", "late write landing", "409", "read error", "issue waited", "issue fenced",
-		"acquire failed", "child killed", "bad peer"} {
+		"acquire failed", "child killed", "bad peer", "jeopardy", "recovered"} {
 		fmt.Fprintf(&b, ", %s %d", name, k.s.counts[name])
 	}
 	return b.String()

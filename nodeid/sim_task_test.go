@@ -76,7 +76,8 @@ func (s *sim) startTask(at time.Duration) {
 	// A patient task: an Acquire looks for a minute before it gives up (a
 	// bug that leaves a takeable ID untaken then shows within the progress
 	// bound, not only across Acquires).
-	cfg.AcquireTimeout = time.Minute
+	cfg.AcquireTimeout, cfg.LossGrace = time.Minute, s.params.lossGrace
+	cfg.Observer = simObserver{t: t}
 	hooks := nodeid.SimHooks{OnClaim: func(c *nodeid.Claim) { t.pending = c }}
 	if m := s.params.mutation; m != nil {
 		if m.config != nil {
@@ -195,7 +196,7 @@ func (t *simTask) renew() {
 		return
 	}
 	if !isDone(c) {
-		if err := c.RenewRound(context.Background()); err != nil {
+		if err := c.RenewStep(context.Background()); err != nil {
 			c.Lose(err)
 		}
 	}
@@ -363,6 +364,30 @@ func (s *sim) run() {
 	s.runUntil(s.params.duration)
 	s.kill()
 	s.check.final()
+}
+
+// simObserver tells a task's application of its claim's jeopardy and
+// recovery, as package node's observer does: the id file is removed at the
+// fence and written again after a recovery; a child is killed at the fence.
+type simObserver struct {
+	nodeid.NopObserver
+	t *simTask
+}
+
+func (o simObserver) Jeopardy(int, error) {
+	o.t.s.counts["jeopardy"]++
+	o.t.s.tracef("%s: in jeopardy", o.t.name)
+	if o.t.app != nil {
+		o.t.app.fenced()
+	}
+}
+
+func (o simObserver) Recovered(int, time.Duration) {
+	o.t.s.counts["recovered"]++
+	o.t.s.tracef("%s: recovered", o.t.name)
+	if o.t.app != nil {
+		o.t.app.recovered()
+	}
 }
 
 func isDone(c *nodeid.Claim) bool {

@@ -79,6 +79,9 @@ type simParams struct {
 	// bound, the tasks waiting meanwhile must take what their predecessors
 	// left, not the newcomers.
 	replaceDelay [2]time.Duration
+	// lossGrace, when set, is every task's Config.LossGrace
+	// (nodeid.NoLossGrace: no jeopardy); else a lease.
+	lossGrace time.Duration
 	// mutation breaks a rule on purpose (nil: none).
 	mutation *simMutation
 }

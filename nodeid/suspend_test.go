@@ -1,12 +1,14 @@
 package nodeid
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/lease"
 )
 
 // suspendingClock is a fake clock whose monotonic readings stand still while
@@ -26,27 +28,56 @@ func (c *suspendingClock) suspend(d time.Duration) { c.suspended.Add(int64(d)) }
 
 // TestFenceFallsAfterSuspend: a host suspended for longer than the time left
 // on the fence stops issuing the moment it resumes, although its monotonic
-// clock says no time passed, and the next renewal, even if it lands, does not
-// revive the claim. Before the fence counted suspended time, Valid stayed
-// true until the next failed renewal.
+// clock says no time passed. Before the fence counted suspended time, Valid
+// stayed true until the next failed renewal. Then the claim is in jeopardy:
+// with LossGrace NoLossGrace the next renewal, even if it lands, does not
+// revive it; with the default, a renewal on its own last ETag that lands
+// (nobody took the lease meanwhile) recovers it, and one refused (another
+// task took it) ends it lost.
 func TestFenceFallsAfterSuspend(t *testing.T) {
-	e := newEnv(t)
-	clk := &suspendingClock{Clock: e.clk}
-	cfg := e.config("a")
-	cfg.Clock = clk
-	c := e.acquire(e.provider(cfg))
-	e.advance(500*time.Millisecond, c)
-	if !c.Valid() {
-		t.Fatal("not valid before the suspend")
-	}
-	clk.suspend(time.Hour)
-	if c.Valid() {
-		t.Fatal("still valid on resume after an hour suspended")
-	}
-	e.advance(5*time.Second, c) // the renewal runs (and may land: nobody took the lease)
-	waitDone(t, c)
-	if c.Valid() || !errors.Is(c.Err(), ErrLeaseLost) {
-		t.Fatalf("valid %v, err %v: want lost, never valid again", c.Valid(), c.Err())
+	for _, tt := range []struct {
+		name      string
+		grace     time.Duration
+		taken     bool // another task takes the lease during the suspension
+		recovered bool
+	}{
+		{"no loss grace", NoLossGrace, false, false},
+		{"nobody took it", 0, false, true},
+		{"another took it", 0, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			clk := &suspendingClock{Clock: e.clk}
+			cfg := e.config("a")
+			cfg.Clock, cfg.LossGrace, cfg.ClusterSize = clk, tt.grace, 1
+			c := e.acquire(e.provider(cfg))
+			e.advance(500*time.Millisecond, c)
+			if !c.Valid() {
+				t.Fatal("not valid before the suspend")
+			}
+			clk.suspend(time.Hour)
+			if c.Valid() {
+				t.Fatal("still valid on resume after an hour suspended")
+			}
+			if tt.taken { // the record, rewritten by another task while this host slept
+				r, m := e.record(c.NodeID())
+				r.Holder, r.Version, r.WriteID = "other", r.Version+1, lease.NewWriteID()
+				body, _ := r.Encode()
+				if _, err := e.mem.Update(context.Background(), lease.RecordKey(c.NodeID()), body, m.ETag); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.advance(5*time.Second, c) // the renewal runs
+			switch {
+			case tt.recovered && (!c.Valid() || isDone(c)):
+				t.Fatalf("valid %v, err %v: want recovered by the renewal that landed", c.Valid(), c.Err())
+			case !tt.recovered:
+				waitDone(t, c)
+				if c.Valid() || !errors.Is(c.Err(), ErrLeaseLost) {
+					t.Fatalf("valid %v, err %v: want lost, never valid again", c.Valid(), c.Err())
+				}
+			}
+		})
 	}
 }
 

@@ -26,7 +26,7 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 	t0 := p.clock.Now()
 	meta, err := lease.CreateLive(ctx, p.store, key, body, next.LiveFor())
 	switch {
-	case errors.Is(err, lease.ErrPreconditionFailed):
+	case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrConflict):
 		return nil, errTaken
 	case errors.Is(err, lease.ErrUnknownOutcome):
 		if meta, err = p.readBackTake(ctx, key, next.WriteID); err != nil {
@@ -87,7 +87,7 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 	t0 := p.clock.Now()
 	meta, err := lease.UpdateLive(ctx, p.store, key, body, r.meta.ETag, next.LiveFor())
 	switch {
-	case errors.Is(err, lease.ErrPreconditionFailed):
+	case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrConflict):
 		return nil, errTaken
 	case errors.Is(err, lease.ErrUnknownOutcome):
 		if meta, err = p.readBackTake(ctx, key, next.WriteID); err != nil {

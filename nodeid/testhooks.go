@@ -36,7 +36,18 @@ type testHooks struct {
 	// and only when no other floor is an anomaly and no store error hid a
 	// candidate (oldRecentFloor, finding 7).
 	rawGossip, electionFloors, oldRecentFloor bool
+	// Jeopardy bugs: a claim in jeopardy recovers on a read-back that shows
+	// another writer's record (recoverChanged), or stays valid, ignoring its
+	// fence, while in jeopardy (issueInJeopardy).
+	recoverChanged, issueInJeopardy bool
 }
+
+// recoversOnAnyRecord reports whether a claim in jeopardy adopts another
+// writer's record as a recovery (a bug).
+func (h *testHooks) recoversOnAnyRecord() bool { return h != nil && h.recoverChanged }
+
+// validInJeopardy reports whether a claim in jeopardy stays valid (a bug).
+func (h *testHooks) validInJeopardy() bool { return h != nil && h.issueInJeopardy }
 
 // newClaimed calls onClaim, if set, with a claim just created.
 func (h *testHooks) newClaimed(c *Claim) {

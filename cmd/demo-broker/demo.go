@@ -93,6 +93,9 @@ type timeline struct {
 // nodeid.DefaultLocalConfig (3 s, renewed every second).
 func normalTimeline() timeline {
 	c := nodeid.DefaultLocalConfig()
+	if err := c.Validate(); err != nil { // derives StoreTimeout
+		panic(err)
+	}
 	return timeline{
 		lease: c.LeaseDuration, renew: c.RenewInterval, renewDeadline: c.RenewDeadline,
 		safety: c.SafetyMargin, storeTimeout: c.StoreTimeout,
@@ -106,7 +109,7 @@ func normalTimeline() timeline {
 func shortTimeline() timeline {
 	return timeline{
 		lease: time.Second, renew: 250 * time.Millisecond, renewDeadline: 750 * time.Millisecond,
-		safety: 250 * time.Millisecond, storeTimeout: 400 * time.Millisecond,
+		safety: 250 * time.Millisecond, storeTimeout: 130 * time.Millisecond, // three attempts fit in the 500 ms renewal window
 		acquireBackoff: 50 * time.Millisecond, acquireTimeout: 10 * time.Second,
 		warmup: time.Second, settle: 500 * time.Millisecond, skew: time.Second,
 		redraw: 500 * time.Millisecond, pace: 5 * time.Millisecond, batch: 1000,

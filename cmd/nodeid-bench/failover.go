@@ -76,7 +76,6 @@ func (o failoverOpts) config(task string) nodeid.Config {
 	cfg := nodeid.DefaultConfig()
 	cfg.TaskID, cfg.ClusterSize = task, o.ids
 	cfg.LeaseDuration, cfg.RenewInterval, cfg.RenewDeadline = o.leaseDuration, o.renewInterval, o.leaseDuration*2/3
-	cfg.StoreTimeout = min(cfg.StoreTimeout, cfg.RenewDeadline/2)
 	cfg.AcquireTimeout = 10 * time.Minute
 	return cfg
 }

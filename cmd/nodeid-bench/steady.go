@@ -110,7 +110,6 @@ func steady(ctx context.Context, b *backend, o steadyOpts, leases []time.Duratio
 			cfg := nodeid.DefaultConfig()
 			cfg.TaskID, cfg.ClusterSize = fmt.Sprintf("bench-%d-steady-%s-%d", o.seed, l, i), 16
 			cfg.LeaseDuration, cfg.RenewInterval, cfg.RenewDeadline = l, l/3, l*2/3
-			cfg.StoreTimeout = min(cfg.StoreTimeout, cfg.RenewDeadline/2)
 			p, err := nodeid.New(t.store, cfg)
 			if err != nil {
 				return nil, err

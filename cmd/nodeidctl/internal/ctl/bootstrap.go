@@ -34,7 +34,7 @@ func (a *app) nodeidConfig(c *commonFlags, size int, l nodeid.Layout) nodeid.Con
 	cfg.ClusterSize, cfg.Layout = size, l
 	cfg.ClockMargin, cfg.MaxLeaseDuration = c.clockMargin, c.maxLease
 	if l := c.maxLease; l < cfg.LeaseDuration {
-		cfg.LeaseDuration, cfg.SafetyMargin, cfg.RenewInterval, cfg.RenewDeadline, cfg.StoreTimeout = l, l/4, l/4, l/2, l/4
+		cfg.LeaseDuration, cfg.SafetyMargin, cfg.RenewInterval, cfg.RenewDeadline = l, l/4, l/4, l/2
 	}
 	cfg.Clock = wallClock{Clock: nodeid.SystemClock(0), wall: a.env.Now}
 	return cfg

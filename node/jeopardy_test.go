@@ -1,0 +1,130 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/nodeid"
+)
+
+// stepUntil advances clk wake-up by wake-up (each time the renewal loop
+// sleeps on it) until cond holds, for at most limit of fake time.
+func stepUntil(t *testing.T, clk *fakeclock.Clock, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := clk.Now().Add(limit)
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		next, ok := clk.NextWake()
+		switch {
+		case ok && next.After(end):
+			t.Fatalf("not %s within %v of fake time", what, limit)
+		case ok:
+			clk.Advance(next.Sub(clk.Now()))
+			deadline = time.Now().Add(5 * time.Second)
+		case time.Now().After(deadline):
+			t.Fatalf("waiting for %s: nothing sleeps on the clock", what)
+		}
+	}
+}
+
+// TestNodeJeopardyAndRecovery: a node whose store stops answering enters
+// jeopardy at its renew deadline: health fails with ErrJeopardy, /status and
+// nodeid_lease_jeopardy say so, the id file is taken down, and the node has
+// not ended. When the store answers again, the renewal on its last write
+// lands: the node serves again with the same version, the file is back, and
+// nodeid_lease_recoveries_total counts it.
+func TestNodeJeopardyAndRecovery(t *testing.T) {
+	clk := fakeclock.New(time.Now().Round(time.Second))
+	fs := storetest.NewFaultStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
+	var cut atomic.Bool
+	fs.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if cut.Load() && (op == storetest.OpUpdate || op == storetest.OpGet) {
+			return storetest.Fault{Err: storetest.Unknown(op, key)}
+		}
+		return storetest.Fault{}
+	})
+	path := filepath.Join(t.TempDir(), "id.json")
+	cfg := testConfig("a", 1)
+	cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, clk.Wall, path, 10*time.Millisecond
+	cfg.Metrics = nil // the node's own registry, served on /metrics
+	n, err := New(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
+	version := n.Version()
+
+	cut.Store(true)
+	stepUntil(t, clk, 5*time.Second, "in jeopardy", func() bool { return n.Status().State == StateJeopardy })
+	st := n.Status()
+	if err := n.Check(); !errors.Is(err, nodeid.ErrJeopardy) || n.Err() != nil || st.JeopardyMs <= 0 {
+		t.Fatalf("in jeopardy: Check %v, Err %v, status %+v; want ErrJeopardy, no end, jeopardyMs", err, n.Err(), st)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) { // the watcher takes it down
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("id file in jeopardy: %v, want it taken down", err)
+		}
+	}
+	if out := scrape(t, n); !strings.Contains(out, "nodeid_lease_jeopardy 1") || !strings.Contains(out, "nodeid_lease_jeopardies_total 1") {
+		t.Fatalf("metrics in jeopardy lack nodeid_lease_jeopardy 1 and nodeid_lease_jeopardies_total 1")
+	}
+
+	cut.Store(false)
+	stepUntil(t, clk, 2*time.Second, "recovered", func() bool { return n.Status().State == StateHeld })
+	if n.Version() != version || n.Check() != nil {
+		t.Fatalf("recovered with version %d (want %d), Check %v", n.Version(), version, n.Check())
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) { // the watcher writes it again
+		if _, err := os.Stat(path); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("id file after the recovery: %v, want it written again", err)
+		}
+	}
+	if f := readIDFile(t, path); f.NodeID != n.NodeID() || f.Version != version {
+		t.Fatalf("id file after the recovery: %+v", f)
+	}
+	if out := scrape(t, n); !strings.Contains(out, "nodeid_lease_jeopardy 0") || !strings.Contains(out, "nodeid_lease_recoveries_total 1") {
+		t.Fatalf("metrics after the recovery lack nodeid_lease_jeopardy 0 and nodeid_lease_recoveries_total 1")
+	}
+}
+
+// TestNodeJeopardyEndsLostAfterTheGrace: a store that never answers again
+// ends the node lost once the loss grace is over.
+func TestNodeJeopardyEndsLostAfterTheGrace(t *testing.T) {
+	clk := fakeclock.New(time.Now().Round(time.Second))
+	fs := storetest.NewFaultStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
+	cfg := testConfig("a", 1)
+	cfg.Provider.Clock, cfg.HostClock = clk, clk.Wall
+	n, err := New(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
+	fs.Kill(nil)
+	stepUntil(t, clk, 5*time.Second, "in jeopardy", func() bool { return n.Status().State == StateJeopardy })
+	stepUntil(t, clk, 2*n.cfg.Provider.LossGrace, "lost", func() bool { return n.Status().State == StateLost })
+	select {
+	case <-n.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the node did not end after the loss grace")
+	}
+	if !errors.Is(n.Err(), nodeid.ErrLeaseLost) || !strings.Contains(n.Err().Error(), "loss grace") {
+		t.Fatalf("Err = %v, want a loss at the end of the loss grace", n.Err())
+	}
+}

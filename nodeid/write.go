@@ -1,0 +1,177 @@
+package nodeid
+
+// The conditional write of a held claim on its own last ETag, and its
+// resolution: the safety kernel of a renewal, a recovery and a release. A
+// write lands only on the ETag of our last write (so nobody wrote the object
+// in between: no one else held the ID), an answer that says nothing of the
+// outcome is resolved by reading the object back (its writeId), never by a
+// blind retry, and a landed write moves the fence by committed's rule.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// pendingWrite is a write whose outcome is unknown; it may still be found landed.
+type pendingWrite struct {
+	rec  lease.Record
+	sent time.Time
+}
+
+// errNotApplied means a write whose outcome was unknown did not land; the caller
+// may try again.
+var errNotApplied = errors.New("nodeid: write not applied")
+
+// errEarlierWriteLanded means the write did not land, but an earlier write of
+// ours whose outcome was unknown did, and is now the claim's last write: the
+// caller writes again, on its ETag, if it needs its own record written (a
+// release does; a renewal is done, since the earlier write renewed the lease).
+var errEarlierWriteLanded = errors.New("nodeid: an earlier write landed instead")
+
+// takenError is the loss found by a read-back: the lease object carries none of
+// our writes but another writer's record. It wraps ErrLeaseLost; release uses
+// what was seen, and when, to tell a successor that took our release from one
+// that took an expired lease (see freedByOurRelease).
+type takenError struct {
+	id      int
+	holder  string
+	version int64
+	seen    time.Time // Clock.Now when the read-back's answer arrived
+}
+
+func (e *takenError) Error() string {
+	return fmt.Sprintf("%v: node %d was taken by %q with version %d", ErrLeaseLost, e.id, e.holder, e.version)
+}
+
+func (e *takenError) Unwrap() error { return ErrLeaseLost }
+
+// lostf returns an error wrapping ErrLeaseLost.
+func lostf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrLeaseLost, fmt.Sprintf(format, args...))
+}
+
+// write replaces the lease with rec by CAS on the last known ETag. A write whose
+// outcome is unknown is remembered and resolved by reading the object back: if
+// it carries one of our pending writeIds, that write landed. It returns nil on
+// success, an error wrapping ErrLeaseLost when another writer changed the lease,
+// and any other error when the write did not happen and may be tried again.
+func (c *Claim) write(ctx context.Context, rec lease.Record) error {
+	body, err := rec.Encode()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	etag := c.etag
+	c.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+	sent := c.p.clock.Now()
+	meta, err := lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
+	cancel()
+	if err == nil {
+		c.mu.Lock()
+		c.committed(rec, meta.ETag, sent)
+		c.mu.Unlock()
+		return nil
+	}
+	unknown := !errors.Is(err, lease.ErrPreconditionFailed) &&
+		(errors.Is(err, lease.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+	c.mu.Lock()
+	if unknown {
+		c.pending = append(c.pending, pendingWrite{rec: rec, sent: sent})
+	}
+	pending := len(c.pending)
+	c.mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, lease.ErrLivenessUnbound):
+		// Written, but it reads expired: another task may take it now.
+		return lostf("node %d: %v", c.id, err)
+	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && !(c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord()):
+		return lostf("node %d was written by another task (the store answered: precondition failed, %v)", c.id, err)
+	case errors.Is(err, lease.ErrPreconditionFailed) || errors.Is(err, lease.ErrConflict) || unknown:
+		// A 409 says nothing about who won, a 412 with a write of ours
+		// pending may be that write: read back.
+		rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+		defer cancel()
+		adopted, err := c.readBack(rctx)
+		if err == nil && adopted != rec.WriteID {
+			return errEarlierWriteLanded
+		}
+		return err
+	default:
+		return fmt.Errorf("write %s: %w", c.key, err)
+	}
+}
+
+// readBack resolves pending writes by reading the lease object. It returns the
+// writeId of the pending write it found landed and adopted.
+func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
+	body, meta, err := c.p.store.Get(ctx, c.key)
+	seen := c.p.clock.Now()
+	if errors.Is(err, lease.ErrNotFound) {
+		return "", lostf("lease object %s was deleted", c.key)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read back %s: %w", c.key, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if meta.ETag == c.etag {
+		return "", errNotApplied
+	}
+	rec, err := lease.DecodeRecord(body, c.id)
+	if err != nil {
+		return "", lostf("lease object %s no longer decodes: %v", c.key, err)
+	}
+	for _, pw := range c.pending {
+		if pw.rec.WriteID == rec.WriteID {
+			c.committed(pw.rec, meta.ETag, c.p.hooks.adoptedSent(pw.sent, seen))
+			return rec.WriteID, nil
+		}
+	}
+	if c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord() {
+		c.committed(c.rec, meta.ETag, seen) // the bug: another writer's record taken for ours
+		return rec.WriteID, nil
+	}
+	return "", &takenError{id: c.id, holder: rec.Holder, version: rec.Version, seen: seen}
+}
+
+// committed records a write sent at sent that landed: a CAS on our last
+// ETag, so nobody wrote the object in between (docs/design.md section 6). It
+// moves the fence to the write's deadline, sent + LeaseDuration -
+// SafetyMargin, except that a fence dropped for good (Close began, or the
+// claim was lost: MinInt64) stays down, and that a fence that fell, by time or
+// into jeopardy, is lifted only when the claim may recover (LossGrace not
+// NoLossGrace); otherwise it stays down, as before jeopardy existed, and the
+// renewal loop ends the claim. A write whose deadline has passed already
+// leaves the claim fenced. Callers hold c.mu.
+func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
+	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
+	c.reservation.Store(rec.ReservedUntilMs)
+	until := int64(c.deadline(sent))
+	nowT := c.p.clock.Now()
+	now := int64(nowT.Sub(c.p.base))
+	fallen := c.jeopardy.Load() || c.suspendFallen(nowT) || now >= c.validUntil.Load()
+	if fallen && c.p.cfg.LossGrace == NoLossGrace {
+		return
+	}
+	for {
+		cur := c.validUntil.Load()
+		if cur == math.MinInt64 {
+			return // a fence that falls now stored MinInt64 first: Valid stays false
+		}
+		if c.validUntil.CompareAndSwap(cur, until) {
+			break
+		}
+	}
+	c.suspendUntil.Store(c.suspendDeadline(sent))
+	if fallen && until > now {
+		c.recovered(nowT)
+	}
+}
