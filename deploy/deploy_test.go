@@ -89,7 +89,7 @@ func TestTaskDefinition(t *testing.T) {
 	if broker.Name != "nodeid-broker" || !broker.Essential || !slices.Equal(broker.Command, []string{"serve"}) {
 		t.Errorf("broker container: %+v", broker)
 	}
-	if broker.HealthCheck == nil || !slices.Equal(broker.HealthCheck.Command, []string{"CMD", "/demo-broker", "healthcheck"}) {
+	if broker.HealthCheck == nil || !slices.Equal(broker.HealthCheck.Command, []string{"CMD", "/nodeid-broker", "healthcheck"}) {
 		t.Errorf("broker health check: %+v", broker.HealthCheck)
 	}
 	env := map[string]string{}
@@ -153,7 +153,7 @@ func TestTaskDefinition(t *testing.T) {
 	}
 	for _, k := range names {
 		if !strings.Contains(string(out), "[$"+k+"]") {
-			t.Errorf("the task definition sets %s, which is not a flag of demo-broker serve", k)
+			t.Errorf("the task definition sets %s, which is not a flag of nodeid-broker serve", k)
 		}
 	}
 }
@@ -201,9 +201,9 @@ func TestPolicies(t *testing.T) {
 func TestDockerfile(t *testing.T) {
 	d := mustRead(t, "Dockerfile")
 	for _, want := range []string{
-		"CGO_ENABLED=0", "go build -trimpath", "./cmd/demo-broker", "FROM gcr.io/distroless/static",
-		"USER 65532:65532", `VOLUME ["/nodeid"]`, `HEALTHCHECK`, `CMD ["/demo-broker", "healthcheck"]`,
-		`ENTRYPOINT ["/demo-broker"]`,
+		"CGO_ENABLED=0", "go build -trimpath", "./cmd/nodeid-broker", "FROM gcr.io/distroless/static",
+		"USER 65532:65532", `VOLUME ["/nodeid"]`, `HEALTHCHECK`, `CMD ["/nodeid-broker", "healthcheck"]`,
+		`ENTRYPOINT ["/nodeid-broker"]`,
 	} {
 		if !strings.Contains(d, want) {
 			t.Errorf("Dockerfile lacks %q", want)
@@ -230,7 +230,7 @@ var (
 	buildOut  []byte
 )
 
-// staticBinary builds demo-broker as the Dockerfile does, once per run.
+// staticBinary builds nodeid-broker as the Dockerfile does, once per run.
 func staticBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -239,8 +239,8 @@ func staticBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "demo-broker")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "../cmd/demo-broker")
+		binPath = filepath.Join(dir, "nodeid-broker")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "../cmd/nodeid-broker")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		buildOut, buildErr = cmd.CombinedOutput()
 	})

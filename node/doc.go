@@ -1,7 +1,7 @@
 // Package node runs a whole nodeid node: the one safe composition of a node
 // ID claim (package nodeid), the Snowflake generator it fences (package
 // snowflake), gossip (package gossip), the id file, health, readiness,
-// metrics and an HTTP API. demo-broker serve and the terminal demo are thin
+// metrics and an HTTP API. nodeid-broker serve and the terminal demo are thin
 // users of it; a Go service embeds it the same way.
 //
 // # What the composition guarantees

@@ -29,7 +29,7 @@ const (
 	// writes one.
 	EnvIDFile = "NODEID_ID_FILE"
 	// EnvIDsURL is the URL of the node's /ids; Supervise does not set it
-	// (it does not know where Handler is served): demo-broker run does.
+	// (it does not know where Handler is served): nodeid-broker run does.
 	EnvIDsURL = "NODEID_IDS_URL"
 )
 

@@ -1,4 +1,4 @@
-// Package etcdflag is the one copy of the --etcd-* flags that demo-broker
+// Package etcdflag is the one copy of the --etcd-* flags that nodeid-broker
 // serve and nodeidctl take with --store etcd (each also a NODEID_ variable
 // through envflag).
 package etcdflag

@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"github.com/nodeid/nodeid/nodeid"
 )
 
-const runHelp = `Usage: demo-broker run [flags] -- CMD [ARGS...]
+const runHelp = `Usage: {prog} run [flags] -- CMD [ARGS...]
 
-Runs one broker as demo-broker serve does (the same flags and variables), and
+Runs one broker as {prog} serve does (the same flags and variables), and
 once it holds a node ID and the wall clock is past the ID's floor, starts
 CMD with NODEID_NODE_ID, NODEID_VERSION, NODEID_FLOOR_MS, NODEID_IDS_URL (the
 broker's /ids) and, with --id-file, NODEID_ID_FILE in its environment. CMD
@@ -43,7 +43,7 @@ variable; 3 the lease was lost (CMD killed).
 Flags:
 `
 
-// child is the command demo-broker run supervises.
+// child is the command run supervises.
 type child struct {
 	cmd *exec.Cmd
 	cfg node.ChildConfig
@@ -74,20 +74,20 @@ func idsURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/ids"
 }
 
-// runRun is demo-broker run: serve's flags, "--", and the command to
+// runRun is the run command of prog: serve's flags, "--", and the command to
 // supervise. It returns the child's status, or the exit code of serve's
 // failures.
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runRun(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	flags, command, found := cutArgs(args)
 	cc := node.DefaultChildConfig()
-	cfg, err := parseBrokerFlags("demo-broker run", runHelp, flags, os.LookupEnv, stdout, func(f *envflag.Set) {
+	cfg, err := parseBrokerFlags(prog+" run", helpText(runHelp, prog), flags, os.LookupEnv, stdout, func(f *envflag.Set) {
 		f.DurationVar(&cc.StopTimeout, "child-stop-timeout", cc.StopTimeout,
 			"after SIGTERM or SIGINT, how long CMD has to exit before SIGKILL; after a lease loss CMD has at most lease-duration - safety-margin - renew-deadline - 100ms")
 	})
 	if err == nil {
-		err = checkRunConfig(cfg, &cc, found, command)
+		err = checkRunConfig(prog, cfg, &cc, found, command)
 	}
-	log, code, ok := parsedBroker(ctx, "run", &cfg, err, stderr)
+	log, code, ok := parsedBroker(ctx, prog+" run", &cfg, err, stderr)
 	if !ok {
 		return code
 	}
@@ -139,9 +139,9 @@ func cutArgs(args []string) (flags, command []string, found bool) {
 
 // checkRunConfig checks what run adds to serve: a command, and a child
 // configuration that leaves a lost lease's child time to stop.
-func checkRunConfig(cfg serveConfig, cc *node.ChildConfig, found bool, command []string) error {
+func checkRunConfig(prog string, cfg serveConfig, cc *node.ChildConfig, found bool, command []string) error {
 	if !found || len(command) == 0 {
-		return envflag.Usagef("no command: want demo-broker run [flags] -- CMD [ARGS...]")
+		return envflag.Usagef("no command: want %s run [flags] -- CMD [ARGS...]", prog)
 	}
 	if cc.StopTimeout <= 0 {
 		return envflag.Usagef("--child-stop-timeout %v: want a positive duration", cc.StopTimeout)
@@ -161,7 +161,7 @@ func checkRunConfig(cfg serveConfig, cc *node.ChildConfig, found bool, command [
 	return nil
 }
 
-// runExitCode maps the end of demo-broker run to its exit code.
+// runExitCode maps the end of run to its exit code.
 func runExitCode(log *slog.Logger, err error) int {
 	var ce *node.ChildExitError
 	switch {

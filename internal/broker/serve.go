@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/nodeid/nodeid/nodeid"
 )
 
-// Exit codes of demo-broker serve.
+// Exit codes of serve (and of run, but for the child's status).
 const (
 	exitOK        = 0 // stopped by SIGTERM or SIGINT, the lease released (or none held yet)
 	exitFailure   = 1 // start-up failed, or the release or the HTTP server failed
@@ -26,12 +26,12 @@ const (
 // parsedBroker does what serve and run do once their flags are parsed (with
 // err): it reports a usage error and returns its exit code and false, or it
 // returns the logger, with the task identity filled in when none was given.
-func parsedBroker(ctx context.Context, command string, cfg *serveConfig, err error, stderr io.Writer) (*slog.Logger, int, bool) {
+func parsedBroker(ctx context.Context, name string, cfg *serveConfig, err error, stderr io.Writer) (*slog.Logger, int, bool) {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return nil, exitOK, false
 	case err != nil:
-		fmt.Fprintf(stderr, "demo-broker %s: %v\nRun 'demo-broker %s --help' for the flags and their variables.\n", command, err, command)
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for the flags and their variables.\n", name, err, name)
 		return nil, exitUsage, false
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
@@ -41,12 +41,13 @@ func parsedBroker(ctx context.Context, command string, cfg *serveConfig, err err
 	return log, 0, true
 }
 
-// runServe is demo-broker serve: it parses the flags and the environment, runs
+// runServe is the serve command of prog: it parses the flags and the environment, runs
 // one broker until a signal (ctx) or the loss of its lease, and returns the
 // exit code.
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseServeFlags(args, os.LookupEnv, stdout)
-	log, code, ok := parsedBroker(ctx, "serve", &cfg, err, stderr)
+func runServe(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	name := prog + " serve"
+	cfg, err := parseServeFlags(prog, args, os.LookupEnv, stdout)
+	log, code, ok := parsedBroker(ctx, name, &cfg, err, stderr)
 	if !ok {
 		return code
 	}
@@ -58,11 +59,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitOK
 	case errors.Is(err, envflag.ErrUsage):
 		b.log.Error("invalid configuration", "err", err)
-		fmt.Fprintf(stderr, "demo-broker serve: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitUsage
 	case errors.Is(err, lease.ErrConditionIgnored):
 		b.log.Error("exiting: the store ignores a write condition", "exitCode", exitFailure, "err", err)
-		fmt.Fprintf(stderr, "demo-broker serve: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitFailure
 	case errors.Is(err, nodeid.ErrLeaseLost):
 		b.log.Error("exiting after losing the lease", "exitCode", exitLeaseLost, "err", err)

@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ func TestParseServeFlagsDefaults(t *testing.T) {
 		{[]string{"--bucket", "b", "--lease-duration", "2s"}, 2 * time.Second / 3, 2 * time.Second * 2 / 3, 500 * time.Millisecond, 0},
 		{[]string{"--bucket", "b", "--lease-duration", "3s", "--renew-interval", "1s", "--renew-deadline", "2s"}, time.Second, 2 * time.Second, 750 * time.Millisecond, 0},
 	} {
-		c, err := parseServeFlags(tc.args, env(), io.Discard)
+		c, err := parseServeFlags("nodeid-broker", tc.args, env(), io.Discard)
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
@@ -50,7 +50,7 @@ func TestParseServeFlagsDefaults(t *testing.T) {
 }
 
 func TestParseServeFlagsEnv(t *testing.T) {
-	c, err := parseServeFlags([]string{"--cluster-size", "7"}, env(
+	c, err := parseServeFlags("nodeid-broker", []string{"--cluster-size", "7"}, env(
 		"NODEID_BUCKET", "from-env",
 		"NODEID_CLUSTER_SIZE", "9", // the flag wins
 		"NODEID_S3_PATH_STYLE", "true",
@@ -67,11 +67,11 @@ func TestParseServeFlagsEnv(t *testing.T) {
 		strings.Join(g.Join, " ") != "10.0.0.1:7946 10.0.0.2:7946" || string(g.SecretKey) != "0123456789abcdef" || c.logLevel != slog.LevelDebug {
 		t.Errorf("%+v", c)
 	}
-	c, err = parseServeFlags([]string{"--embedded-s3", "127.0.0.1:0"}, env(), io.Discard)
+	c, err = parseServeFlags("nodeid-broker", []string{"--embedded-s3", "127.0.0.1:0"}, env(), io.Discard)
 	if err != nil || c.bucket != "nodeid" {
 		t.Errorf("--embedded-s3 without --bucket: %q %v", c.bucket, err)
 	}
-	_, err = parseServeFlags([]string{"--bucket", "b"}, env("NODEID_RENEW_DEADLINE", "30s"), io.Discard)
+	_, err = parseServeFlags("nodeid-broker", []string{"--bucket", "b"}, env("NODEID_RENEW_DEADLINE", "30s"), io.Discard)
 	if !errors.Is(err, envflag.ErrUsage) || !strings.Contains(err.Error(), "NODEID_RENEW_DEADLINE (--renew-deadline) 30s") {
 		t.Errorf("bad deadline from the environment: %v", err)
 	}

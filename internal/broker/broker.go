@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
-// broker is one running demo-broker serve: flags turned into a node.Node,
+// broker is one running serve (or run): flags turned into a node.Node,
 // its HTTP server, and the embedded S3 when asked for.
 type broker struct {
 	cfg serveConfig
 	log *slog.Logger // with the task ID
 	raw *slog.Logger // without it, for the node (which adds it itself)
 
-	child *child // demo-broker run's command; nil for serve
+	child *child // run's command; nil for serve
 }
 
 func newBroker(cfg serveConfig, log *slog.Logger) *broker {

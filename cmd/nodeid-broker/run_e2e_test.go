@@ -19,7 +19,7 @@ import (
 	"github.com/nodeid/nodeid/snowflake"
 )
 
-// startRun starts demo-broker run with args (and --http-addr on a free
+// startRun starts nodeid-broker run with args (and --http-addr on a free
 // loopback port), with this test binary as its child, and waits until its
 // HTTP server listens. env selects the child's mode (childEnv).
 func startRun(t *testing.T, name string, env []string, args ...string) *proc {
@@ -34,7 +34,7 @@ func startRun(t *testing.T, name string, env []string, args ...string) *proc {
 	return p
 }
 
-// childEnv returns the environment of a demo-broker run whose child is this
+// childEnv returns the environment of a nodeid-broker run whose child is this
 // test binary in mode, writing into dir.
 // The race detector's exit sleep (1 s) is off: a child exits when it says
 // so.

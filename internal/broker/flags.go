@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"encoding/base64"
@@ -21,7 +21,7 @@ import (
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
-// serveConfig is what the flags of demo-broker serve say, validated.
+// serveConfig is what the flags of serve say, validated.
 type serveConfig struct {
 	// node is the node's configuration, checked by node.Config.Validate;
 	// New validates it again once the task ID and the loggers are set.
@@ -45,7 +45,7 @@ type serveConfig struct {
 // gossipOn reports whether --gossip-addr enables gossip.
 func (c *serveConfig) gossipOn() bool { return c.node.Gossip != nil }
 
-const serveHelp = `Usage: demo-broker serve [flags]
+const serveHelp = `Usage: {prog} serve [flags]
 
 Runs one broker: leases a node ID from the S3 bucket, renews it, serves
 Snowflake IDs over HTTP (GET /ids?n=K, /status, /health, /ready, /metrics),
@@ -62,8 +62,8 @@ Flags:
 // parseServeFlags parses the flags of serve, then the environment, and
 // validates the result. Errors wrap envflag.ErrUsage and name the flag or
 // variable; -h prints the help on stdout and returns flag.ErrHelp.
-func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (serveConfig, error) {
-	return parseBrokerFlags("demo-broker serve", serveHelp, args, lookupEnv, stdout, nil)
+func parseServeFlags(prog string, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (serveConfig, error) {
+	return parseBrokerFlags(prog+" serve", helpText(serveHelp, prog), args, lookupEnv, stdout, nil)
 }
 
 // parseBrokerFlags parses the flags of serve for command name (serve, run),
