@@ -61,6 +61,14 @@ type Config struct {
 	// lease.MaxValueLen bytes. Empty: none.
 	ElectValue string
 
+	// ShutdownTimeout bounds the Close that Run and RunChild make when
+	// their context ends or the lease is lost: the fence, the id file's
+	// grace, the release write and gossip's leave. A release not confirmed
+	// by then leaves the lease to expire, which is safe, only slower for a
+	// successor. Keep the orchestrator's stop timeout (ECS stopTimeout,
+	// systemd TimeoutStopSec) above it. Default 10 s.
+	ShutdownTimeout time.Duration
+
 	// ReadyTimeout bounds the readiness gate after taking over an expired
 	// lease: /ready waits at most this long for gossip peers to see the new
 	// version. Default 10 s.
@@ -103,9 +111,10 @@ type Config struct {
 // file or metrics registry.
 func DefaultConfig() Config {
 	return Config{
-		Provider:     nodeid.DefaultConfig(),
-		IDFileGrace:  3 * time.Second,
-		ReadyTimeout: 10 * time.Second,
+		Provider:        nodeid.DefaultConfig(),
+		IDFileGrace:     3 * time.Second,
+		ShutdownTimeout: 10 * time.Second,
+		ReadyTimeout:    10 * time.Second,
 	}
 }
 
@@ -138,11 +147,15 @@ func (c *Config) Validate() error {
 		}
 	}
 	check(c.IDFileGrace >= 0, "IDFileGrace", "%v is negative", c.IDFileGrace)
+	check(c.ShutdownTimeout >= 0, "ShutdownTimeout", "%v is negative", c.ShutdownTimeout)
 	check(c.ReadyTimeout >= 0, "ReadyTimeout", "%v is negative", c.ReadyTimeout)
 	check(c.MaxReservationWait >= 0, "MaxReservationWait", "%v is negative", c.MaxReservationWait)
 	check(c.MaxIssueStall >= 0, "MaxIssueStall", "%v is negative", c.MaxIssueStall)
 	check(len(c.ElectValue) <= lease.MaxValueLen, "ElectValue", "%d bytes, more than %d", len(c.ElectValue), lease.MaxValueLen)
 	check(c.ElectValue == "" || c.Elect != "", "ElectValue", "set without Elect")
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultConfig().ShutdownTimeout
+	}
 	if c.MaxReservationWait == 0 {
 		c.MaxReservationWait = min(5*time.Second, c.Provider.RenewDeadline)
 	}

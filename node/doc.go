@@ -24,7 +24,7 @@
 //	n, err := node.New(store, node.DefaultConfig())
 //	if err != nil { ... }
 //	go http.ListenAndServe(":8080", n.Handler()) // 503 until Start has an ID
-//	if err := n.Run(ctx, 10*time.Second); err != nil { // blocks until ctx ends or the lease is lost
+//	if err := n.Run(ctx); err != nil { // blocks until ctx ends or the lease is lost
 //		os.Exit(3) // errors.Is(err, nodeid.ErrLeaseLost): let the orchestrator replace the task
 //	}
 //

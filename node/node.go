@@ -138,12 +138,13 @@ func (n *Node) Start(ctx context.Context) error {
 }
 
 // Run starts the node (Start), serves until ctx ends or the lease is lost,
-// and then closes it (Close, bounded by shutdownTimeout): the whole life of a
-// node, as client-go's RunOrDie. It returns nil after a release (or when ctx
-// ended before a node ID was held), an error wrapping nodeid.ErrLeaseLost
-// after a loss, and any other error of Start or Close.
-func (n *Node) Run(ctx context.Context, shutdownTimeout time.Duration) error {
-	return n.runWith(ctx, shutdownTimeout, func(ctx context.Context) error {
+// and then closes it (Close, bounded by Config.ShutdownTimeout): the whole
+// life of a node, as client-go's RunOrDie. It returns nil after a release
+// (or when ctx ended before a node ID was held), an error wrapping
+// nodeid.ErrLeaseLost after a loss, and any other error of Start or
+// Close.
+func (n *Node) Run(ctx context.Context) error {
+	return n.runWith(ctx, func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-n.Done():
@@ -153,13 +154,14 @@ func (n *Node) Run(ctx context.Context, shutdownTimeout time.Duration) error {
 }
 
 // runWith is Start, then work while the node serves, then Close (bounded by
-// shutdownTimeout). A loss wins over work's error, which wins over Close's.
-func (n *Node) runWith(ctx context.Context, shutdownTimeout time.Duration, work func(context.Context) error) error {
+// Config.ShutdownTimeout). A loss wins over work's error, which wins over
+// Close's.
+func (n *Node) runWith(ctx context.Context, work func(context.Context) error) error {
 	err := n.Start(ctx)
 	if err == nil {
 		err = work(ctx)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.ShutdownTimeout)
 	defer cancel()
 	cerr := n.Close(cctx)
 	switch {

@@ -213,13 +213,13 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 }
 
 // RunChild is Run with a child: Start, Supervise(cmd), then Close (bounded
-// by shutdownTimeout), the whole life of a supervisor. It returns nil after
+// by Config.ShutdownTimeout), the whole life of a supervisor. It returns nil after
 // a clean stop and release (or when ctx ended before a node ID was held), an
 // error wrapping nodeid.ErrLeaseLost after a loss, a *ChildExitError when
 // the child failed by itself (the ID released), and any other error of
 // Start, Supervise or Close.
-func (n *Node) RunChild(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig, shutdownTimeout time.Duration) error {
-	return n.runWith(ctx, shutdownTimeout, func(ctx context.Context) error { return n.Supervise(ctx, cmd, cfg) })
+func (n *Node) RunChild(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) error {
+	return n.runWith(ctx, func(ctx context.Context) error { return n.Supervise(ctx, cmd, cfg) })
 }
 
 // registerChild records that a child is about to run, so that Close waits

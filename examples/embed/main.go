@@ -92,5 +92,5 @@ func run(ctx context.Context, args []string, log *slog.Logger, listening chan<- 
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
-	return n.Run(ctx, 10*time.Second) // acquire, serve, release on SIGTERM
+	return n.Run(ctx) // acquire, serve, release on SIGTERM (within cfg.ShutdownTimeout)
 }

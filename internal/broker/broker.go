@@ -81,9 +81,9 @@ func (b *broker) runNode(ctx context.Context, store checkedStore, n *node.Node) 
 	}
 	var err error
 	if b.child != nil {
-		err = n.RunChild(ctx, b.child.cmd, b.child.cfg, b.cfg.shutdownTimeout)
+		err = n.RunChild(ctx, b.child.cmd, b.child.cfg)
 	} else {
-		err = n.Run(ctx, b.cfg.shutdownTimeout)
+		err = n.Run(ctx)
 	}
 	if ce := (*lease.ConditionIgnoredError)(nil); errors.As(err, &ce) {
 		return fmt.Errorf("%s ignores %s: nodeid cannot run on it, two brokers could hold one node ID (%w)",

@@ -34,12 +34,11 @@ type serveConfig struct {
 	store                              string // --store: s3 or etcd
 	etcd                               etcdflag.Flags
 
-	httpAddr        string
-	gossipAddr      string // "" when gossip is off
-	clockOffset     time.Duration
-	logLevel        slog.Level
-	shutdownTimeout time.Duration
-	drainDelay      time.Duration
+	httpAddr    string
+	gossipAddr  string // "" when gossip is off
+	clockOffset time.Duration
+	logLevel    slog.Level
+	drainDelay  time.Duration
 }
 
 // gossipOn reports whether --gossip-addr enables gossip.
@@ -111,7 +110,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.DurationVar(&c.clockOffset, "debug-clock-offset", 0, "testing only: shift this broker's wall clock (Snowflake timestamps and reservations) by this much, to simulate clock skew")
 	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store refuses a second If-None-Match: * create and a wrong If-Match (it costs four requests on one object, probe.json under the prefix); only for a store known to honour both")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
-	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
+	f.DurationVar(&c.node.ShutdownTimeout, "shutdown-timeout", c.node.ShutdownTimeout, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
 	f.DurationVar(&c.drainDelay, "drain-delay", time.Second, "how long the HTTP server keeps answering (503) after the broker fenced, before it exits")
 	if extra != nil {
 		extra(f)
@@ -143,7 +142,7 @@ var fieldFlags = map[string]string{
 	"ClusterSize": "cluster-size", "LeaseDuration": "lease-duration", "RenewInterval": "renew-interval",
 	"RenewDeadline": "renew-deadline", "SafetyMargin": "safety-margin", "ClockMargin": "clock-margin",
 	"MaxLeaseDuration": "max-lease-duration", "AcquireTimeout": "acquire-timeout", "Order": "order",
-	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.ReadyTimeout": "ready-timeout",
+	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.ReadyTimeout": "ready-timeout", "Node.ShutdownTimeout": "shutdown-timeout",
 }
 
 // fieldFlagNames rewrites the field names in a reason into flag names.
@@ -169,8 +168,8 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 		return envflag.Usagef("--bucket (or %s) is required", envflag.Name("bucket"))
 	case c.drainDelay < 0:
 		return envflag.Usagef("%s %v must not be negative", src("drain-delay"), c.drainDelay)
-	case c.shutdownTimeout <= 0:
-		return envflag.Usagef("%s %v: want a positive duration", src("shutdown-timeout"), c.shutdownTimeout)
+	case c.node.ShutdownTimeout <= 0:
+		return envflag.Usagef("%s %v: want a positive duration", src("shutdown-timeout"), c.node.ShutdownTimeout)
 	}
 	if c.embeddedS3 != "" {
 		if c.bucket == "" {
