@@ -27,8 +27,9 @@ var (
 	// store two tasks can hold one node ID; nodeid must not run on it.
 	ErrConditionIgnored = errors.New("lease: store ignores a write condition")
 	// ErrProbeInconclusive means [Probe] could not tell whether the store honours
-	// the conditions (an unknown outcome, a transport or access error). It is
-	// never matched together with ErrConditionIgnored.
+	// the conditions (an unknown outcome, a timeout, a 5xx: retrying may
+	// tell). It is never matched together with ErrConditionIgnored or
+	// ErrMisconfigured.
 	ErrProbeInconclusive = errors.New("lease: store probe inconclusive")
 )
 
@@ -82,8 +83,10 @@ type ProbeResult struct {
 // them two tasks get one ID and nothing says so.
 //
 // The error wraps a [*ConditionIgnoredError] (matching ErrConditionIgnored) when
-// a condition was ignored, and matches ErrProbeInconclusive when the probe could
-// not tell. Concurrent probes of one prefix are safe: each step's expected answer
+// a condition was ignored, the store's error when it matches ErrMisconfigured
+// (a missing bucket, denied access, a store that cannot do conditional
+// writes: retrying cannot help), and matches ErrProbeInconclusive when the
+// probe could not tell. Concurrent probes of one prefix are safe: each step's expected answer
 // does not depend on who wrote the probe object. The result's time facts are
 // filled as far as the probe got.
 func Probe(ctx context.Context, store Store) (ProbeResult, error) {
@@ -106,6 +109,9 @@ func Probe(ctx context.Context, store Store) (ProbeResult, error) {
 		return []byte(`{"probe":"` + step + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + "}\n")
 	}
 	inconclusive := func(step string, err error) error {
+		if errors.Is(err, ErrMisconfigured) { // conclusive: the store cannot be used as configured
+			return fmt.Errorf("lease: store probe: %s %s: %w", step, ProbeKey, err)
+		}
 		return fmt.Errorf("%w: %s %s: %w", ErrProbeInconclusive, step, ProbeKey, err)
 	}
 

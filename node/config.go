@@ -90,8 +90,12 @@ type Config struct {
 	// (lease.Probe: a second If-None-Match: * create and an If-Match with a
 	// wrong ETag must be refused). Without it, Start fails on a store that
 	// ignores either condition, with an error wrapping
-	// lease.ErrConditionIgnored; an inconclusive probe is retried for up to
-	// Provider.AcquireTimeout. Default false: the probe runs.
+	// lease.ErrConditionIgnored, and at once on a store error that retrying
+	// cannot fix (a missing bucket, denied access, no credentials, a
+	// refused connection, a store without conditional writes: the error
+	// wraps lease.ErrMisconfigured and says what to fix); a truly
+	// inconclusive probe (a lost answer, a timeout, a 5xx) is retried for up
+	// to Provider.AcquireTimeout. Default false: the probe runs.
 	SkipProbe bool
 
 	// Metrics, when set, receives the node's Prometheus metrics (nodeid_*).

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +52,52 @@ func TestServeProbeRefusesBrokenStore(t *testing.T) {
 			}
 			if strings.Contains(errOut, "serving IDs") {
 				t.Fatalf("the broker served IDs on a broken store:\n%s", errOut)
+			}
+		})
+	}
+}
+
+// TestServeFailsFastOnMisconfiguredStore: a store that cannot be used as
+// configured ends the start at once (exit 1), saying what is wrong, and is
+// never retried as an inconclusive probe: a bucket that does not exist, and
+// a store that answers HTTP 501 NotImplemented to a conditional PUT (it
+// cannot do conditional writes), named with the header.
+func TestServeFailsFastOnMisconfiguredStore(t *testing.T) {
+	t.Parallel()
+	srv := startFakeS3(t)
+	target, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	noConditions := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && (r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Match") != "") {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotImplemented)
+			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(noConditions.Close)
+	env := brokerEnv(t)
+	for _, tc := range []struct {
+		name, endpoint, bucket string
+		want                   []string
+	}{
+		{"no such bucket", srv.URL(), "nodeid-typo", []string{`bucket "nodeid-typo" does not exist at ` + srv.URL()}},
+		{"no conditional writes", noConditions.URL, srv.Bucket(), []string{noConditions.URL + " answered HTTP 501 NotImplemented to a PUT with If-None-Match",
+			"cannot do conditional writes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runBin(t, env, "serve", "--http-addr", "127.0.0.1:0", "--bucket", tc.bucket, "--s3-endpoint", tc.endpoint, "--s3-path-style")
+			for _, want := range tc.want {
+				if code != 1 || !strings.Contains(errOut, want) {
+					t.Errorf("exit %d, want 1 with %q on stderr:\n%s%s", code, want, out, errOut)
+				}
+			}
+			if strings.Contains(errOut, "inconclusive") {
+				t.Errorf("a misconfigured store was retried as an inconclusive probe:\n%s", errOut)
 			}
 		})
 	}

@@ -489,7 +489,7 @@ func TestServeBadInput(t *testing.T) {
 		{"bad log level", []string{"NODEID_LOG_LEVEL=loud"}, []string{"serve", "--bucket", "b"}, 2, "NODEID_LOG_LEVEL"},
 		{"both S3s", nil, []string{"serve", "--embedded-s3", ":0", "--s3-endpoint", "http://x"}, 2, "--embedded-s3"},
 		{"bad endpoint", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "ftp://x"}, 2, "Endpoint"},
-		{"unreachable S3", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "http://127.0.0.1:1", "--s3-path-style", "--http-addr", "127.0.0.1:0"}, 1, "cannot connect"},
+		{"unreachable S3", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "http://127.0.0.1:1", "--s3-path-style", "--http-addr", "127.0.0.1:0"}, 1, "http://127.0.0.1:1 refuses connections"},
 		{"help", nil, []string{"serve", "--help"}, 0, "NODEID_EMBEDDED_S3"},
 		{"healthcheck bad flag", nil, []string{"healthcheck", "--http-adr", "x"}, 1, "http-adr"},
 		{"healthcheck bad variable", []string{"NODEID_HTTP_ADDR=nonsense"}, []string{"healthcheck"}, 1, "NODEID_HTTP_ADDR"},

@@ -2,9 +2,7 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/nodeid/nodeid/internal/envflag"
 	"github.com/nodeid/nodeid/node"
-	"github.com/nodeid/nodeid/nodeid"
 )
 
 const runHelp = `Usage: {prog} run [flags] -- CMD [ARGS...]
@@ -108,7 +105,7 @@ func runRun(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr // the process's own: no copying that a grandchild could hold up
 	b := newBroker(cfg, log)
 	b.child = &child{cmd: cmd, cfg: cc}
-	return runExitCode(b.log, b.run(bctx))
+	return exitCode(prog+" run", b.log, stderr, b.run(bctx))
 }
 
 // forwardSignals passes each signal on to fwd (dropped when fwd is full: the
@@ -159,26 +156,4 @@ func checkRunConfig(prog string, cfg serveConfig, cc *node.ChildConfig, found bo
 			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)
 	}
 	return nil
-}
-
-// runExitCode maps the end of run to its exit code.
-func runExitCode(log *slog.Logger, err error) int {
-	var ce *node.ChildExitError
-	switch {
-	case err == nil:
-		log.Info("stopped")
-		return exitOK
-	case errors.As(err, &ce):
-		log.Info("exiting with the child's status after releasing the node ID", "exitCode", ce.ExitCode(), "child", ce.Error())
-		return ce.ExitCode()
-	case errors.Is(err, envflag.ErrUsage):
-		log.Error("invalid configuration", "err", err)
-		return exitUsage
-	case errors.Is(err, nodeid.ErrLeaseLost):
-		log.Error("exiting after losing the lease", "exitCode", exitLeaseLost, "err", err)
-		return exitLeaseLost
-	default:
-		log.Error("exiting after a failure", "exitCode", exitFailure, "err", err)
-		return exitFailure
-	}
 }

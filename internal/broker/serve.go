@@ -52,24 +52,33 @@ func runServe(ctx context.Context, prog string, args []string, stdout, stderr io
 		return code
 	}
 	b := newBroker(cfg, log)
-	err = b.run(ctx)
+	return exitCode(name, b.log, stderr, b.run(ctx))
+}
+
+// exitCode maps the end of serve or run (name, for messages) to the exit
+// code. It logs why, and says on stderr, in one plain line, what an operator
+// must fix: a bad configuration, a store that cannot be used.
+func exitCode(name string, log *slog.Logger, stderr io.Writer, err error) int {
+	var ce *node.ChildExitError
 	switch {
 	case err == nil:
-		b.log.Info("stopped")
+		log.Info("stopped")
 		return exitOK
+	case errors.As(err, &ce):
+		log.Info("exiting with the child's status after releasing the node ID", "exitCode", ce.ExitCode(), "child", ce.Error())
+		return ce.ExitCode()
+	case errors.Is(err, nodeid.ErrLeaseLost):
+		log.Error("exiting after losing the lease", "exitCode", exitLeaseLost, "err", err)
+		return exitLeaseLost
 	case errors.Is(err, envflag.ErrUsage):
-		b.log.Error("invalid configuration", "err", err)
+		log.Error("invalid configuration", "err", err)
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitUsage
 	case errors.Is(err, lease.ErrConditionIgnored):
-		b.log.Error("exiting: the store ignores a write condition", "exitCode", exitFailure, "err", err)
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return exitFailure
-	case errors.Is(err, nodeid.ErrLeaseLost):
-		b.log.Error("exiting after losing the lease", "exitCode", exitLeaseLost, "err", err)
-		return exitLeaseLost
+		log.Error("exiting: the store ignores a write condition", "exitCode", exitFailure, "err", err)
 	default:
-		b.log.Error("exiting after a failure", "exitCode", exitFailure, "err", err)
-		return exitFailure
+		log.Error("exiting after a failure", "exitCode", exitFailure, "err", err)
 	}
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	return exitFailure
 }
