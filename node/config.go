@@ -47,7 +47,9 @@ type Config struct {
 	// documented period is 1 s). Until the grace has passed the release
 	// keeps the reservation at the last validUntilMs written, so a
 	// successor never starts below what the application may still use.
-	// Default 3 s.
+	// With a supervised child (Supervise, RunChild), the child is the file's
+	// reader: once it has exited there is no grace to give, and Close skips
+	// it. Default 3 s.
 	IDFileGrace time.Duration
 
 	// Elect, when set, is an election this node campaigns for beside its

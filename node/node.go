@@ -332,7 +332,9 @@ func (n *Node) close(ctx context.Context) error {
 	}
 	n.log.Info("stopping: fencing and releasing the node ID", "nodeId", claim.NodeID(), "version", claim.Version())
 	if n.idFile.remove(n.log) && claim.Err() == nil { // a lost claim releases nothing: no grace to give
-		n.idFile.graceOver(sleepCtx(ctx, n.cfg.IDFileGrace))
+		// A supervised child, the file's reader, is gone by now (Close
+		// waited for it, and no other may start): nobody to give a grace.
+		n.idFile.graceOver(n.idFile.childGone() || sleepCtx(ctx, n.cfg.IDFileGrace))
 	}
 	err := claim.Close(ctx)
 	n.leaveGossip()

@@ -33,7 +33,8 @@ type childInfo struct {
 	IDFile          string
 	IDFileContent   *node.IDFileContent // read at the start, when IDFile is set
 	StartMs, ExitMs int64
-	GroupLeader     bool // the child leads a process group of its own
+	GroupLeader     bool     // the child leads a process group of its own
+	Environ         []string // its whole environment
 }
 
 // testChild is the test binary as nodeid-broker run's child; it returns the
@@ -45,7 +46,7 @@ func testChild(mode string) int {
 	info := childInfo{
 		Pid: os.Getpid(), NodeID: os.Getenv(node.EnvNodeID), Version: os.Getenv(node.EnvVersion),
 		FloorMs: os.Getenv(node.EnvFloorMs), IDsURL: os.Getenv(node.EnvIDsURL), IDFile: os.Getenv(node.EnvIDFile),
-		StartMs: time.Now().UnixMilli(),
+		StartMs: time.Now().UnixMilli(), Environ: os.Environ(),
 	}
 	pgid, _ := syscall.Getpgid(0)
 	info.GroupLeader = pgid == info.Pid

@@ -63,8 +63,12 @@ func (b *broker) run(ctx context.Context) error {
 	}
 	srv := &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return b.serveHTTP(gctx, srv, ln, n) })
-	g.Go(func() error { return b.runNode(gctx, store, n) })
+	// The HTTP server stops once the node has, also when that ends without
+	// an error (run's child exiting 0 by itself), which would not cancel
+	// gctx.
+	httpCtx, nodeEnded := context.WithCancel(gctx)
+	g.Go(func() error { return b.serveHTTP(httpCtx, srv, ln, n) })
+	g.Go(func() error { defer nodeEnded(); return b.runNode(gctx, store, n) })
 	return g.Wait()
 }
 

@@ -33,6 +33,7 @@ type serveConfig struct {
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
 	store                              string // --store: s3 or etcd
 	etcd                               etcdflag.Flags
+	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
 	httpAddr    string
 	gossipAddr  string // "" when gossip is off
@@ -123,6 +124,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 		}
 		return c, err
 	}
+	c.ownVars = f.Vars()
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, envflag.Usagef("%s %q: want debug, info, warn or error", f.Source("log-level"), logLevel)
 	}

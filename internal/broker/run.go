@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/nodeid/nodeid/internal/envflag"
@@ -19,8 +20,13 @@ const runHelp = `Usage: {prog} run [flags] -- CMD [ARGS...]
 Runs one broker as {prog} serve does (the same flags and variables), and
 once it holds a node ID and the wall clock is past the ID's floor, starts
 CMD with NODEID_NODE_ID, NODEID_VERSION, NODEID_FLOOR_MS, NODEID_IDS_URL (the
-broker's /ids) and, with --id-file, NODEID_ID_FILE in its environment. CMD
-runs in a process group of its own and dies with the broker (even kill -9).
+broker's /ids) and, with --id-file, NODEID_ID_FILE in its environment, with
+the caller's environment less the broker's own configuration (the NODEID_
+variable of every flag below, NODEID_GOSSIP_KEY and NODEID_ETCD_PASSWORD
+among them). CMD must exist when the broker starts. CMD runs in a process
+group of its own and dies with the broker (even kill -9). Once CMD has
+exited nobody reads the id file: the release follows without
+--id-file-grace.
 
 SIGTERM and SIGINT are forwarded to CMD's process group; CMD gets SIGKILL
 after --child-stop-timeout. When CMD has exited, the broker releases the ID
@@ -35,7 +41,7 @@ closes that gap by also checking the id file's validUntilMs (--id-file).
 
 Exit codes: CMD's status after a release (0 on a clean stop); 1 start-up or
 run-time failure (the release failed, CMD could not start); 2 a bad flag or
-variable; 3 the lease was lost (CMD killed).
+variable, or a CMD that cannot be found; 3 the lease was lost (CMD killed).
 
 Flags:
 `
@@ -101,11 +107,23 @@ func runRun(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	go forwardSignals(bctx, sigs, fwd, cancel)
 
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = os.Environ()
+	cmd.Env = childEnviron(os.Environ(), cfg.ownVars)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr // the process's own: no copying that a grandchild could hold up
 	b := newBroker(cfg, log)
 	b.child = &child{cmd: cmd, cfg: cc}
 	return exitCode(prog+" run", b.log, stderr, b.run(bctx))
+}
+
+// childEnviron returns environ without the broker's own configuration
+// variables (own: every NODEID_<FLAG> it reads, the gossip key and the etcd
+// password among them). The child gets that, the caller's environment, and
+// the documented NODEID_* values of the ID (Supervise and child.listening
+// add them).
+func childEnviron(environ, own []string) []string {
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(own, k)
+	})
 }
 
 // forwardSignals passes each signal on to fwd (dropped when fwd is full: the
@@ -154,6 +172,9 @@ func checkRunConfig(prog string, cfg serveConfig, cc *node.ChildConfig, found bo
 		w := node.LossWindow(nc.Provider)
 		return envflag.Usagef("--lease-duration %v - --safety-margin %v - --renew-deadline %v leaves %v between a lease loss and the fence: "+
 			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)
+	}
+	if _, err := exec.LookPath(command[0]); err != nil { // before an ID is taken for nothing
+		return envflag.Usagef("CMD %q cannot be run: %v", command[0], err)
 	}
 	return nil
 }
