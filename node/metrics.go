@@ -315,20 +315,37 @@ func (o observers) Anomaly(key string, err error) {
 	}
 }
 
-// renewSignal passes the provider's events on and signals each successful
-// renewal on renewed, without blocking: the id file is refreshed.
-type renewSignal struct {
-	nodeid.Observer
-	renewed chan<- struct{}
+// AcquireWaiting implements nodeid.WaitObserver for those of o that do.
+func (o observers) AcquireWaiting(round int, err error, next time.Duration) {
+	for _, x := range o {
+		if w, ok := x.(nodeid.WaitObserver); ok {
+			w.AcquireWaiting(round, err, next)
+		}
+	}
+}
+
+// nodeEvents passes the provider's events on (to the metrics and the
+// caller's observer), signals each successful renewal on the node's renewed
+// channel without blocking (the id file is refreshed), and tells the node
+// why an acquisition waits.
+type nodeEvents struct {
+	observers
+	n *Node
 }
 
 // Renewed implements nodeid.Observer.
-func (s renewSignal) Renewed(id int, latency time.Duration) {
-	s.Observer.Renewed(id, latency)
+func (e nodeEvents) Renewed(id int, latency time.Duration) {
+	e.observers.Renewed(id, latency)
 	select {
-	case s.renewed <- struct{}{}:
+	case e.n.renewed <- struct{}{}:
 	default:
 	}
+}
+
+// AcquireWaiting implements nodeid.WaitObserver.
+func (e nodeEvents) AcquireWaiting(round int, err error, next time.Duration) {
+	e.n.acquireWaiting(round, err)
+	e.observers.AcquireWaiting(round, err, next)
 }
 
 // foreignCollector reports nodeid_gossip_foreign_members at scrape time.

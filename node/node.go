@@ -39,6 +39,12 @@ type Node struct {
 	base     time.Time                    // Clock.Now at New: the origin of stalled
 	stalled  atomic.Int64                 // 1 + ns after base of the first failed issue since the last success; 0: none
 	probe    atomic.Pointer[probeOutcome] // the store probe's result; nil before it ran or when skipped
+	waiting  atomic.Pointer[acquireWait]  // why the acquisition has taken no ID yet; nil before a round failed
+
+	// Set and read by Start's goroutine alone (acquire, and the provider's
+	// AcquireWaiting calls during its Acquire).
+	acquireStart time.Time // Clock.Now when the acquisition began
+	waitLogged   time.Time // Clock.Now of the last "still acquiring" log line
 
 	idFile  idFileState
 	elector *elector      // nil unless Config.Elect
@@ -184,7 +190,7 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 		return nil, err
 	}
 	pc := n.cfg.Provider
-	pc.Observer = renewSignal{Observer: observers{n.metrics, pc.Observer}, renewed: n.renewed}
+	pc.Observer = nodeEvents{observers: observers{n.metrics, pc.Observer}, n: n}
 	if n.cfg.Gossip != nil {
 		g, err := n.startGossip()
 		if err != nil {
@@ -197,6 +203,7 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 		return nil, err
 	}
 	n.provider.Store(p)
+	n.acquireStart = n.clock.Now()
 	n.log.Info("acquiring a node ID", "clusterSize", pc.ClusterSize, "leaseDuration", pc.LeaseDuration.String())
 	claim, err := p.Acquire(ctx)
 	if err != nil {

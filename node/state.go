@@ -51,6 +51,9 @@ func (n *Node) state() (string, error) {
 		case err != nil:
 			return StateAcquiring, err // Start failed: why
 		}
+		if w := n.waiting.Load(); w != nil {
+			return StateAcquiring, w.reason() // a cluster full, a store failing: why it waits
+		}
 		return StateAcquiring, ErrAcquiring
 	}
 	if err := c.Err(); err != nil {

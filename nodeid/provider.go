@@ -131,6 +131,9 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 			return nil, fmt.Errorf("nodeid: acquire failed after %d rounds: %w", round, err)
 		}
 		p.log.Debug("no node ID acquired, retrying", "round", round, "wait", wait, "err", err)
+		if o, ok := p.cfg.Observer.(WaitObserver); ok {
+			o.AcquireWaiting(round, err, wait)
+		}
 		if err := p.pause(ctx, wait, freed); err != nil {
 			return nil, fmt.Errorf("nodeid: acquire: %w", err)
 		}

@@ -518,6 +518,13 @@ func TestServeSignalWhileAcquiring(t *testing.T) {
 	if s, err := second.status(); err != nil || s.State != node.StateAcquiring || s.NodeID != -1 || s.Ready {
 		t.Fatalf("second: %+v %v, want acquiring", s, err)
 	}
+	// It says why it waits, in its log and its health check.
+	if line := second.waitLog("no node ID taken yet: still acquiring", 10*time.Second); !strings.Contains(fmt.Sprint(line["reason"]), "cluster full") {
+		t.Errorf("second's log says it waits because %v, want the cluster full", line["reason"])
+	}
+	if code, body, err := second.get("/health"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(string(body), "cluster full") {
+		t.Errorf("second's /health: %d %s %v, want 503 naming the full cluster", code, body, err)
+	}
 	second.signal(syscall.SIGINT)
 	if code := second.waitExit(10 * time.Second); code != 0 {
 		t.Fatalf("second exited %d after SIGINT while acquiring, want 0", code)
