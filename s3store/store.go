@@ -137,6 +137,9 @@ func NewFromClient(client *s3.Client, bucket, prefix string, opts ...Option) (*S
 		opt(s)
 	}
 	s.log = s.log.With("component", "s3store", "bucket", bucket, "prefix", prefix)
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		s.log.Warn("the prefix does not end with \"/\": the keys are the prefix and the name run together", "manifest", prefix+lease.ManifestKey)
+	}
 	return s, nil
 }
 

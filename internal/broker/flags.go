@@ -83,7 +83,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
 	c.etcd.Bind(f)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
-	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects, used as given")
+	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects: ends with \"/\", or empty for the root of the bucket")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")
 	f.StringVar(&c.s3Endpoint, "s3-endpoint", "", "base URL of an S3-compatible server (empty: AWS S3)")
 	f.BoolVar(&c.s3PathStyle, "s3-path-style", false, "address the bucket in the URL path (MinIO, versitygw, gofakes3)")
@@ -149,7 +149,7 @@ var fieldFlags = map[string]string{
 
 // fieldFlagNames rewrites the field names in a reason into flag names.
 var fieldFlagNames = func() *strings.Replacer {
-	var pairs []string
+	pairs := []string{"LeaseDuration - SafetyMargin", "--lease-duration minus --safety-margin"}
 	for field, fl := range fieldFlags {
 		pairs = append(pairs, strings.TrimPrefix(field, "Node."), "--"+fl)
 	}
@@ -190,7 +190,7 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Prefix, sc.Region, sc.Endpoint = c.bucket, c.prefix, c.region, c.s3Endpoint
 	if err := sc.Validate(); err != nil && c.store == etcdflag.StoreS3 {
-		return envflag.Usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
+		return etcdflag.S3ConfigError(err, src)
 	}
 	check := c.node // validated as a copy: New fills in the task ID and the loggers first
 	if check.Provider.TaskID == "" {
@@ -199,24 +199,54 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	return flagErrors(check.Validate(), f)
 }
 
+// timingFlags are the flags the lease's derived timings come from: a rule
+// broken by a derived value names those the user set.
+var timingFlags = []string{"lease-duration", "safety-margin", "renew-interval", "renew-deadline"}
+
 // flagErrors turns the errors of node.Config.Validate into one usage error
-// that names the flags (or variables) at fault.
+// that names the flags (or variables) at fault, each once, with durations
+// as people write them. An error on a value the user set comes first; those
+// on values derived from it (a timing left to its default, a field no flag
+// sets, such as StoreTimeout) follow from it and are left out. When only
+// derived values break a rule, the first is reported with the flags set
+// that it was derived from.
 func flagErrors(err error, f *envflag.Set) error {
 	if err == nil {
 		return nil
 	}
-	var msgs []string
+	var set, derived []string
+	seen := map[string]bool{}
 	for _, fe := range nodeid.FieldErrors(err) {
-		if fl, ok := fieldFlags[fe.Field]; ok {
-			msgs = append(msgs, f.Source(fl)+" "+fieldFlagNames.Replace(fe.Reason))
-		} else {
-			msgs = append(msgs, fe.Error())
+		if seen[fe.Field] {
+			continue
+		}
+		seen[fe.Field] = true
+		reason := envflag.HumanDurations(fieldFlagNames.Replace(fe.Reason))
+		switch fl, ok := fieldFlags[fe.Field]; {
+		case ok && f.IsSet(fl):
+			set = append(set, f.Source(fl)+" "+reason)
+		case ok:
+			derived = append(derived, "the default --"+fl+" "+reason)
+		default:
+			derived = append(derived, "the derived "+fe.Field+" "+reason)
 		}
 	}
-	if len(msgs) == 0 {
-		return envflag.Usagef("%v", err)
+	switch {
+	case len(set) > 0:
+		return envflag.Usagef("%s", strings.Join(set, "; "))
+	case len(derived) == 0:
+		return envflag.Usagef("%s", envflag.HumanDurations(err.Error()))
 	}
-	return envflag.Usagef("%s", strings.Join(msgs, "; "))
+	var from []string
+	for _, fl := range timingFlags {
+		if f.IsSet(fl) {
+			from = append(from, f.Source(fl)+" "+envflag.HumanDurations(f.Lookup(fl).Value.String()))
+		}
+	}
+	if len(from) == 0 {
+		return envflag.Usagef("%s", derived[0])
+	}
+	return envflag.Usagef("%s, given %s: set the timings left to their defaults, or change those", derived[0], strings.Join(from, " and "))
 }
 
 // fillGossip checks --gossip-addr, --join and --gossip-key and builds the

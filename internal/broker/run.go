@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -170,8 +171,8 @@ func checkRunConfig(prog string, cfg serveConfig, cc *node.ChildConfig, found bo
 	}
 	if err := cc.Validate(nc); err != nil {
 		w := node.LossWindow(nc.Provider)
-		return envflag.Usagef("--lease-duration %v - --safety-margin %v - --renew-deadline %v leaves %v between a lease loss and the fence: "+
-			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)
+		return envflag.Usagef("%s", envflag.HumanDurations(fmt.Sprintf("--lease-duration %v - --safety-margin %v - --renew-deadline %v leaves %v between a lease loss and the fence: "+
+			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)))
 	}
 	if _, err := exec.LookPath(command[0]); err != nil { // before an ID is taken for nothing
 		return envflag.Usagef("CMD %q cannot be run: %v", command[0], err)

@@ -90,3 +90,39 @@ func TestLocalURL(t *testing.T) {
 		t.Error("localURL(8080) did not fail")
 	}
 }
+
+// TestValidationMessages: a bad value is reported once, naming the flag (or
+// variable) the user set, with durations as people write them; values
+// derived from it are not reported too.
+func TestValidationMessages(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		vars []string
+		want string
+	}{
+		{[]string{"--lease-duration", "2s", "--safety-margin", "3s"}, nil,
+			"--safety-margin 3s must be in (0, --lease-duration 2s)"},
+		{nil, []string{"NODEID_LEASE_DURATION", "2s", "NODEID_SAFETY_MARGIN", "3s"},
+			"NODEID_SAFETY_MARGIN (--safety-margin) 3s must be in (0, --lease-duration 2s)"},
+		{[]string{"--lease-duration", "2m"}, nil, "--lease-duration 2m above --max-lease-duration 1m"},
+		{[]string{"--lease-duration", "1s", "--renew-interval", "700ms"}, nil,
+			"--renew-interval 700ms must be positive and below --renew-deadline 667ms"},
+		{[]string{"--renew-deadline", "30s"}, nil, "--renew-deadline 30s above --lease-duration minus --safety-margin (14s)"},
+		{[]string{"--lease-duration", "1s", "--safety-margin", "900ms"}, nil,
+			"the default --renew-interval 333ms must be positive and below --renew-deadline 100ms, given --lease-duration 1s and --safety-margin 900ms: " +
+				"set the timings left to their defaults, or change those"},
+		{[]string{"--bucket", "a/b"}, nil, `--bucket "a/b" is not a bucket name (no slashes or spaces; a prefix goes in --prefix)`},
+		{[]string{"--s3-endpoint", "ftp://x"}, nil, `--s3-endpoint "ftp://x" is not an http:// or https:// URL with a host`},
+		{[]string{"--prefix", "nodeid"}, nil, `--prefix "nodeid" does not end with "/": the keys would be nodeidcluster.json, nodeid0.json, ...; give "nodeid/" (or "" for the root of the bucket)`},
+		{nil, []string{"NODEID_PREFIX", "ids"}, `NODEID_PREFIX (--prefix) "ids" does not end with "/"`},
+	} {
+		args := append([]string{"--bucket", "b"}, tc.args...)
+		_, err := parseServeFlags("nodeid-broker", args, env(tc.vars...), io.Discard)
+		if !errors.Is(err, envflag.ErrUsage) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v %v: %v\nwant %s", tc.args, tc.vars, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "StoreTimeout") || strings.Contains(err.Error(), "666.666")) {
+			t.Errorf("%v: %v names an internal field or a float duration", tc.args, err)
+		}
+	}
+}
