@@ -12,6 +12,8 @@
 #  2b. puts promtool (from Debian's prometheus package, test/promtool.sh) in
 #     the same cache, and systemd-analyze on the machine, for the operator
 #     kit's checks (deploy/kit_test.go);
+#  2c. the id-file readers of examples/idfile: python3 and node (installed
+#     with apt-get when missing), their unit tests;
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
 #     conformance suite runs on the in-memory store, gofakes3, MinIO,
 #     versitygw and etcd (with CI=true a missing server fails instead of skipping). The
@@ -78,6 +80,19 @@ if ! command -v systemd-analyze >/dev/null && [[ $(id -u) == 0 ]] && command -v 
 	echo "no systemd-analyze: installing systemd (apt-get)" >&2
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
 fi
+
+step "id-file readers in Python and Node.js (examples/idfile)"
+# The readers an application not written in Go uses (docs/nodeid-broker.md,
+# "Sidecar use"): their own tests here; cmd/nodeid-broker's TestRunNonGoReaders
+# runs them as run's child, so python3 and node must be there for step 3 too.
+for tool in python3:python3 node:nodejs; do
+	if ! command -v "${tool%%:*}" >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+		echo "no ${tool%%:*}: installing ${tool#*:} (apt-get)" >&2
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool#*:}" >/dev/null
+	fi
+done
+(cd examples/idfile/python && python3 -B -m unittest -v)
+node --test examples/idfile/node/
 
 step "S3 servers"
 # A state folder of our own, so servers someone started by hand are left alone.
