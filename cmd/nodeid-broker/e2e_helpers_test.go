@@ -203,13 +203,26 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	}
 }
 
-// runBin runs the binary to completion and returns its exit code, stdout and
-// stderr.
+// runBin runs the broker binary to completion and returns its exit code,
+// stdout and stderr.
 func runBin(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	return runProgram(t, brokerBin, env, args...)
+}
+
+// runCtl runs nodeidctl as runBin runs the broker.
+func runCtl(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	return runProgram(t, ctlBin, env, args...)
+}
+
+// runProgram runs bin to completion and returns its exit code, stdout and
+// stderr.
+func runProgram(t *testing.T, bin string, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, brokerBin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -1,7 +1,7 @@
 // Package broker is nodeid's broker command line: serve (one broker: lease a
 // node ID, renew it, serve Snowflake IDs over HTTP), run (the same,
-// supervising a command that uses the ID) and healthcheck (a container health
-// check). cmd/nodeid-broker is the binary one deploys; cmd/demo-broker runs
+// supervising a command that uses the ID), healthcheck (a container health
+// check) and local-s3 (an S3 in memory for trials on one machine). cmd/nodeid-broker is the binary one deploys; cmd/demo-broker runs
 // the same commands, through [Main], beside its demo. Both are thin users of
 // package node: flags become a node.Config, signals end the context.
 package broker
@@ -15,7 +15,7 @@ import (
 )
 
 // Commands names the subcommands [Main] runs.
-var Commands = []string{"serve", "run", "healthcheck"}
+var Commands = []string{"serve", "run", "healthcheck", "local-s3"}
 
 // Main runs the subcommand args[0] (one of [Commands], or help) of the
 // program prog, its name in messages and help, and returns the process exit
@@ -32,6 +32,8 @@ func Main(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return runRun(ctx, prog, args[1:], stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, prog, args[1:], stdout, stderr)
+	case "local-s3":
+		return runLocalS3(ctx, prog, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, Usage(prog))
 		return exitOK
@@ -54,6 +56,9 @@ func Usage(prog string) string {
                          one broker that runs CMD with the node ID and stops
                          it before the lease could be lost ({prog} run --help)
   {prog} healthcheck     exit 0 if the broker's /health is 200, else 1
+  {prog} local-s3 [flags]
+                         an S3 in memory for trials on one machine, taking
+                         no node ID ({prog} local-s3 --help)
 `, prog)
 }
 
