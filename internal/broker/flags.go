@@ -36,6 +36,7 @@ type serveConfig struct {
 	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
 	httpAddr    string
+	opsAddr     string // "" for none
 	gossipAddr  string // "" when gossip is off
 	clockOffset time.Duration
 	logLevel    slog.Level
@@ -98,7 +99,8 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.DurationVar(&pc.AcquireTimeout, "acquire-timeout", pc.AcquireTimeout, "how long to keep looking for a free node ID before exiting 1")
 	f.StringVar(&order, "order", string(nodeid.OrderSpread), "order in which node IDs are tried: spread (from an offset derived from the task ID) or lowest-first (dense IDs)")
 	f.StringVar(&pc.TaskID, "task-id", "", "this broker's identity in the lease it holds and in gossip (default: the ECS task ARN from $ECS_CONTAINER_METADATA_URI_V4, else host name, pid and random bytes)")
-	f.StringVar(&c.httpAddr, "http-addr", ":8080", "address of the HTTP server (/ids, /status, /health, /ready, /metrics)")
+	f.StringVar(&c.httpAddr, "http-addr", ":8080", "address of the HTTP server (/ids, /status, /health, /ready, /metrics); 127.0.0.1:8080 keeps /ids to the application on this host")
+	f.StringVar(&c.opsAddr, "ops-addr", "", "address of a second HTTP server with the operator endpoints only (/status, /leader, /health, /ready, /metrics; no /ids): the port to publish for Prometheus and a load balancer's health check (/ready) (empty: none)")
 	f.StringVar(&c.gossipAddr, "gossip-addr", "", "IP:port to gossip on (TCP and UDP), for example :7946 or 0.0.0.0:7946 (empty: no gossip; gossip is advisory)")
 	f.StringVar(&join, "join", "", "comma-separated host:port list of gossip members to join at start (needs --gossip-addr)")
 	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: s3://BUCKET/PREFIX, or etcd://ENDPOINTS/PREFIX)")
@@ -183,6 +185,9 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	}
 	if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
 		return envflag.Usagef("%s %q is not host:port: %v", src("http-addr"), c.httpAddr, err)
+	}
+	if _, _, err := net.SplitHostPort(c.opsAddr); c.opsAddr != "" && err != nil {
+		return envflag.Usagef("%s %q is not host:port: %v", src("ops-addr"), c.opsAddr, err)
 	}
 	if err := c.fillGossip(f, join, key); err != nil {
 		return err
