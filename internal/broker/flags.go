@@ -105,6 +105,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&join, "join", "", "comma-separated host:port list of gossip members to join at start (needs --gossip-addr)")
 	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: s3://BUCKET/PREFIX, or etcd://ENDPOINTS/PREFIX)")
 	f.StringVar(&key, "gossip-key", "", "base64 of a 16, 24 or 32-byte key that encrypts gossip (AES-GCM); every broker needs the same (empty: plain text)")
+	f.DurationVar(&c.node.MaxIssueStall, "max-issue-stall", 0, "how long the generator may fail to issue IDs (a clock behind the floor, a reservation no renewal raises) before health fails and the task is replaced (0: the lesser of 30s and 2 x lease-duration)")
 	f.DurationVar(&readyTimeout, "ready-timeout", c.node.ReadyTimeout, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")
 	f.StringVar(&c.node.IDFile, "id-file", "", "write {\"nodeId\":..,\"version\":..,\"validUntilMs\":..} to this file (atomically) once the lease is held, rewrite it after every renewal, and remove it the moment the broker fences: for sidecar use")
 	f.DurationVar(&grace, "id-file-grace", c.node.IDFileGrace, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID; above its re-read period (1s) with slack")
@@ -147,6 +148,7 @@ var fieldFlags = map[string]string{
 	"RenewDeadline": "renew-deadline", "SafetyMargin": "safety-margin", "ClockMargin": "clock-margin",
 	"MaxLeaseDuration": "max-lease-duration", "AcquireTimeout": "acquire-timeout", "Order": "order",
 	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.ReadyTimeout": "ready-timeout", "Node.ShutdownTimeout": "shutdown-timeout",
+	"Node.MaxIssueStall": "max-issue-stall",
 }
 
 // fieldFlagNames rewrites the field names in a reason into flag names.
