@@ -109,8 +109,8 @@ func Probe(ctx context.Context, store Store) (ProbeResult, error) {
 		return []byte(`{"probe":"` + step + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + "}\n")
 	}
 	inconclusive := func(step string, err error) error {
-		if errors.Is(err, ErrMisconfigured) { // conclusive: the store cannot be used as configured
-			return fmt.Errorf("lease: store probe: %s %s: %w", step, ProbeKey, err)
+		if errors.Is(err, ErrMisconfigured) { // conclusive: the store cannot be used as configured, and says why
+			return err
 		}
 		return fmt.Errorf("%w: %s %s: %w", ErrProbeInconclusive, step, ProbeKey, err)
 	}
