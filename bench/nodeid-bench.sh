@@ -40,7 +40,7 @@ cleanup() {
 	if [[ $minio == true ]]; then bash "$repo/test/minio/servers.sh" stop minio || true; fi
 }
 trap cleanup EXIT
-(cd "$repo" && go build -o "$bin/nodeid-bench" ./cmd/nodeid-bench && go build -o "$bin/demo-broker" ./cmd/demo-broker)
+(cd "$repo" && go build -o "$bin/nodeid-bench" ./cmd/nodeid-bench && go build -o "$bin/nodeid-broker" ./cmd/nodeid-broker)
 nb=$bin/nodeid-bench
 
 busy=$(ps -eo pcpu=,comm= | awk '$1 > 20 {print $2}' | tr '\n' ' ')
@@ -73,7 +73,7 @@ standard_set() {
 	run failover-5s failover --lease-duration 5s --runs 3
 	run failover-15s failover --lease-duration 15s --runs 3
 	run steady steady --lease-durations 5s,15s,60s
-	run ids ids --broker-bin "$bin/demo-broker"
+	run ids ids --broker-bin "$bin/nodeid-broker"
 }
 
 failed=()

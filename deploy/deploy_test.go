@@ -10,11 +10,13 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,33 +53,69 @@ func TestJSONFilesParse(t *testing.T) {
 type taskDefinition struct {
 	NetworkMode          string                  `json:"networkMode"`
 	TaskRoleArn          string                  `json:"taskRoleArn"`
+	ExecutionRoleArn     string                  `json:"executionRoleArn"`
 	Volumes              []struct{ Name string } `json:"volumes"`
-	ContainerDefinitions []struct {
-		Name        string   `json:"name"`
-		Essential   bool     `json:"essential"`
-		Command     []string `json:"command"`
-		User        string   `json:"user"`
-		StopTimeout int      `json:"stopTimeout"`
-		Environment []struct {
-			Name, Value string
-		} `json:"environment"`
-		Secrets []struct {
-			Name, ValueFrom string
-		} `json:"secrets"`
-		MountPoints []struct {
-			SourceVolume  string `json:"sourceVolume"`
-			ContainerPath string `json:"containerPath"`
-			ReadOnly      bool   `json:"readOnly"`
-		} `json:"mountPoints"`
-		HealthCheck *struct {
-			Command     []string `json:"command"`
-			StartPeriod int      `json:"startPeriod"`
-		} `json:"healthCheck"`
-		DependsOn []struct {
-			ContainerName, Condition string
-		} `json:"dependsOn"`
-	} `json:"containerDefinitions"`
+	ContainerDefinitions []container             `json:"containerDefinitions"`
 }
+
+// container is a container definition, as ecs-task-definition.json and the
+// CloudFormation template (whose keys differ only in case, which
+// encoding/json ignores) both write it. An intrinsic function in the
+// template reads as its YAML text: "!Ref GossipKey".
+type container struct {
+	Name        string   `json:"name"`
+	Essential   bool     `json:"essential"`
+	Command     []string `json:"command"`
+	User        string   `json:"user"`
+	StopTimeout int      `json:"stopTimeout"`
+	Environment []struct {
+		Name, Value string
+	} `json:"environment"`
+	Secrets []struct {
+		Name, ValueFrom string
+	} `json:"secrets"`
+	PortMappings []struct {
+		ContainerPort int    `json:"containerPort"`
+		Protocol      string `json:"protocol"`
+	} `json:"portMappings"`
+	MountPoints []struct {
+		SourceVolume  string `json:"sourceVolume"`
+		ContainerPath string `json:"containerPath"`
+		ReadOnly      bool   `json:"readOnly"`
+	} `json:"mountPoints"`
+	HealthCheck *struct {
+		Command     []string `json:"command"`
+		StartPeriod int      `json:"startPeriod"`
+		Interval    int      `json:"interval"`
+		Retries     int      `json:"retries"`
+	} `json:"healthCheck"`
+	DependsOn []struct {
+		ContainerName, Condition string
+	} `json:"dependsOn"`
+}
+
+// env returns the container's environment by name.
+func (c *container) env() map[string]string {
+	env := map[string]string{}
+	for _, e := range c.Environment {
+		env[e.Name] = e.Value
+	}
+	return env
+}
+
+// published reports whether the container publishes port over protocol.
+func (c *container) published(port int, protocol string) bool {
+	return slices.ContainsFunc(c.PortMappings, func(p struct {
+		ContainerPort int    `json:"containerPort"`
+		Protocol      string `json:"protocol"`
+	}) bool {
+		return p.ContainerPort == port && p.Protocol == protocol
+	})
+}
+
+// idFileReread is how often an application re-reads the id file at least
+// (docs/nodeid-broker.md, "Sidecar use"; examples/idfile's readers).
+const idFileReread = time.Second
 
 func TestTaskDefinition(t *testing.T) {
 	var td taskDefinition
@@ -86,76 +124,148 @@ func TestTaskDefinition(t *testing.T) {
 		t.Fatalf("task definition: %+v", td)
 	}
 	broker, app := td.ContainerDefinitions[0], td.ContainerDefinitions[1]
+	checkSidecar(t, "ecs-task-definition.json", broker, app)
+
+	// The execution role reads the gossip key: iam-execution-role-policy.json
+	// grants secretsmanager:GetSecretValue on the secret the task names.
+	var exec policy
+	decodeFile(t, "iam-execution-role-policy.json", &exec)
+	key := ""
+	for _, s := range broker.Secrets {
+		if s.Name == "NODEID_GOSSIP_KEY" {
+			key = s.ValueFrom
+		}
+	}
+	if len(exec.Statement) != 1 || exec.Statement[0].Effect != "Allow" || string(exec.Statement[0].Action) != `"secretsmanager:GetSecretValue"` ||
+		string(exec.Statement[0].Resource) != strconv.Quote(key) {
+		t.Errorf("iam-execution-role-policy.json must allow secretsmanager:GetSecretValue on %s: %+v", key, exec.Statement)
+	}
+}
+
+// checkSidecar checks a broker container and its application (from src) as
+// deploy/README.md describes them, and against the flags of the broker it
+// runs.
+func checkSidecar(t *testing.T, src string, broker, app container) {
+	t.Helper()
 	if broker.Name != "nodeid-broker" || !broker.Essential || !slices.Equal(broker.Command, []string{"serve"}) {
-		t.Errorf("broker container: %+v", broker)
+		t.Errorf("%s: broker container: %+v", src, broker)
 	}
-	if broker.HealthCheck == nil || !slices.Equal(broker.HealthCheck.Command, []string{"CMD", "/demo-broker", "healthcheck"}) {
-		t.Errorf("broker health check: %+v", broker.HealthCheck)
+	if broker.HealthCheck == nil || !slices.Equal(broker.HealthCheck.Command, []string{"CMD", "/nodeid-broker", "healthcheck"}) {
+		t.Errorf("%s: broker health check: %+v", src, broker.HealthCheck)
 	}
-	env := map[string]string{}
-	for _, e := range broker.Environment {
-		env[e.Name] = e.Value
-	}
-	// The stop timeout must cover the whole graceful stop: the id-file grace,
-	// the release (bounded by the shutdown timeout), gossip's leave (2 s) and
-	// the HTTP drain.
-	var need time.Duration
-	for _, k := range []string{"NODEID_ID_FILE_GRACE", "NODEID_SHUTDOWN_TIMEOUT", "NODEID_DRAIN_DELAY"} {
+	env := broker.env()
+	dur := func(k string) time.Duration {
 		d, err := time.ParseDuration(env[k])
 		if err != nil {
-			t.Fatalf("%s=%q: %v", k, env[k], err)
+			t.Fatalf("%s: %s=%q: %v", src, k, env[k], err)
 		}
-		need += d
+		return d
 	}
-	need += 2 * time.Second
+	// The id file's grace must exceed the application's re-read period
+	// (with slack), and the stop timeout must cover the whole graceful stop:
+	// the grace, the release (bounded by the shutdown timeout), gossip's
+	// leave (2 s) and the HTTP drain.
+	if grace := dur("NODEID_ID_FILE_GRACE"); grace < 2*idFileReread {
+		t.Errorf("%s: NODEID_ID_FILE_GRACE %v: want at least twice the application's re-read period %v", src, grace, idFileReread)
+	}
+	// A broker in jeopardy fails its health check for up to --loss-grace
+	// (default: the lease) before it recovers or exits: ECS must not replace
+	// it sooner, after retries x interval of failed checks.
+	grace := flagDefault(t, brokerHelp(t), "NODEID_LEASE_DURATION")
+	for _, k := range []string{"NODEID_LEASE_DURATION", "NODEID_LOSS_GRACE"} {
+		if _, ok := env[k]; ok {
+			grace = dur(k)
+		}
+	}
+	if hc := broker.HealthCheck; hc != nil && grace >= time.Duration(hc.Interval*hc.Retries)*time.Second {
+		t.Errorf("%s: the loss grace %v is not below the health check's retries x interval (%d x %d s): ECS would replace a broker in jeopardy before it can recover",
+			src, grace, hc.Retries, hc.Interval)
+	}
+	need := dur("NODEID_ID_FILE_GRACE") + dur("NODEID_SHUTDOWN_TIMEOUT") + dur("NODEID_DRAIN_DELAY") + 2*time.Second
 	if stop := time.Duration(broker.StopTimeout) * time.Second; stop <= need {
-		t.Errorf("broker stopTimeout %v, want more than %v", stop, need)
+		t.Errorf("%s: broker stopTimeout %v, want more than %v", src, stop, need)
 	}
 	if len(broker.MountPoints) != 1 || broker.MountPoints[0].ReadOnly ||
 		!strings.HasPrefix(env["NODEID_ID_FILE"], broker.MountPoints[0].ContainerPath+"/") {
-		t.Errorf("broker: id file %q not in its writable mount %+v", env["NODEID_ID_FILE"], broker.MountPoints)
+		t.Errorf("%s: broker: id file %q not in its writable mount %+v", src, env["NODEID_ID_FILE"], broker.MountPoints)
 	}
+
+	// /ids is on loopback and its port is not published; the operator port
+	// (no /ids) and gossip (TCP and UDP) are.
+	port := func(k string) (string, int) {
+		host, p, err := net.SplitHostPort(env[k])
+		n, perr := strconv.Atoi(p)
+		if err != nil || perr != nil {
+			t.Fatalf("%s: %s=%q is not host:port", src, k, env[k])
+		}
+		return host, n
+	}
+	if host, p := port("NODEID_HTTP_ADDR"); host != "127.0.0.1" || broker.published(p, "tcp") {
+		t.Errorf("%s: NODEID_HTTP_ADDR %q (/ids) must be on 127.0.0.1 and its port not published: %+v", src, env["NODEID_HTTP_ADDR"], broker.PortMappings)
+	}
+	if _, p := port("NODEID_OPS_ADDR"); !broker.published(p, "tcp") {
+		t.Errorf("%s: NODEID_OPS_ADDR %q (/ready, /metrics) is not published", src, env["NODEID_OPS_ADDR"])
+	}
+	if _, p := port("NODEID_GOSSIP_ADDR"); !broker.published(p, "tcp") || !broker.published(p, "udp") {
+		t.Errorf("%s: gossip port %d is not published over TCP and UDP", src, p)
+	}
+
+	// The application depends on the broker being HEALTHY and takes IDs from
+	// one source: the id file, on the broker's volume, read-only (never also
+	// the broker's /ids).
 	if !app.Essential || len(app.DependsOn) != 1 || app.DependsOn[0].ContainerName != broker.Name || app.DependsOn[0].Condition != "HEALTHY" {
-		t.Errorf("app container must depend on the broker being HEALTHY: %+v", app.DependsOn)
+		t.Errorf("%s: app container must depend on the broker being HEALTHY: %+v", src, app.DependsOn)
 	}
 	if len(app.MountPoints) != 1 || !app.MountPoints[0].ReadOnly || app.MountPoints[0].SourceVolume != broker.MountPoints[0].SourceVolume {
-		t.Errorf("app must mount the broker's volume read-only: %+v", app.MountPoints)
+		t.Errorf("%s: app must mount the broker's volume read-only: %+v", src, app.MountPoints)
+	}
+	for _, e := range app.Environment {
+		if e.Name != "NODEID_ID_FILE" && (strings.Contains(e.Value, ":8080") || strings.Contains(e.Name, "URL")) {
+			t.Errorf("%s: the app is given %s=%q beside the id file: one ID source (docs/nodeid-broker.md, \"never both\")", src, e.Name, e.Value)
+		}
+	}
+	if app.env()["NODEID_ID_FILE"] != env["NODEID_ID_FILE"] {
+		t.Errorf("%s: the app reads %q, the broker writes %q", src, app.env()["NODEID_ID_FILE"], env["NODEID_ID_FILE"])
 	}
 
 	// Every NODEID_ variable the broker is given must be one of its flags.
-	out, err := exec.Command(staticBinary(t), "serve", "--help").Output()
-	if err != nil {
-		t.Fatalf("serve --help: %v", err)
+	help := brokerHelp(t)
+	var names []string
+	for k := range env {
+		names = append(names, k)
 	}
-	names := slices.Collect(func(yield func(string) bool) {
-		for k := range env {
-			if !yield(k) {
-				return
-			}
-		}
-	})
 	// Gossip is encrypted by default, with a key from a secret, never in the
 	// plain environment (issue 18).
 	if env["NODEID_GOSSIP_ADDR"] != "" {
 		if _, ok := env["NODEID_GOSSIP_KEY"]; ok {
-			t.Error("NODEID_GOSSIP_KEY is in environment: pass it in secrets")
+			t.Errorf("%s: NODEID_GOSSIP_KEY is in environment: pass it in secrets", src)
 		}
 		keyed := false
 		for _, s := range broker.Secrets {
 			keyed = keyed || s.Name == "NODEID_GOSSIP_KEY" && s.ValueFrom != ""
 		}
 		if !keyed {
-			t.Error("gossip is on without NODEID_GOSSIP_KEY in secrets")
+			t.Errorf("%s: gossip is on without NODEID_GOSSIP_KEY in secrets", src)
 		}
 	}
 	for _, s := range broker.Secrets {
 		names = append(names, s.Name)
 	}
 	for _, k := range names {
-		if !strings.Contains(string(out), "[$"+k+"]") {
-			t.Errorf("the task definition sets %s, which is not a flag of demo-broker serve", k)
+		if !strings.Contains(help, "[$"+k+"]") {
+			t.Errorf("%s sets %s, which is not a flag of nodeid-broker serve", src, k)
 		}
 	}
+}
+
+// brokerHelp returns nodeid-broker serve --help.
+func brokerHelp(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(staticBinary(t), "serve", "--help").Output()
+	if err != nil {
+		t.Fatalf("serve --help: %v", err)
+	}
+	return string(out)
 }
 
 type policy struct {
@@ -201,9 +311,9 @@ func TestPolicies(t *testing.T) {
 func TestDockerfile(t *testing.T) {
 	d := mustRead(t, "Dockerfile")
 	for _, want := range []string{
-		"CGO_ENABLED=0", "go build -trimpath", "./cmd/demo-broker", "FROM gcr.io/distroless/static",
-		"USER 65532:65532", `VOLUME ["/nodeid"]`, `HEALTHCHECK`, `CMD ["/demo-broker", "healthcheck"]`,
-		`ENTRYPOINT ["/demo-broker"]`,
+		"CGO_ENABLED=0", "go build -trimpath", "./cmd/nodeid-broker", "FROM gcr.io/distroless/static",
+		"USER 65532:65532", `VOLUME ["/nodeid"]`, `HEALTHCHECK`, `CMD ["/nodeid-broker", "healthcheck"]`,
+		`ENTRYPOINT ["/nodeid-broker"]`,
 	} {
 		if !strings.Contains(d, want) {
 			t.Errorf("Dockerfile lacks %q", want)
@@ -230,7 +340,7 @@ var (
 	buildOut  []byte
 )
 
-// staticBinary builds demo-broker as the Dockerfile does, once per run.
+// staticBinary builds nodeid-broker as the Dockerfile does, once per run.
 func staticBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -239,8 +349,8 @@ func staticBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "demo-broker")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "../cmd/demo-broker")
+		binPath = filepath.Join(dir, "nodeid-broker")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "../cmd/nodeid-broker")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		buildOut, buildErr = cmd.CombinedOutput()
 	})

@@ -71,7 +71,7 @@ func TestAlertRules(t *testing.T) {
 	if !strings.Contains(out, "SUCCESS") {
 		t.Fatalf("promtool test rules: %s", out)
 	}
-	rules, tests, docs := mustRead(t, alertRules), mustRead(t, alertTests), mustRead(t, "../docs/demo-broker.md")
+	rules, tests, docs := mustRead(t, alertRules), mustRead(t, alertTests), mustRead(t, "../docs/nodeid-broker.md")
 	alerts := regexp.MustCompile(`(?m)^\s+- alert: (\w+)$`).FindAllStringSubmatch(rules, -1)
 	if len(alerts) < 10 {
 		t.Fatalf("%s has only %d alerts", alertRules, len(alerts))
@@ -80,9 +80,9 @@ func TestAlertRules(t *testing.T) {
 		if !strings.Contains(tests, "alertname: "+m[1]+"\n") {
 			t.Errorf("alert %s has no unit test in %s", m[1], alertTests)
 		}
-		// Its runbook annotation names its section of docs/demo-broker.md.
+		// Its runbook annotation names its section of docs/nodeid-broker.md.
 		if !strings.Contains(docs, "\n### "+m[1]+"\n") {
-			t.Errorf("alert %s has no section in docs/demo-broker.md", m[1])
+			t.Errorf("alert %s has no section in docs/nodeid-broker.md", m[1])
 		}
 	}
 }
@@ -264,7 +264,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	for k := range env {
 		if !strings.Contains(help, "[$"+k+"]") {
-			t.Errorf("%s sets %s, which is not a flag of demo-broker serve", envFile, k)
+			t.Errorf("%s sets %s, which is not a flag of nodeid-broker serve", envFile, k)
 		}
 	}
 	if !strings.HasPrefix(env["NODEID_ID_FILE"], "/run/nodeid/") {
@@ -272,7 +272,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	unit := mustRead(t, unitFile)
 	for _, want := range []string{"\nRestart=on-failure\n", "\nKillSignal=SIGTERM\n", "\nKillMode=mixed\n",
-		"\nRuntimeDirectory=nodeid\n", "\nEnvironmentFile=/etc/nodeid/broker.env\n", "\nExecStart=/usr/local/bin/demo-broker serve\n"} {
+		"\nRuntimeDirectory=nodeid\n", "\nEnvironmentFile=/etc/nodeid/broker.env\n", "\nExecStart=/usr/local/bin/nodeid-broker serve\n"} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("%s lacks %q", unitFile, strings.TrimSpace(want))
 		}
@@ -301,7 +301,7 @@ func TestSystemdUnit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "broker.env"), []byte(mustRead(t, envFile)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	unit = strings.ReplaceAll(unit, "/usr/local/bin/demo-broker", bin)
+	unit = strings.ReplaceAll(unit, "/usr/local/bin/nodeid-broker", bin)
 	unit = strings.ReplaceAll(unit, "/etc/nodeid/broker.env", filepath.Join(dir, "broker.env"))
 	path := filepath.Join(dir, "nodeid-broker.service")
 	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {

@@ -21,7 +21,7 @@
 //     could be judged expired (or a short backoff, to notice a resignation);
 //     each look is a GET and one conditional write: one write wins per term,
 //     however many wait.
-//   - Resign (SIGTERM of demo-broker serve --elect) frees the election at
+//   - Resign (SIGTERM of nodeid-broker serve --elect) frees the election at
 //     once; a killed leader is replaced once its lease has run out.
 //
 // The leader's identity is its task ID (nodeid.Config.TaskID), and it may

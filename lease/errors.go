@@ -23,6 +23,14 @@ var (
 	// ErrCorrupt means an object in the bucket does not decode as what its key
 	// says it is. The wrapping error says why.
 	ErrCorrupt = errors.New("lease: corrupt object")
+	// ErrMisconfigured means the store's answer shows a configuration error
+	// that retrying cannot fix: a bucket that does not exist, access
+	// denied, no or unknown credentials, a wrong region, an endpoint that
+	// refuses connections, does not resolve or does not speak the store's
+	// protocol, a store that cannot do conditional writes. A store wraps it
+	// with what to fix; a caller stops at once instead of retrying (the
+	// probe and Acquire do). Nothing was written.
+	ErrMisconfigured = errors.New("lease: store misconfigured")
 )
 
 // UnknownOutcomeError reports a write that may or may not have been applied: the

@@ -29,8 +29,9 @@ var (
 	// store two tasks can hold one node ID; nodeid must not run on it.
 	ErrConditionIgnored = errors.New("lease: store ignores a write condition")
 	// ErrProbeInconclusive means [Probe] could not tell whether the store honours
-	// the conditions (an unknown outcome, a transport or access error). It is
-	// never matched together with ErrConditionIgnored.
+	// the conditions (an unknown outcome, a timeout, a 5xx: retrying may
+	// tell). It is never matched together with ErrConditionIgnored or
+	// ErrMisconfigured.
 	ErrProbeInconclusive = errors.New("lease: store probe inconclusive")
 )
 
@@ -98,8 +99,10 @@ type ProbeResult struct {
 //
 // The error wraps a [*ConditionIgnoredError] (matching ErrConditionIgnored) when
 // a condition was ignored, [ErrLivenessUnbound] when the store judges expiry
-// itself but is reached through a wrapper that hides [LiveWriter], and
-// matches ErrProbeInconclusive when the probe could not tell. Concurrent
+// itself but is reached through a wrapper that hides [LiveWriter], the
+// store's error when it matches ErrMisconfigured (a missing bucket, denied
+// access, a store that cannot do conditional writes: retrying cannot help),
+// and matches ErrProbeInconclusive when the probe could not tell. Concurrent
 // probes of one prefix are safe: another probe's writes only make ours
 // refused, never applied. The result's time facts are filled as far as the
 // probe got.
@@ -261,7 +264,13 @@ func (pr *prober) ignored(cond, write string) error {
 	return &ConditionIgnoredError{Condition: cond, Key: ProbeKey, Write: write}
 }
 
+// inconclusive returns the error of a step that could not tell; a store's
+// misconfiguration is conclusive, and passed on as it is (its message names
+// the request and what to fix).
 func inconclusive(step string, err error) error {
+	if errors.Is(err, ErrMisconfigured) {
+		return err
+	}
 	return fmt.Errorf("%w: %s %s: %w", ErrProbeInconclusive, step, ProbeKey, err)
 }
 

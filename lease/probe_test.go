@@ -3,6 +3,8 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,6 +194,25 @@ func TestProbeCatchesConditionsHonouredOnlySometimes(t *testing.T) {
 			var ce *lease.ConditionIgnoredError
 			if !errors.As(err, &ce) || ce.Condition != lease.CondIfMatch || ce.Write != tt.write {
 				t.Fatalf("Probe = %v; want If-Match ignored by %s", err, tt.write)
+			}
+		})
+	}
+}
+
+// TestProbeMisconfigured: a store error that retrying cannot fix is the
+// probe's answer as it is, never an inconclusive probe.
+func TestProbeMisconfigured(t *testing.T) {
+	for _, op := range []storetest.Op{storetest.OpCreate, storetest.OpGet, storetest.OpUpdate} {
+		t.Run(string(op), func(t *testing.T) {
+			fs := storetest.NewFaultStore(storetest.NewMemStore())
+			if op == storetest.OpCreate { // the second create: the first makes the object
+				fs.Queue(op, storetest.Fault{})
+			}
+			fs.Queue(op, storetest.Fault{Err: fmt.Errorf("the store answered 501 to a PUT with %s: %w", op, lease.ErrMisconfigured)})
+			_, err := lease.Probe(context.Background(), fs)
+			if !errors.Is(err, lease.ErrMisconfigured) || errors.Is(err, lease.ErrProbeInconclusive) || errors.Is(err, lease.ErrConditionIgnored) ||
+				!strings.Contains(err.Error(), "answered 501 to a PUT with "+string(op)) {
+				t.Fatalf("err = %v, want the store's misconfiguration only", err)
 			}
 		})
 	}

@@ -47,7 +47,9 @@ type Config struct {
 	// documented period is 1 s). Until the grace has passed the release
 	// keeps the reservation at the last validUntilMs written, so a
 	// successor never starts below what the application may still use.
-	// Default 3 s.
+	// With a supervised child (Supervise, RunChild), the child is the file's
+	// reader: once it has exited there is no grace to give, and Close skips
+	// it. Default 3 s.
 	IDFileGrace time.Duration
 
 	// Elect, when set, is an election this node campaigns for beside its
@@ -60,6 +62,14 @@ type Config struct {
 	// follower's GET /leader tells where the leader is. At most
 	// lease.MaxValueLen bytes. Empty: none.
 	ElectValue string
+
+	// ShutdownTimeout bounds the Close that Run and RunChild make when
+	// their context ends or the lease is lost: the fence, the id file's
+	// grace, the release write and gossip's leave. A release not confirmed
+	// by then leaves the lease to expire, which is safe, only slower for a
+	// successor. Keep the orchestrator's stop timeout (ECS stopTimeout,
+	// systemd TimeoutStopSec) above it. Default 10 s.
+	ShutdownTimeout time.Duration
 
 	// ReadyTimeout bounds the readiness gate after taking over an expired
 	// lease: /ready waits at most this long for gossip peers to see the new
@@ -83,8 +93,12 @@ type Config struct {
 	// replaced ETag must be refused, and of two concurrent updates on one
 	// ETag at most one applied). Without it, Start fails on a store that
 	// ignores either condition, even only sometimes, with an error wrapping
-	// lease.ErrConditionIgnored; an inconclusive probe is retried for up to
-	// Provider.AcquireTimeout. Default false: the probe runs.
+	// lease.ErrConditionIgnored, and at once on a store error that retrying
+	// cannot fix (a missing bucket, denied access, no credentials, a
+	// refused connection, a store without conditional writes: the error
+	// wraps lease.ErrMisconfigured and says what to fix); a truly
+	// inconclusive probe (a lost answer, a timeout, a 5xx) is retried for up
+	// to Provider.AcquireTimeout. Default false: the probe runs.
 	SkipProbe bool
 
 	// Metrics, when set, receives the node's Prometheus metrics (nodeid_*).
@@ -114,9 +128,10 @@ type Config struct {
 // file or metrics registry.
 func DefaultConfig() Config {
 	return Config{
-		Provider:     nodeid.DefaultConfig(),
-		IDFileGrace:  3 * time.Second,
-		ReadyTimeout: 10 * time.Second,
+		Provider:        nodeid.DefaultConfig(),
+		IDFileGrace:     3 * time.Second,
+		ShutdownTimeout: 10 * time.Second,
+		ReadyTimeout:    10 * time.Second,
 	}
 }
 
@@ -149,6 +164,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	check(c.IDFileGrace >= 0, "IDFileGrace", "%v is negative", c.IDFileGrace)
+	check(c.ShutdownTimeout >= 0, "ShutdownTimeout", "%v is negative", c.ShutdownTimeout)
 	check(c.ReadyTimeout >= 0, "ReadyTimeout", "%v is negative", c.ReadyTimeout)
 	check(c.MaxReservationWait >= 0, "MaxReservationWait", "%v is negative", c.MaxReservationWait)
 	check(c.MaxIssueStall >= 0, "MaxIssueStall", "%v is negative", c.MaxIssueStall)
@@ -156,6 +172,9 @@ func (c *Config) Validate() error {
 	check(c.ElectValue == "" || c.Elect != "", "ElectValue", "set without Elect")
 	if c.HostClock == nil {
 		c.HostClock = time.Now
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultConfig().ShutdownTimeout
 	}
 	if c.MaxReservationWait == 0 {
 		c.MaxReservationWait = min(5*time.Second, c.Provider.RenewDeadline)

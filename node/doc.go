@@ -1,7 +1,7 @@
 // Package node runs a whole nodeid node: the one safe composition of a node
 // ID claim (package nodeid), the Snowflake generator it fences (package
 // snowflake), gossip (package gossip), the id file, health, readiness,
-// metrics and an HTTP API. demo-broker serve and the terminal demo are thin
+// metrics and an HTTP API. nodeid-broker serve and the terminal demo are thin
 // users of it; a Go service embeds it the same way.
 //
 // # What the composition guarantees
@@ -24,7 +24,7 @@
 //	n, err := node.New(store, node.DefaultConfig())
 //	if err != nil { ... }
 //	go http.ListenAndServe(":8080", n.Handler()) // 503 until Start has an ID
-//	if err := n.Run(ctx, 10*time.Second); err != nil { // blocks until ctx ends or the lease is lost
+//	if err := n.Run(ctx); err != nil { // blocks until ctx ends or the lease is lost
 //		os.Exit(3) // errors.Is(err, nodeid.ErrLeaseLost): let the orchestrator replace the task
 //	}
 //

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"time"
 
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
@@ -29,7 +28,7 @@ func ExampleNode_RunChild() {
 	cmd := exec.Command("sh", "-c", `echo "node $NODEID_NODE_ID version $NODEID_VERSION"; exit 7`)
 	cmd.Stdout = os.Stdout
 	cc := node.DefaultChildConfig() // SIGTERM, then SIGKILL after 10 s; before the fence on a loss
-	err = n.RunChild(context.Background(), cmd, cc, 10*time.Second)
+	err = n.RunChild(context.Background(), cmd, cc)
 	var ce *node.ChildExitError
 	switch {
 	case errors.Is(err, nodeid.ErrLeaseLost):

@@ -87,7 +87,7 @@ func ExampleNode_Run() {
 		fmt.Println("issued an ID:", id > 0, err)
 		sigterm()
 	}()
-	err = n.Run(ctx, 10*time.Second)
+	err = n.Run(ctx)
 	fmt.Println("run:", err, "node err:", n.Err())
 	// Output:
 	// issued an ID: true <nil>

@@ -30,9 +30,25 @@ const MaxIDsPerRequest = 10000
 //   - GET /ready: the same for CheckReady.
 //   - GET /metrics: Prometheus metrics (unless Config.Metrics is a
 //     registerer that cannot be gathered).
+//
+// /health is the liveness check (an ECS container health check, through
+// nodeid-broker healthcheck); /ready is a load balancer's (an ALB target
+// group's): it also waits for gossip after a takeover.
 func (n *Node) Handler() http.Handler {
-	mux := http.NewServeMux()
+	mux := n.opsMux()
 	mux.HandleFunc("GET /ids", n.handleIDs)
+	return mux
+}
+
+// OpsHandler returns Handler without /ids: the operator endpoints (/status,
+// /leader, /health, /ready, /metrics), to publish on a port of their own,
+// for Prometheus and a load balancer's health check, while /ids stays on a
+// port only the application reaches (loopback).
+func (n *Node) OpsHandler() http.Handler { return n.opsMux() }
+
+// opsMux serves every endpoint of Handler but /ids.
+func (n *Node) opsMux() *http.ServeMux {
+	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", n.handleStatus)
 	mux.HandleFunc("GET /leader", n.handleLeader)
 	mux.Handle("/health", health.Handler("health", n.HealthChecker()))

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"testing"
 
+	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -69,4 +71,22 @@ func BenchmarkIDsBody(b *testing.B) {
 		buf = append(buf, "]}\n"...)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(3*4096), "ns/id")
+}
+
+// TestOpsHandlerServesNoIDs: the operator handler answers everything
+// Handler does but /ids.
+func TestOpsHandlerServesNoIDs(t *testing.T) {
+	n, err := New(storetest.NewMemStore(), testConfig("a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/ids": http.StatusNotFound, "/health": http.StatusServiceUnavailable,
+		"/ready": http.StatusServiceUnavailable, "/status": http.StatusOK, "/metrics": http.StatusOK} {
+		if code, _ := get(n.OpsHandler(), path); code != want {
+			t.Errorf("OpsHandler %s: %d, want %d", path, code, want)
+		}
+	}
+	if code, _ := get(n.Handler(), "/ids"); code != http.StatusServiceUnavailable {
+		t.Errorf("Handler /ids before Start: %d, want 503", code)
+	}
 }

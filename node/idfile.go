@@ -199,6 +199,15 @@ func (f *idFileState) graceOver(complete bool) {
 	f.mu.Unlock()
 }
 
+// childGone reports whether a supervised child used the ID; Close asks once
+// the child has exited, and then skips the grace: the child was the file's
+// reader.
+func (f *idFileState) childGone() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.childRan
+}
+
 // childStarted records that a supervised child may use the ID from now on:
 // the release covers the host's clock, as for the file.
 func (f *idFileState) childStarted() {

@@ -349,31 +349,41 @@ func (o observers) Anomaly(key string, err error) {
 	}
 }
 
-// renewSignal passes the provider's events on and signals, without
-// blocking, each successful renewal and recovery on renewed (the id file is
-// refreshed, or written again) and each entry into jeopardy on fenced (the id
-// file is taken down).
-type renewSignal struct {
-	nodeid.Observer
-	renewed, fenced chan<- struct{}
+// AcquireWaiting implements nodeid.WaitObserver for those of o that do.
+func (o observers) AcquireWaiting(round int, err error, next time.Duration) {
+	for _, x := range o {
+		if w, ok := x.(nodeid.WaitObserver); ok {
+			w.AcquireWaiting(round, err, next)
+		}
+	}
+}
+
+// nodeEvents passes the provider's events on (to the metrics and the
+// caller's observer), signals without blocking each successful renewal and
+// recovery on the node's renewed channel (the id file is refreshed, or
+// written again) and each entry into jeopardy on its fenced channel (the id
+// file is taken down), and tells the node why an acquisition waits.
+type nodeEvents struct {
+	observers
+	n *Node
 }
 
 // Renewed implements nodeid.Observer.
-func (s renewSignal) Renewed(id int, latency time.Duration) {
-	s.Observer.Renewed(id, latency)
-	signal(s.renewed)
+func (e nodeEvents) Renewed(id int, latency time.Duration) {
+	e.observers.Renewed(id, latency)
+	signal(e.n.renewed)
 }
 
-// Recovered implements nodeid.Observer.
-func (s renewSignal) Recovered(id int, fenced time.Duration) {
-	s.Observer.Recovered(id, fenced)
-	signal(s.renewed)
+// Recovered implements nodeid.Observer: the id file is written again.
+func (e nodeEvents) Recovered(id int, fenced time.Duration) {
+	e.observers.Recovered(id, fenced)
+	signal(e.n.renewed)
 }
 
-// Jeopardy implements nodeid.Observer.
-func (s renewSignal) Jeopardy(id int, err error) {
-	s.Observer.Jeopardy(id, err)
-	signal(s.fenced)
+// Jeopardy implements nodeid.Observer: the id file is taken down.
+func (e nodeEvents) Jeopardy(id int, err error) {
+	e.observers.Jeopardy(id, err)
+	signal(e.n.fenced)
 }
 
 // signal sends on ch, a channel with a buffer of one, unless a signal waits
@@ -383,6 +393,12 @@ func signal(ch chan<- struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// AcquireWaiting implements nodeid.WaitObserver.
+func (e nodeEvents) AcquireWaiting(round int, err error, next time.Duration) {
+	e.n.acquireWaiting(round, err)
+	e.observers.AcquireWaiting(round, err, next)
 }
 
 // foreignCollector reports nodeid_gossip_foreign_members at scrape time.

@@ -40,6 +40,12 @@ type Node struct {
 	base     time.Time                    // Clock.Now at New: the origin of stalled
 	stalled  atomic.Int64                 // 1 + ns after base of the first failed issue since the last success; 0: none
 	probe    atomic.Pointer[probeOutcome] // the store probe's result; nil before it ran or when skipped
+	waiting  atomic.Pointer[acquireWait]  // why the acquisition has taken no ID yet; nil before a round failed
+
+	// Set and read by Start's goroutine alone (acquire, and the provider's
+	// AcquireWaiting calls during its Acquire).
+	acquireStart time.Time // Clock.Now when the acquisition began
+	waitLogged   time.Time // Clock.Now of the last "still acquiring" log line
 
 	idFile  idFileState
 	elector *elector      // nil unless Config.Elect
@@ -141,12 +147,13 @@ func (n *Node) Start(ctx context.Context) error {
 }
 
 // Run starts the node (Start), serves until ctx ends or the lease is lost,
-// and then closes it (Close, bounded by shutdownTimeout): the whole life of a
-// node, as client-go's RunOrDie. It returns nil after a release (or when ctx
-// ended before a node ID was held), an error wrapping nodeid.ErrLeaseLost
-// after a loss, and any other error of Start or Close.
-func (n *Node) Run(ctx context.Context, shutdownTimeout time.Duration) error {
-	return n.runWith(ctx, shutdownTimeout, func(ctx context.Context) error {
+// and then closes it (Close, bounded by Config.ShutdownTimeout): the whole
+// life of a node, as client-go's RunOrDie. It returns nil after a release
+// (or when ctx ended before a node ID was held), an error wrapping
+// nodeid.ErrLeaseLost after a loss, and any other error of Start or
+// Close.
+func (n *Node) Run(ctx context.Context) error {
+	return n.runWith(ctx, func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-n.Done():
@@ -156,13 +163,14 @@ func (n *Node) Run(ctx context.Context, shutdownTimeout time.Duration) error {
 }
 
 // runWith is Start, then work while the node serves, then Close (bounded by
-// shutdownTimeout). A loss wins over work's error, which wins over Close's.
-func (n *Node) runWith(ctx context.Context, shutdownTimeout time.Duration, work func(context.Context) error) error {
+// Config.ShutdownTimeout). A loss wins over work's error, which wins over
+// Close's.
+func (n *Node) runWith(ctx context.Context, work func(context.Context) error) error {
 	err := n.Start(ctx)
 	if err == nil {
 		err = work(ctx)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.ShutdownTimeout)
 	defer cancel()
 	cerr := n.Close(cctx)
 	switch {
@@ -185,7 +193,7 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 		return nil, err
 	}
 	pc := n.cfg.Provider
-	pc.Observer = renewSignal{Observer: observers{n.metrics, pc.Observer}, renewed: n.renewed, fenced: n.fenced}
+	pc.Observer = nodeEvents{observers: observers{n.metrics, pc.Observer}, n: n}
 	if n.cfg.Gossip != nil {
 		g, err := n.startGossip()
 		if err != nil {
@@ -198,6 +206,7 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 		return nil, err
 	}
 	n.provider.Store(p)
+	n.acquireStart = n.clock.Now()
 	n.log.Info("acquiring a node ID", "clusterSize", pc.ClusterSize, "leaseDuration", pc.LeaseDuration.String())
 	claim, err := p.Acquire(ctx)
 	if err != nil {
@@ -340,7 +349,9 @@ func (n *Node) close(ctx context.Context) error {
 	}
 	n.log.Info("stopping: fencing and releasing the node ID", "nodeId", claim.NodeID(), "version", claim.Version())
 	if n.idFile.remove(n.log) && claim.Err() == nil { // a lost claim releases nothing: no grace to give
-		n.idFile.graceOver(sleepCtx(ctx, n.cfg.IDFileGrace))
+		// A supervised child, the file's reader, is gone by now (Close
+		// waited for it, and no other may start): nobody to give a grace.
+		n.idFile.graceOver(n.idFile.childGone() || sleepCtx(ctx, n.cfg.IDFileGrace))
 	}
 	err := claim.Close(ctx)
 	n.leaveGossip()

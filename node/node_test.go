@@ -160,7 +160,7 @@ func TestNodeCloseEndsStart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if err := runner.Run(ctx, time.Second); err != nil {
+	if err := runner.Run(ctx); err != nil {
 		t.Fatalf("Run stopped while acquiring: %v, want nil", err)
 	}
 }

@@ -48,7 +48,8 @@ type probeOutcome struct {
 
 // runProbe probes the store, unless Config.SkipProbe, and records the result.
 // A store that ignores a condition stops the node at once (the error wraps
-// lease.ErrConditionIgnored); an inconclusive probe (a lost answer, a 5xx) is
+// lease.ErrConditionIgnored), and so does a store error that retrying cannot
+// fix (lease.ErrMisconfigured); an inconclusive probe (a lost answer, a 5xx) is
 // retried with backoff for up to Provider.AcquireTimeout, as Acquire retries,
 // and then stops the node (the error wraps lease.ErrProbeInconclusive).
 func (n *Node) runProbe(ctx context.Context) error {

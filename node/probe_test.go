@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nodeid/nodeid/lease"
@@ -115,5 +117,39 @@ func TestStoreProbeRetriesInconclusive(t *testing.T) {
 	defer n.Close(closeCtx(t))
 	if p := n.probeStatus(); p == nil || !p.OK {
 		t.Fatalf("probe status %+v", p)
+	}
+}
+
+// TestStartStopsAtOnceOnMisconfiguredStore: a store error that retrying
+// cannot fix (lease.ErrMisconfigured: a missing bucket, denied access, a
+// store without conditional writes) ends Start at its first request, in the
+// probe or, with SkipProbe, in the acquisition; nothing is retried.
+func TestStartStopsAtOnceOnMisconfiguredStore(t *testing.T) {
+	misconfigured := fmt.Errorf("s3store: create probe.json: bucket %q does not exist: %w", "typo", lease.ErrMisconfigured)
+	for _, skipProbe := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SkipProbe=%v", skipProbe), func(t *testing.T) {
+			fs := storetest.NewFaultStore(storetest.NewMemStore())
+			var calls atomic.Int64
+			fs.SetInjector(func(storetest.Op, string) storetest.Fault {
+				calls.Add(1)
+				return storetest.Fault{Err: misconfigured}
+			})
+			cfg := testConfig("a", 2)
+			cfg.SkipProbe = skipProbe
+			n, err := New(fs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = n.Start(context.Background())
+			if !errors.Is(err, lease.ErrMisconfigured) || errors.Is(err, lease.ErrProbeInconclusive) || !strings.Contains(err.Error(), `bucket "typo" does not exist`) {
+				t.Fatalf("Start: %v, want the store's misconfiguration", err)
+			}
+			if c := calls.Load(); c != 1 {
+				t.Errorf("%d store requests, want 1: a misconfiguration is not retried", c)
+			}
+			if code, body := get(n.Handler(), "/health"); code != http.StatusServiceUnavailable || !strings.Contains(body, "does not exist") {
+				t.Errorf("/health after the failed start: %d %s, want 503 with the reason", code, body)
+			}
+		})
 	}
 }

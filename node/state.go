@@ -52,6 +52,9 @@ func (n *Node) state() (string, error) {
 		case err != nil:
 			return StateAcquiring, err // Start failed: why
 		}
+		if w := n.waiting.Load(); w != nil {
+			return StateAcquiring, w.reason() // a cluster full, a store failing: why it waits
+		}
 		return StateAcquiring, ErrAcquiring
 	}
 	if err := c.Err(); err != nil {
@@ -95,12 +98,14 @@ func (n *Node) CheckReady() error {
 	return nil
 }
 
-// HealthChecker returns Check as a health.Checker, for /health or a
-// container health check.
+// HealthChecker returns Check as a health.Checker, for /health: the
+// liveness check (an ECS container health check, through nodeid-broker
+// healthcheck; a Docker HEALTHCHECK). A task failing it is replaced.
 func (n *Node) HealthChecker() health.Checker { return health.CheckerFunc(n.Check) }
 
-// ReadyChecker returns CheckReady as a health.Checker, for /ready (an ALB
-// target group's health check).
+// ReadyChecker returns CheckReady as a health.Checker, for /ready: a load
+// balancer's check (an ALB target group's), which routes no traffic to a
+// task until gossip peers have seen its takeover.
 func (n *Node) ReadyChecker() health.Checker { return health.CheckerFunc(n.CheckReady) }
 
 // noteIssue records the outcome of an attempt to issue IDs: a failure other

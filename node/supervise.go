@@ -30,7 +30,7 @@ const (
 	// writes one.
 	EnvIDFile = "NODEID_ID_FILE"
 	// EnvIDsURL is the URL of the node's /ids; Supervise does not set it
-	// (it does not know where Handler is served): demo-broker run does.
+	// (it does not know where Handler is served): nodeid-broker run does.
 	EnvIDsURL = "NODEID_IDS_URL"
 )
 
@@ -250,13 +250,13 @@ func waitReservationCovers(ctx context.Context, claim *nodeid.Claim, host *nodei
 }
 
 // RunChild is Run with a child: Start, Supervise(cmd), then Close (bounded
-// by shutdownTimeout), the whole life of a supervisor. It returns nil after
+// by Config.ShutdownTimeout), the whole life of a supervisor. It returns nil after
 // a clean stop and release (or when ctx ended before a node ID was held), an
 // error wrapping nodeid.ErrLeaseLost after a loss, a *ChildExitError when
 // the child failed by itself (the ID released), and any other error of
 // Start, Supervise or Close.
-func (n *Node) RunChild(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig, shutdownTimeout time.Duration) error {
-	return n.runWith(ctx, shutdownTimeout, func(ctx context.Context) error { return n.Supervise(ctx, cmd, cfg) })
+func (n *Node) RunChild(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) error {
+	return n.runWith(ctx, func(ctx context.Context) error { return n.Supervise(ctx, cmd, cfg) })
 }
 
 // registerChild records that a child is about to run, so that Close waits

@@ -125,3 +125,28 @@ func TestSuperviseEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestRunChildSkipsTheGraceOnceTheChildExited: the child was the id file's
+// reader, so once it has exited the release follows at once: with an
+// IDFileGrace far longer than the ShutdownTimeout, a grace waited would cut
+// the release short and leave the lease held.
+func TestRunChildSkipsTheGraceOnceTheChildExited(t *testing.T) {
+	store := storetest.NewMemStore()
+	cfg := testConfig("a", 4)
+	cfg.IDFile = filepath.Join(t.TempDir(), "id.json")
+	cfg.IDFileGrace, cfg.ShutdownTimeout = time.Hour, 10*time.Second
+	n, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *ChildExitError
+	if err := n.RunChild(context.Background(), childCmd(t.TempDir(), "7"), DefaultChildConfig()); !errors.As(err, &ce) || ce.ExitCode() != 7 {
+		t.Fatalf("RunChild: %v, want the child's exit status 7 after a release", err)
+	}
+	if rec := readRecord(t, store, n.NodeID()); rec.Holder != "" {
+		t.Fatalf("after RunChild: %+v, want released", rec)
+	}
+	if _, err := os.Stat(cfg.IDFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the id file is still there: %v", err)
+	}
+}

@@ -83,3 +83,15 @@ func (NopObserver) Released(int) {}
 
 // Anomaly implements Observer.
 func (NopObserver) Anomaly(string, error) {}
+
+// WaitObserver is an Observer that also hears of each round of Acquire that
+// took no node ID, so that a waiting task can say why it waits (package node
+// logs it and puts it in /health). A Provider calls it when Config.Observer
+// implements it. Like the other methods it must be fast and not block.
+type WaitObserver interface {
+	Observer
+	// AcquireWaiting reports that round (from 1) of Acquire took no node
+	// ID: err says why (it wraps ErrClusterFull when every ID was held),
+	// and the next round begins within next.
+	AcquireWaiting(round int, err error, next time.Duration)
+}

@@ -84,8 +84,10 @@ func (p *Provider) Config() Config { return p.cfg }
 
 // Acquire bootstraps the cluster if needed and takes a free or expired node ID.
 // When none is free it retries with jittered backoff until Config.AcquireTimeout,
-// then returns an error wrapping ErrClusterFull. The returned Claim renews itself
-// until it is closed or lost.
+// then returns an error wrapping ErrClusterFull. It returns at once on an error
+// retrying cannot fix: a store error matching lease.ErrMisconfigured, a
+// manifest that does not match the configuration, a corrupt manifest. The
+// returned Claim renews itself until it is closed or lost.
 //
 // With Config.Peers a PeerHints (gossip), a waiting Acquire looks again as
 // soon as gossip says an ID was freed, and makes no store request while gossip
@@ -110,7 +112,7 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 			return c, nil
 		}
 		if errors.Is(err, ErrManifestMismatch) || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrCorrupt) ||
-			errors.Is(err, lease.ErrLivenessUnbound) {
+			errors.Is(err, lease.ErrLivenessUnbound) || errors.Is(err, lease.ErrMisconfigured) { // retrying cannot fix these
 			return nil, err
 		}
 		if ctx.Err() != nil {
@@ -137,6 +139,9 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 			return nil, fmt.Errorf("nodeid: acquire failed after %d rounds: %w", round, err)
 		}
 		p.log.Debug("no node ID acquired, retrying", "round", round, "wait", wait, "err", err)
+		if o, ok := p.cfg.Observer.(WaitObserver); ok {
+			o.AcquireWaiting(round, err, wait)
+		}
 		if err := p.pause(ctx, wait, freed); err != nil {
 			return nil, fmt.Errorf("nodeid: acquire: %w", err)
 		}

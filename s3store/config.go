@@ -28,7 +28,8 @@ type Config struct {
 	// Prefix is prepended to every key: the lease object of node 7 is
 	// Prefix+"7.json". DefaultConfig sets "nodeid/". It is used as given, so
 	// the empty string means the root of the bucket (a bucket of its own for
-	// nodeid), and it normally ends with "/". Several clusters can share a
+	// nodeid), and it normally ends with "/": "nodeid" gives nodeidcluster.json
+	// (New logs a warning; nodeid-broker and nodeidctl refuse it). Several clusters can share a
 	// bucket under different prefixes; IAM policies can be scoped to
 	// arn:aws:s3:::BUCKET/PREFIX*.
 	Prefix string

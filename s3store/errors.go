@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
@@ -66,11 +67,14 @@ func notSent(err error) bool {
 // writeError classifies the error of a conditional PutObject:
 //   - 412 PreconditionFailed, 409 ConditionalRequestConflict and, on update, 404
 //     NoSuchKey: lease.ErrPreconditionFailed (not written);
+//   - 501 NotImplemented: the server does not implement the conditional
+//     header, so it cannot run nodeid: lease.ErrMisconfigured (not written);
 //   - no response although the request may have left (timeout, reset
 //     connection, context ended in flight), a 5xx, or a 2xx whose body did not
 //     parse: *lease.UnknownOutcomeError;
 //   - any other refusal (403, 400, NoSuchBucket, a redirect) and a request that
-//     never left: a plain error saying what to fix (not written).
+//     never left: an error saying what to fix (not written), matching
+//     lease.ErrMisconfigured when retrying cannot help (see describe).
 func (s *Store) writeError(op, key string, err error) error {
 	r := inspect(err)
 	switch {
@@ -79,6 +83,13 @@ func (s *Store) writeError(op, key string, err error) error {
 		return fmt.Errorf("s3store: %s %s: %w (HTTP %d %s)", op, key, lease.ErrPreconditionFailed, r.status, r.code)
 	case op == opUpdate && r.status == http.StatusNotFound && r.code == "NoSuchKey":
 		return fmt.Errorf("s3store: %s %s: the object does not exist: %w", op, key, lease.ErrPreconditionFailed)
+	case r.status == http.StatusNotImplemented:
+		header := lease.CondIfNoneMatch
+		if op == opUpdate {
+			header = lease.CondIfMatch
+		}
+		return misconfigured(fmt.Errorf("s3store: %s %s: %s answered HTTP 501 %s to a PUT with %s: this store cannot do conditional writes, "+
+			"which nodeid needs (AWS S3, MinIO and versitygw have them): %w", op, key, s.endpoint, r.code, header, err))
 	case r.status >= 500, r.status >= 200 && r.status < 300:
 		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
 	case r.status == 0 && !notSent(err):
@@ -97,8 +108,24 @@ func (s *Store) readError(op, key string, err error) error {
 	return s.describe(op, key, r, err)
 }
 
+// misconfiguredError is an error that retrying cannot fix: it matches
+// lease.ErrMisconfigured, and its text is its cause's.
+type misconfiguredError struct{ err error }
+
+func (e *misconfiguredError) Error() string        { return e.err.Error() }
+func (e *misconfiguredError) Unwrap() error        { return e.err }
+func (e *misconfiguredError) Is(target error) bool { return target == lease.ErrMisconfigured }
+
+// misconfigured marks err as one that retrying cannot fix.
+func misconfigured(err error) error { return &misconfiguredError{err: err} }
+
 // describe turns an error into one that says what to fix where it can, keeping
-// the SDK error in the chain (errors.As finds smithy.APIError in it).
+// the SDK error in the chain (errors.As finds smithy.APIError in it). The
+// answers that show a configuration error, which retrying cannot fix (no
+// such bucket, access denied, unknown or missing credentials, a wrong
+// region or clock, an endpoint that is not S3, refuses connections or does
+// not resolve), match lease.ErrMisconfigured; other HTTP errors, timeouts
+// and a DNS lookup that failed for a while do not.
 func (s *Store) describe(op, key string, r response, err error) error {
 	what := op
 	if key != "" {
@@ -107,40 +134,45 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("s3store: %s: %s: %w", what, fmt.Sprintf(format, args...), err)
 	}
+	definite := func(format string, args ...any) error { return misconfigured(fail(format, args...)) }
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {
 	case r.code == "NoSuchBucket":
-		return fail("bucket %q does not exist at %s: create it, or fix Bucket, Endpoint or Region", s.bucket, s.endpoint)
+		return definite("bucket %q does not exist at %s: create it, or fix Bucket, Endpoint or Region", s.bucket, s.endpoint)
 	case r.code == "InvalidAccessKeyId" || r.code == "XAdminUserNotFound": // the second: versitygw, with a 404
-		return fail("%s does not know the access key ID: check the credentials (AWS_ACCESS_KEY_ID, the task role, or AccessKeyID for S3-compatible servers)", s.endpoint)
+		return definite("%s does not know the access key ID: check the credentials (AWS_ACCESS_KEY_ID, the task role, or AccessKeyID for S3-compatible servers)", s.endpoint)
 	case r.code == "SignatureDoesNotMatch":
-		return fail("the request signature does not match: check the secret access key (and, for S3-compatible servers, the Region they expect)")
+		return definite("the request signature does not match: check the secret access key (and, for S3-compatible servers, the Region they expect)")
 	case r.code == "ExpiredToken" || r.code == "InvalidToken" || r.code == "TokenRefreshRequired":
-		return fail("the session credentials expired or are invalid: refresh them (the default credential chain does this for a task role)")
+		return definite("the session credentials expired or are invalid: refresh them (the default credential chain does this for a task role)")
 	case r.code == "RequestTimeTooSkewed":
-		return fail("this machine's clock is too far from the server's: fix the clock (NTP)")
+		return definite("this machine's clock is too far from the server's: fix the clock (NTP)")
 	case r.code == "AuthorizationHeaderMalformed" || r.code == "PermanentRedirect" || r.code == "IllegalLocationConstraintException" ||
 		r.status == http.StatusMovedPermanently:
 		if want := r.header.Get("x-amz-bucket-region"); want != "" {
-			return fail("bucket %q is in region %q, not %q: set Region to %q", s.bucket, want, s.region, want)
+			return definite("bucket %q is in region %q, not %q: set Region to %q", s.bucket, want, s.region, want)
 		}
-		return fail("wrong region %q for bucket %q: set Region to the bucket's region", s.region, s.bucket)
+		return definite("wrong region %q for bucket %q: set Region to the bucket's region", s.region, s.bucket)
 	case r.status == http.StatusForbidden || r.code == "AccessDenied" || r.code == "AllAccessDisabled":
-		return fail("access denied: %s", s.permissionHint(op))
+		return definite("access denied: %s", s.permissionHint(op))
 	case r.status == http.StatusNotFound && (op == opList || op == opCheck):
-		return fail("%s answered 404 to a listing of bucket %q without saying NoSuchBucket: is it an S3 endpoint, and does it need UsePathStyle?", s.endpoint, s.bucket)
-	case r.status == http.StatusNotFound && op == opUpdate:
-		return fail("%s answered 404 (%s) to a conditional write: is it an S3 endpoint, and does it need UsePathStyle?", s.endpoint, r.code)
+		return definite("%s answered 404 to a listing of bucket %q without saying NoSuchBucket: is it an S3 endpoint, and does it need UsePathStyle?", s.endpoint, s.bucket)
+	case r.status == http.StatusNotFound && (op == opUpdate || op == opCreate):
+		return definite("%s answered 404 (%s) to a conditional write: is it an S3 endpoint, and does it need UsePathStyle?", s.endpoint, r.code)
 	case r.status >= 200 && r.status < 300:
-		return fail("%s answered HTTP %d with a body that is not an S3 response: is it an S3 endpoint?", s.endpoint, r.status)
+		return definite("%s answered HTTP %d with a body that is not an S3 response: is it an S3 endpoint?", s.endpoint, r.status)
 	case r.status != 0:
 		return fail("%s refused the request (HTTP %d %s)", s.endpoint, r.status, r.code)
 	case strings.Contains(err.Error(), "get identity: "):
 		// The SDK has no error type for this; the text is its own.
-		return fail("no usable AWS credentials: give the task a role, or set AWS_PROFILE or AWS_ACCESS_KEY_ID (AccessKeyID for S3-compatible servers)")
+		return definite("no usable AWS credentials: give the task a role, or set AWS_PROFILE or AWS_ACCESS_KEY_ID (AccessKeyID for S3-compatible servers)")
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return definite("host %q does not exist (DNS): check Endpoint (without UsePathStyle the bucket name is put in the host name)", dnsErr.Name)
 	case errors.As(err, &dnsErr):
-		return fail("cannot resolve host %q: check Endpoint (without UsePathStyle the bucket name is put in the host name)", dnsErr.Name)
+		return fail("cannot resolve host %q: check Endpoint and the DNS resolver", dnsErr.Name)
+	case errors.As(err, &opErr) && opErr.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED):
+		return definite("%s refuses connections: is the server running and Endpoint right?", s.endpoint)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return fail("cannot connect to %s: is the server running and Endpoint right?", s.endpoint)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -137,6 +137,9 @@ func NewFromClient(client *s3.Client, bucket, prefix string, opts ...Option) (*S
 		opt(s)
 	}
 	s.log = s.log.With("component", "s3store", "bucket", bucket, "prefix", prefix)
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		s.log.Warn("the prefix does not end with \"/\": the keys are the prefix and the name run together", "manifest", prefix+lease.ManifestKey)
+	}
 	return s, nil
 }
 
@@ -162,7 +165,8 @@ func (s *Store) Client() *s3.Client { return s.client }
 // s3:ListBucket permission that List needs) and turns a misconfiguration into an
 // error that says what to fix: a bucket that does not exist, access denied,
 // unknown credentials, a wrong region, an endpoint that refuses connections or
-// does not speak S3. Call it once at start. It cannot check write permission
+// does not speak S3; such errors match lease.ErrMisconfigured. Call it once at
+// start. It cannot check write permission
 // without writing; a refused write reports its missing permission the same way.
 func (s *Store) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -177,7 +181,7 @@ func (s *Store) Check(ctx context.Context) error {
 	}
 	// Any HTTP server answers 200 to a GET; an S3 listing names its bucket.
 	if name := aws.ToString(out.Name); name != s.bucket {
-		return fmt.Errorf("s3store: check: %s answered a listing of bucket %q with one of %q: is it an S3 endpoint?", s.endpoint, s.bucket, name)
+		return misconfigured(fmt.Errorf("s3store: check: %s answered a listing of bucket %q with one of %q: is it an S3 endpoint?", s.endpoint, s.bucket, name))
 	}
 	return nil
 }

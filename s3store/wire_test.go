@@ -134,9 +134,10 @@ func TestUpdateEmptyETagSendsNothing(t *testing.T) {
 // SDK would retry a 500 or a 503 three times).
 func TestWriteAnswers(t *testing.T) {
 	const (
-		precondition = "precondition"
-		unknown      = "unknown"
-		plain        = "plain"
+		precondition  = "precondition"
+		unknown       = "unknown"
+		plain         = "plain"
+		misconfigured = "misconfigured"
 	)
 	tests := []struct {
 		status int
@@ -147,10 +148,11 @@ func TestWriteAnswers(t *testing.T) {
 		{412, "PreconditionFailed", map[string]string{"create": precondition, "update": precondition}, ""},
 		{409, "ConditionalRequestConflict", map[string]string{"create": precondition, "update": precondition}, ""},
 		{404, "NoSuchKey", map[string]string{"update": precondition}, ""},
-		{404, "NoSuchBucket", map[string]string{"create": plain, "update": plain}, `bucket "bucket" does not exist`},
-		{404, "XAdminUserNotFound", map[string]string{"create": plain, "update": plain}, "does not know the access key ID"},
-		{403, "AccessDenied", map[string]string{"create": plain, "update": plain}, "s3:PutObject on arn:aws:s3:::bucket/nodeid/*"},
+		{404, "NoSuchBucket", map[string]string{"create": misconfigured, "update": misconfigured}, `bucket "bucket" does not exist`},
+		{404, "XAdminUserNotFound", map[string]string{"create": misconfigured, "update": misconfigured}, "does not know the access key ID"},
+		{403, "AccessDenied", map[string]string{"create": misconfigured, "update": misconfigured}, "s3:PutObject on arn:aws:s3:::bucket/nodeid/*"},
 		{400, "InvalidArgument", map[string]string{"create": plain, "update": plain}, "HTTP 400"},
+		{501, "NotImplemented", map[string]string{"create": misconfigured, "update": misconfigured}, "this store cannot do conditional writes"},
 		{500, "InternalError", map[string]string{"create": unknown, "update": unknown}, ""},
 		{503, "SlowDown", map[string]string{"create": unknown, "update": unknown}, ""},
 	}
@@ -169,6 +171,10 @@ func TestWriteAnswers(t *testing.T) {
 					_, err = st.Update(context.Background(), "7.json", []byte("b"), `"e1"`)
 				}
 				checkClass(t, err, want, tc.msg)
+				if tc.status == http.StatusNotImplemented {
+					header := map[string]string{"create": "a PUT with If-None-Match", "update": "a PUT with If-Match"}[op]
+					checkClass(t, err, want, header) // names the header the store does not implement
+				}
 				if f.requests() != 1 {
 					t.Errorf("%d requests, want exactly 1: conditional PUTs must never be retried", f.requests())
 				}
@@ -187,8 +193,12 @@ func checkClass(t *testing.T, err error, want, msg string) {
 		t.Fatalf("error = %v, want ErrPreconditionFailed", err)
 	case want == "unknown" && !errors.As(err, &uo):
 		t.Fatalf("error = %v, want *lease.UnknownOutcomeError", err)
-	case want == "plain" && (errors.Is(err, lease.ErrPreconditionFailed) || errors.Is(err, lease.ErrUnknownOutcome)):
+	case (want == "plain" || want == "misconfigured") && (errors.Is(err, lease.ErrPreconditionFailed) || errors.Is(err, lease.ErrUnknownOutcome)):
 		t.Fatalf("error = %v, want a plain error (not written, not ambiguous)", err)
+	case want == "plain" && errors.Is(err, lease.ErrMisconfigured):
+		t.Fatalf("error = %v matches lease.ErrMisconfigured: retrying might help", err)
+	case want == "misconfigured" && !errors.Is(err, lease.ErrMisconfigured):
+		t.Fatalf("error = %v, want one matching lease.ErrMisconfigured (retrying cannot help)", err)
 	case !strings.Contains(err.Error(), msg):
 		t.Fatalf("error = %v, want it to say %q", err, msg)
 	}
@@ -236,7 +246,7 @@ func TestWriteTimeoutIsUnknownAndNotRetried(t *testing.T) {
 	}
 }
 
-func TestWriteConnectionRefusedIsPlain(t *testing.T) {
+func TestWriteConnectionRefusedIsMisconfigured(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +254,37 @@ func TestWriteConnectionRefusedIsPlain(t *testing.T) {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	_, err = newStore(t, "http://"+addr).Create(context.Background(), "7.json", []byte("b"))
-	checkClass(t, err, "plain", "cannot connect to http://"+addr)
+	checkClass(t, err, "misconfigured", "http://"+addr+" refuses connections")
+}
+
+// dnsFailure returns an HTTP client whose every dial fails as a DNS lookup
+// does: with IsNotFound (the name does not exist) or as a timeout.
+func dnsFailure(notFound bool) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(addr)
+			return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{
+				Err: "lookup failed", Name: host, IsNotFound: notFound, IsTimeout: !notFound}}
+		},
+	}}
+}
+
+// TestDNSFailures: a name that does not exist is a misconfiguration; a
+// lookup that timed out may succeed later.
+func TestDNSFailures(t *testing.T) {
+	for _, tc := range []struct {
+		notFound bool
+		want     string
+		msg      string
+	}{
+		{true, "misconfigured", `host "s3.nodeid-typo.example" does not exist (DNS): check Endpoint`},
+		{false, "plain", `cannot resolve host "s3.nodeid-typo.example"`},
+	} {
+		st := newStore(t, "http://s3.nodeid-typo.example:9000", func(c *s3store.Config) { c.HTTPClient = dnsFailure(tc.notFound) })
+		_, err := st.Create(context.Background(), "7.json", []byte("b"))
+		checkClass(t, err, tc.want, tc.msg)
+		checkClass(t, st.Check(context.Background()), tc.want, tc.msg)
+	}
 }
 
 func TestWriteCanceledContextSendsNothing(t *testing.T) {

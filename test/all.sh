@@ -4,14 +4,17 @@
 #
 #  1. gofmt -l (fails on any unformatted file), go vet, staticcheck (pinned,
 #     cached next to the servers);
-#  2. builds or reuses MinIO and versitygw (test/minio/servers.sh; a cold MinIO
+#  2. the id-file readers of examples/idfile: python3 and node (installed
+#     with apt-get when missing), their unit tests;
+#  2a. puts promtool (from Debian's prometheus package, test/promtool.sh) and
+#     AWS CloudFormation Validate (npm, test/cfn-validate.sh) in the server
+#     cache, and systemd-analyze on the machine, for the operator kit's checks
+#     (deploy/kit_test.go, deploy/cloudformation_test.go);
+#  2b. builds or reuses MinIO and versitygw (test/minio/servers.sh; a cold MinIO
 #     build takes about 5 minutes on 2 cores), starts them on 127.0.0.1 and stops
 #     them on exit;
 #     It also builds or reuses the pinned etcd server (test/etcd/install.sh;
 #     about 2 minutes cold), which the etcd tests start themselves;
-#  2b. puts promtool (from Debian's prometheus package, test/promtool.sh) in
-#     the same cache, and systemd-analyze on the machine, for the operator
-#     kit's checks (deploy/kit_test.go);
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
 #     conformance suite runs on the in-memory store, gofakes3, MinIO,
 #     versitygw and etcd (with CI=true a missing server fails instead of skipping). The
@@ -20,7 +23,7 @@
 #  3b. the deterministic simulation's full seed sets and catch rates, without
 #     the race detector (under it they run every tenth seed);
 #  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
-#     demo-broker processes on a MinIO of its own under kills, pauses,
+#     nodeid-broker processes on a MinIO of its own under kills, pauses,
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
 #     and the same on an etcd of its own (kills, pauses, partitions, etcd
 #     restarts); about 5 minutes. Not under -race: the brokers are separate processes, and
@@ -71,11 +74,28 @@ fi
 "$bin/staticcheck" ./...
 "$bin/staticcheck" -tags faults ./test/faults/...
 
+step "id-file readers in Python and Node.js (examples/idfile)"
+# The readers an application not written in Go uses (docs/nodeid-broker.md,
+# "Sidecar use"): their own tests here; cmd/nodeid-broker's TestRunNonGoReaders
+# runs them as run's child, so python3 and node must be there for step 3 too.
+for tool in python3:python3 node:nodejs; do
+	if ! command -v "${tool%%:*}" >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+		echo "no ${tool%%:*}: installing ${tool#*:} (apt-get)" >&2
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool#*:}" >/dev/null
+	fi
+done
+(cd examples/idfile/python && python3 -B -m unittest -v)
+node --test examples/idfile/node/
+
 step "operator kit tools"
 # promtool checks deploy/prometheus's alert rules, systemd-analyze the systemd
 # unit (deploy/kit_test.go; with CI=true a missing one fails the test).
 NODEID_TEST_PROMTOOL=$(bash test/promtool.sh)
 export NODEID_TEST_PROMTOOL
+# AWS CloudFormation Validate (npm), for deploy/cloudformation
+# (deploy/cloudformation_test.go; test/cfn-validate.sh says why this tool).
+NODEID_TEST_CFN_VALIDATE=$(bash test/cfn-validate.sh)
+export NODEID_TEST_CFN_VALIDATE
 if ! command -v systemd-analyze >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
 	echo "no systemd-analyze: installing systemd (apt-get)" >&2
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null

@@ -1,7 +1,8 @@
-// Command demo-broker is nodeid's broker: with no arguments, a self-contained
-// local demo on an embedded S3; with "serve", one broker as deployed in an ECS
-// task; with "run", one broker that supervises a command using its node ID;
-// with "healthcheck", an ECS container health check. See the README.
+// Command demo-broker is nodeid's local demo: with no arguments (or "demo"),
+// several brokers on an embedded S3, a live lease table, a kill, a graceful
+// stop and a skewed clock, and every ID checked unique. "serve", "run" and
+// "healthcheck" are nodeid-broker's commands (the same code, package
+// internal/broker), kept here as aliases. See the README.
 package main
 
 import (
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/nodeid/nodeid/internal/broker"
 )
 
 func main() {
@@ -22,19 +25,14 @@ func main() {
 
 // run dispatches a subcommand and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	switch {
+	case len(args) == 0:
 		return runDemo(ctx, nil, stdout, stderr)
-	}
-	switch args[0] {
-	case "serve":
-		return runServe(ctx, args[1:], stdout, stderr)
-	case "run":
-		return runRun(ctx, args[1:], stdout, stderr)
-	case "healthcheck":
-		return runHealthcheck(ctx, args[1:], stdout, stderr)
-	case "demo":
+	case args[0] == "demo":
 		return runDemo(ctx, args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
+	case broker.IsCommand(args[0]):
+		return broker.Main(ctx, "demo-broker", args, stdout, stderr)
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
@@ -43,13 +41,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-const usage = `Usage:
+var usage = `Usage:
   demo-broker                 the local demo: several brokers on an embedded S3
   demo-broker demo [flags]    the same, with options (demo-broker demo --help)
-  demo-broker serve [flags]   one broker (demo-broker serve --help)
-  demo-broker run [flags] -- CMD [ARGS...]
-                              one broker that runs CMD with the node ID and
-                              stops it before the lease could be lost
-                              (demo-broker run --help)
-  demo-broker healthcheck     exit 0 if the broker's /health is 200, else 1
-`
+
+The broker one deploys is nodeid-broker; its commands also run here:
+` + broker.Usage("demo-broker")

@@ -53,7 +53,7 @@ func runIDs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	)
 	fs := flag.NewFlagSet("nodeid-bench ids", flag.ContinueOnError)
 	addCommon(fs, &o.common)
-	fs.StringVar(&o.brokerBin, "broker-bin", "", "demo-broker binary to run (empty: go build ./cmd/demo-broker into a temporary directory; needs the module as working directory)")
+	fs.StringVar(&o.brokerBin, "broker-bin", "", "nodeid-broker binary to run (empty: go build ./cmd/nodeid-broker into a temporary directory; needs the module as working directory)")
 	fs.StringVar(&modes, "s3", s3Embedded+","+s3External, "S3 set-ups of the broker, comma-separated, one broker each: "+
 		"embedded (the broker's own --embedded-s3, in its RSS) or external (the S3 server of this process, or --s3-endpoint, through the latency proxy)")
 	fs.StringVar(&batchStr, "batch", "10000,1000,100", "IDs per request (n of /ids?n=), comma-separated: one load run each")
@@ -118,11 +118,11 @@ func ids(ctx context.Context, o idsOpts, args []string, stderr io.Writer) (*idsR
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		bin = filepath.Join(dir, "demo-broker")
-		fmt.Fprintln(stderr, "nodeid-bench ids: building demo-broker")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/nodeid/nodeid/cmd/demo-broker")
+		bin = filepath.Join(dir, "nodeid-broker")
+		fmt.Fprintln(stderr, "nodeid-bench ids: building nodeid-broker")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/nodeid/nodeid/cmd/nodeid-broker")
 		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build demo-broker (run from the module, or give --broker-bin): %v\n%s", err, out)
+			return nil, fmt.Errorf("go build nodeid-broker (run from the module, or give --broker-bin): %v\n%s", err, out)
 		}
 	}
 	var errs []error

@@ -40,7 +40,7 @@ func loadAvg() string {
 	return strings.Join(f[:min(3, len(f))], " ")
 }
 
-// brokerProc is a demo-broker serve process.
+// brokerProc is a nodeid-broker serve process.
 type brokerProc struct {
 	*brokerproc.Proc
 	url string // http://addr, once listening
@@ -55,7 +55,7 @@ func startBrokerProc(bin string, args, env []string) (*brokerProc, error) {
 	addr, err := bp.WaitAddr("http listening", 30*time.Second)
 	if err != nil {
 		bp.Kill()
-		return nil, fmt.Errorf("demo-broker did not listen: %w:\n%s", err, bp.Log())
+		return nil, fmt.Errorf("nodeid-broker did not listen: %w:\n%s", err, bp.Log())
 	}
 	return &brokerProc{Proc: bp, url: "http://" + addr}, nil
 }
@@ -88,7 +88,7 @@ func (p *brokerProc) waitHealthy(ctx context.Context, timeout time.Duration) err
 		}
 		select {
 		case <-p.Exited():
-			return fmt.Errorf("demo-broker exited %d before /health 200:\n%s", p.ExitCode(), p.tail())
+			return fmt.Errorf("nodeid-broker exited %d before /health 200:\n%s", p.ExitCode(), p.tail())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):

@@ -120,7 +120,7 @@ func roundMB(bytes float64) float64 { return math.Round(bytes/(1<<20)*10) / 10 }
 func roundMs(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
 
 func printIDs(w io.Writer, rep *idsReport) {
-	fmt.Fprintf(w, "ids: GET /ids?n=K through demo-broker serve, %d cores, load average at start %s\n", rep.Cores, rep.LoadAvg)
+	fmt.Fprintf(w, "ids: GET /ids?n=K through nodeid-broker serve, %d cores, load average at start %s\n", rep.Cores, rep.LoadAvg)
 	for _, br := range rep.Brokers {
 		fmt.Fprintf(w, "\nbroker with %s S3: %s\n", br.S3, br.S3Detail)
 		fmt.Fprintf(w, "  node %d version %d, /health 200 after %.0f ms; idle RSS %.1f MB: %.1f MB anonymous, %.1f MB file-backed (Go heap in use %.1f MB, from the OS %.1f MB, %d goroutines)\n",

@@ -11,15 +11,15 @@ import (
 	"testing"
 )
 
-// The ids scenario end to end, short: a real demo-broker serve per S3 set-up,
+// The ids scenario end to end, short: a real nodeid-broker serve per S3 set-up,
 // two batch sizes, every ID checked distinct, the broker stopped cleanly.
 func TestIDsSmoke(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds demo-broker and runs two brokers")
+		t.Skip("builds nodeid-broker and runs two brokers")
 	}
-	bin := filepath.Join(t.TempDir(), "demo-broker")
-	if out, err := exec.Command("go", "build", "-o", bin, "../demo-broker").CombinedOutput(); err != nil {
-		t.Fatalf("go build demo-broker: %v\n%s", err, out)
+	bin := filepath.Join(t.TempDir(), "nodeid-broker")
+	if out, err := exec.Command("go", "build", "-o", bin, "../nodeid-broker").CombinedOutput(); err != nil {
+		t.Fatalf("go build nodeid-broker: %v\n%s", err, out)
 	}
 	jsonOut := filepath.Join(t.TempDir(), "ids.json")
 	var out, errb bytes.Buffer

@@ -7,7 +7,7 @@
 // embedded gofakes3 server (the default) or an S3 endpoint such as MinIO
 // (--s3-endpoint), through an in-process proxy that adds a round-trip latency
 // (--latency, default 20 ms) and counts every request by operation and outcome.
-// The ids scenario instead runs real demo-broker serve processes and loads
+// The ids scenario instead runs real nodeid-broker serve processes and loads
 // their /ids endpoint from in-process HTTP clients.
 //
 //	nodeid-bench herd      K tasks start at once on N IDs (spread, lowest-first, Zeebe-style baseline)
@@ -15,7 +15,7 @@
 //	nodeid-bench join      one task joins 1024 IDs of which 1000 are held
 //	nodeid-bench failover  a holder dies; how long until a waiting task holds its ID
 //	nodeid-bench steady    S3 requests and cost per node per hour while holding
-//	nodeid-bench ids       IDs per second through demo-broker serve's /ids, and its RSS
+//	nodeid-bench ids       IDs per second through nodeid-broker serve's /ids, and its RSS
 package main
 
 import (
@@ -42,7 +42,7 @@ Commands:
   join       one task joins a bucket of N IDs with most of them held
   failover   a holder is cut off; time until a waiting task holds its ID
   steady     S3 requests per node per hour while holding, and the monthly cost
-  ids        IDs per second through demo-broker serve's /ids?n=K, and its RSS
+  ids        IDs per second through nodeid-broker serve's /ids?n=K, and its RSS
 
 Run "nodeid-bench COMMAND --help" for a command's flags. Every command takes
 --json for machine-readable output, and runs against an embedded S3 (gofakes3)

@@ -6,6 +6,10 @@
 //	go run . -bucket my-bucket                 # AWS S3 (credentials from the environment)
 //	go run . -embedded-s3                      # an in-process gofakes3, no cloud
 //	curl localhost:8080/order                  # the service's own endpoint, using an ID
+//
+// It exits 1 when it cannot start (a wrong bucket or endpoint ends the start
+// at once, with a message that says what to fix), 3 when it lost its lease
+// (the orchestrator should replace the task), 0 after SIGTERM.
 package main
 
 import (
@@ -31,13 +35,24 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(ctx, os.Args[1:], log, nil); err != nil {
+	err := run(ctx, os.Args[1:], log, nil)
+	if err != nil {
 		log.Error("exiting", "err", err)
-		if errors.Is(err, nodeid.ErrLeaseLost) {
-			os.Exit(3) // the orchestrator replaces the task
-		}
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode tells a lost lease (3: the orchestrator replaces the task) from a
+// failed start (1: a wrong bucket, endpoint or permission, the cluster full:
+// an operator's turn).
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, nodeid.ErrLeaseLost):
+		return 3
+	}
+	return 1
 }
 
 // run serves until ctx ends or the lease is lost. listening, if set, receives
@@ -46,12 +61,16 @@ func run(ctx context.Context, args []string, log *slog.Logger, listening chan<- 
 	fs := flag.NewFlagSet("embed", flag.ContinueOnError)
 	addr := fs.String("http-addr", ":8080", "HTTP address")
 	bucket := fs.String("bucket", "", "S3 bucket of the lease objects")
+	endpoint := fs.String("s3-endpoint", "", "base URL of an S3-compatible server (path-style); empty: AWS S3")
 	embedded := fs.Bool("embedded-s3", false, "use an in-process gofakes3 instead of S3")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	sc := s3store.DefaultConfig()
 	sc.Bucket = *bucket
+	if *endpoint != "" {
+		sc.Endpoint, sc.UsePathStyle = *endpoint, true
+	}
 	if *embedded {
 		srv, err := s3fake.Start(s3fake.Config{})
 		if err != nil {
@@ -92,5 +111,5 @@ func run(ctx context.Context, args []string, log *slog.Logger, listening chan<- 
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
-	return n.Run(ctx, 10*time.Second) // acquire, serve, release on SIGTERM
+	return n.Run(ctx) // acquire, serve, release on SIGTERM (within cfg.ShutdownTimeout)
 }

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
 // TestServesOrders runs the service on an embedded S3 as its main would, asks
@@ -43,5 +47,28 @@ func TestServesOrders(t *testing.T) {
 	sigterm()
 	if err := <-done; err != nil {
 		t.Fatalf("run after SIGTERM: %v", err)
+	}
+}
+
+// TestWrongBucketFailsTheStart: a bucket that does not exist ends the start
+// at once with an error that names it and matches lease.ErrMisconfigured
+// (not an inconclusive probe retried until the acquire timeout), and the
+// service exits 1, not 3.
+func TestWrongBucketFailsTheStart(t *testing.T) {
+	srv, err := s3fake.Start(s3fake.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", s3fake.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3fake.SecretAccessKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	err = run(context.Background(), []string{"-bucket", "nodeid-typo", "-s3-endpoint", srv.URL(), "-http-addr", "127.0.0.1:0"},
+		slog.New(slog.DiscardHandler), nil)
+	if !errors.Is(err, lease.ErrMisconfigured) || errors.Is(err, lease.ErrProbeInconclusive) || !strings.Contains(err.Error(), `bucket "nodeid-typo" does not exist`) {
+		t.Fatalf("run: %v, want the missing bucket named at once", err)
+	}
+	if code := exitCode(err); code != 1 {
+		t.Errorf("exit code %d for a failed start, want 1", code)
 	}
 }

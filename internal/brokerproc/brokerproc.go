@@ -1,4 +1,4 @@
-// Package brokerproc starts demo-broker processes and follows their JSON log
+// Package brokerproc starts nodeid-broker processes and follows their JSON log
 // lines (log/slog's JSON handler on stderr): the one launcher that the
 // end-to-end tests, the fault suite and nodeid-bench share.
 package brokerproc

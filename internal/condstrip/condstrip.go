@@ -2,7 +2,7 @@
 // conditions of PUTs (If-None-Match, If-Match) before they reach it: the
 // broken stores of issue 14 (older MinIO releases, GCS's XML API, Backblaze B2,
 // some S3 proxies), which accept those headers and ignore them, made from a
-// correct one. The store probe's black-box tests (demo-broker serve, nodeidctl
+// correct one. The store probe's black-box tests (nodeid-broker serve, nodeidctl
 // check) point --s3-endpoint at it.
 package condstrip
 

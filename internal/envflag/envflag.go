@@ -137,6 +137,18 @@ func (s *Set) Parse(args []string) error {
 	return nil
 }
 
+// Vars returns the environment variables the set reads, those of its bound
+// flags (all of them after BindAll), in the order the flags were bound: the
+// command's own configuration, to keep out of a child's environment.
+func (s *Set) Vars() []string {
+	s.bindRest()
+	vars := make([]string, len(s.bound))
+	for i, n := range s.bound {
+		vars[i] = Name(n)
+	}
+	return vars
+}
+
 // IsSet reports whether Parse set the named flag, from the command line or
 // from its variable: false means it kept its default.
 func (s *Set) IsSet(name string) bool { return s.set[name] }

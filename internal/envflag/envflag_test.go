@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,22 @@ func TestUsagef(t *testing.T) {
 	}
 	if errors.Is(errors.New("usage"), ErrUsage) {
 		t.Errorf("another error with the same text is ErrUsage")
+	}
+}
+
+func TestVars(t *testing.T) {
+	s := New("cmd", func(string) (string, bool) { return "", false })
+	s.String("s3-endpoint", "", "")
+	s.String("id", "", "") // unbound: a write's aim, never from the environment
+	s.Bind("s3-endpoint")
+	if got := s.Vars(); !slices.Equal(got, []string{"NODEID_S3_ENDPOINT"}) {
+		t.Errorf("Vars = %v, want the bound flag's variable only", got)
+	}
+	all := New("cmd", func(string) (string, bool) { return "", false })
+	all.BindAll()
+	all.String("gossip-key", "", "")
+	all.Bool("s3-path-style", false, "")
+	if got := all.Vars(); !slices.Equal(got, []string{"NODEID_GOSSIP_KEY", "NODEID_S3_PATH_STYLE"}) {
+		t.Errorf("Vars after BindAll = %v", got)
 	}
 }

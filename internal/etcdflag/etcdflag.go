@@ -1,6 +1,7 @@
-// Package etcdflag is the one copy of the --etcd-* flags that demo-broker
-// serve and nodeidctl take with --store etcd (each also a NODEID_ variable
-// through envflag).
+// Package etcdflag is the one copy of the store flags' checks that
+// nodeid-broker and nodeidctl share: --store, the --etcd-* flags they take
+// with --store etcd (each also a NODEID_ variable through envflag), and the
+// shape of --prefix.
 package etcdflag
 
 import (
@@ -55,6 +56,26 @@ func (e *Flags) Config(prefix string) etcdstore.Config {
 		CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile,
 		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout,
 	}
+}
+
+// CheckPrefix refuses a --prefix (named src in messages) that is neither
+// empty nor ends with "/": the keys are the prefix and the name run
+// together, so "nodeid" would make nodeidcluster.json, miss the objects
+// under nodeid/ and call them foreign.
+func CheckPrefix(src, prefix string) error {
+	if prefix == "" || strings.HasSuffix(prefix, "/") {
+		return nil
+	}
+	return envflag.Usagef("%s %q does not end with \"/\": the keys would be %scluster.json, %s0.json, ...; give %q (or \"\" for the root of the bucket)",
+		src, prefix, prefix, prefix, prefix+"/")
+}
+
+// S3ConfigError turns an error of s3store.Config.Validate into a usage error
+// that names the flags (src names one, with its variable when that set it)
+// instead of the Config's fields.
+func S3ConfigError(err error, src func(flag string) string) error {
+	return envflag.Usagef("%s", strings.NewReplacer("s3store: invalid config: ", "", "Bucket ", src("bucket")+" ", "Prefix ", src("prefix")+" ",
+		"Region ", src("region")+" ", "Endpoint ", src("s3-endpoint")+" ", "goes in Prefix", "goes in "+src("prefix")).Replace(err.Error()))
 }
 
 // Check checks --store (named src in messages) and, for etcd, the --etcd-*

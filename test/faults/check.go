@@ -110,7 +110,7 @@ type claim struct {
 func (c claim) String() string { return fmt.Sprintf("node %d v%d", c.node, c.version) }
 
 // Check checks a history against the safety rules of docs/design.md (sections 3
-// to 5) and the broker's documented behaviour (docs/demo-broker.md):
+// to 5) and the broker's documented behaviour (docs/nodeid-broker.md):
 //
 //   - no ID is issued twice, and every ID carries its answer's node ID;
 //   - one (node ID, version) has one holder; per node ID, the versions read

@@ -1,4 +1,4 @@
-// Package faults is nodeid's Jepsen-style fault suite: real demo-broker
+// Package faults is nodeid's Jepsen-style fault suite: real nodeid-broker
 // processes on a real MinIO, each behind its own fault-injecting HTTP proxy
 // ([Proxy]), under a seeded schedule of kills, pauses, partitions, ambiguous
 // writes, 409 storms, 5xx answers, clock skew and MinIO restarts. Every ID the

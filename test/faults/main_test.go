@@ -32,8 +32,8 @@ var (
 // suite is what every scenario shares: the broker binaries and a MinIO of
 // the suite's own, which it may restart.
 type suite struct {
-	broker string // demo-broker
-	mutant string // demo-broker built with -tags nodeid_mutation
+	broker string // nodeid-broker
+	mutant string // nodeid-broker built with -tags nodeid_mutation
 	minio  *minioServer
 	err    error // why the suite cannot run
 	fatal  bool  // err is a failure even outside CI
@@ -131,13 +131,13 @@ func setUp() suite {
 		return suite{err: err, fatal: true}
 	}
 	workDir = dir
-	s.broker, s.mutant = filepath.Join(dir, "demo-broker"), filepath.Join(dir, "demo-broker-mutant")
+	s.broker, s.mutant = filepath.Join(dir, "nodeid-broker"), filepath.Join(dir, "nodeid-broker-mutant")
 	for bin, tags := range map[string]string{s.broker: "", s.mutant: "nodeid_mutation"} {
 		args := []string{"build", "-o", bin}
 		if tags != "" {
 			args = append(args, "-tags", tags)
 		}
-		args = append(args, "github.com/nodeid/nodeid/cmd/demo-broker")
+		args = append(args, "github.com/nodeid/nodeid/cmd/nodeid-broker")
 		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			return suite{err: fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out), fatal: true}
 		}

@@ -92,6 +92,9 @@ func runCheck(a *app, ctx context.Context, cmd *command, args []string) error {
 	case errors.As(perr, &ce):
 		out.Conditions, out.IgnoredCondition = "ignored", ce.Condition
 		out.Problems = append(out.Problems, fmt.Sprintf("%s ignores %s: nodeid cannot run on it, two tasks could hold one node ID (%v)", storeName(&c), ce.Condition, perr))
+	case errors.Is(perr, lease.ErrMisconfigured):
+		out.Conditions = "inconclusive"
+		out.Problems = append(out.Problems, fmt.Sprintf("the probe of %s failed on a configuration error (retrying will not help): %v", storeName(&c), perr))
 	case perr != nil:
 		out.Conditions = "inconclusive"
 		out.Problems = append(out.Problems, fmt.Sprintf("the probe of %s could not tell whether it honours the conditions: %v", storeName(&c), perr))

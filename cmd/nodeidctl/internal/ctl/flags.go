@@ -65,7 +65,7 @@ type commonFlags struct {
 func (c *commonFlags) register(f *flagSet) {
 	def := nodeid.DefaultConfig()
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required)")
-	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects, used as given")
+	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects: ends with \"/\", or empty for the root of the bucket")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION or the shared config; us-east-1 with --s3-endpoint)")
 	f.StringVar(&c.endpoint, "s3-endpoint", "", "base URL of an S3-compatible server (empty: AWS S3)")
 	f.BoolVar(&c.pathStyle, "s3-path-style", false, "address the bucket in the URL path (MinIO, versitygw, gofakes3)")
@@ -81,6 +81,9 @@ func (c *commonFlags) register(f *flagSet) {
 
 // validate checks the common flags after parsing.
 func (c *commonFlags) validate(f *flagSet) error {
+	if err := etcdflag.CheckPrefix(f.Source("prefix"), c.prefix); err != nil {
+		return err
+	}
 	if err := c.etcd.Check(c.store, f.Source("store"), c.bucket != "" || c.endpoint != "", c.prefix); err != nil {
 		return err
 	}
@@ -93,7 +96,7 @@ func (c *commonFlags) validate(f *flagSet) error {
 		return usagef("%s %v is outside (0, 24h]", f.Source("max-lease-duration"), c.maxLease)
 	}
 	if err := c.storeConfig().Validate(); err != nil && c.store == etcdflag.StoreS3 {
-		return usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
+		return etcdflag.S3ConfigError(err, f.Source)
 	}
 	return nil
 }

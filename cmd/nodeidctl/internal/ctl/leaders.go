@@ -17,7 +17,7 @@ func leadersCommand() *command {
 		synopsis: "[--json] [common flags]",
 		summary:  "list every election under the prefix with its leader, term and age (never writes)",
 		help: `
-Lists the elections under <prefix>elections/ (demo-broker serve --elect NAME,
+Lists the elections under <prefix>elections/ (nodeid-broker serve --elect NAME,
 package election) and GETs each one's lease object: its leader (the holder's
 task identity) and the value it campaigned with (its address, say; - when
 none), term (the fencing token, +1 at each election), state (held =

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/envflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 )
@@ -72,6 +74,11 @@ type LeaseJSON struct {
 	// AgeMs is Date - Last-Modified of the GET: how long ago, on the store's
 	// clock, the object was last written.
 	AgeMs *int64 `json:"ageMs,omitempty"`
+	// ExpiresInMs is present for a held lease on a store that reports its
+	// clock: how long after the GET, on the store's clock, a task may judge
+	// it expired unless it is renewed first (the first whole-second Date
+	// past Last-Modified + leaseMillis + 1s + --clock-margin).
+	ExpiresInMs *int64 `json:"expiresInMs,omitempty"`
 	// LeaseMillis is the lease duration the record states.
 	LeaseMillis *int64 `json:"leaseMillis,omitempty"`
 	// ReservedUntilMs is the highest Snowflake timestamp (Unix ms) the holder
@@ -92,13 +99,16 @@ type LeaseJSON struct {
 func statusCommand() *command {
 	return &command{
 		name:     "status",
-		synopsis: "[--json] [common flags]",
+		synopsis: "[--json] [--state LIST] [--fail-on-anomalies] [common flags]",
 		summary:  "print the cluster manifest and the lease table (never writes)",
 		help: `
 Reads the cluster manifest, lists the prefix and GETs every lease object (16 in
-flight), then prints the manifest (with its filled flag) and one line per node
-ID: its state (free, held, expired, corrupt, unused, missing, or unknown when it
-could not be read), holder, version, age and lease, and reservation. An ID
+flight), then prints the manifest (with its filled flag), a summary line (the
+IDs in each state, and the anomalies), and one line per node ID: its state
+(free, held, expired, corrupt, unused, missing, or unknown when it could not be
+read), holder, version, age, when a held lease expires unless renewed, lease,
+and reservation. --state held,expired lists only the IDs in those states (the
+summary and the counts stay whole). An ID
 without a lease object is unused while the manifest is not filled (never
 created: free, a task takes it by creating it) and missing once it is filled,
 or when a record's gossip map has seen a version of it (deleted: no task takes
@@ -111,7 +121,10 @@ ahead of the store's clock is named after the table (floorAheadMs in --json):
 its last holder's clock was ahead, and tasks skip it until their clock is
 within MaxClockWait of the floor. status never writes.
 
-Exit 0 when every object was read (whatever its state), 1 when some could not be.`,
+Exit 0 when every object was read (whatever its state), 1 when some could not be;
+with --fail-on-anomalies, 1 also when there is an anomaly: a corrupt or missing
+lease object, a floor far ahead, a corrupt manifest (for monitoring and
+scripts).`,
 		run: runStatus,
 	}
 }
@@ -121,7 +134,13 @@ func runStatus(a *app, ctx context.Context, cmd *command, args []string) error {
 	f := a.newFlagSet(cmd)
 	c.register(f)
 	asJSON := f.Bool("json", false, "print JSON (the shape is documented in docs/nodeidctl.md)")
-	st, err := a.setup(ctx, f, &c, args, nil)
+	stateList := f.String("state", "", "comma-separated states to list (free, held, expired, corrupt, unused, missing, unknown); empty: all")
+	failOnAnomalies := f.Bool("fail-on-anomalies", false, "exit 1 when an anomaly is found (corrupt or missing lease objects, far floors, a corrupt manifest)")
+	var only map[State]bool
+	st, err := a.setup(ctx, f, &c, args, func() (err error) {
+		only, err = parseStates(f.Source("state"), *stateList)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -129,7 +148,10 @@ func runStatus(a *app, ctx context.Context, cmd *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := s.toJSON(c.bucket, c.prefix)
+	out := s.toJSON(c.bucket, c.prefix, c.rules())
+	anomalies := out.anomalies()
+	sum := summaryLine(&out, anomalies) // of every ID, whatever --state lists
+	out.Leases = filterStates(out.Leases, only)
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -137,7 +159,7 @@ func runStatus(a *app, ctx context.Context, cmd *command, args []string) error {
 			return err
 		}
 	} else {
-		printStatus(a.stdout, s, &out)
+		printStatus(a.stdout, s, &out, sum)
 	}
 	if len(s.foreign) > 0 {
 		a.note("%d other object(s) under the prefix, ignored by nodeid: %s", len(s.foreign), shortList(s.foreign, 10))
@@ -145,11 +167,59 @@ func runStatus(a *app, ctx context.Context, cmd *command, args []string) error {
 	if n := out.Counts[StateUnknown]; n > 0 {
 		return fmt.Errorf("%d lease object(s) could not be read: the table is incomplete", n)
 	}
+	if *failOnAnomalies && len(anomalies) > 0 {
+		return fmt.Errorf("%d anomalies: %s", len(anomalies), shortList(anomalies, 10))
+	}
 	return nil
 }
 
-// toJSON returns the documented JSON form of s.
-func (s *snapshot) toJSON(bucket, prefix string) StatusJSON {
+// parseStates parses --state (named src in messages): nil for all states.
+func parseStates(src, list string) (map[State]bool, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	known := []State{StateFree, StateHeld, StateExpired, StateCorrupt, StateUnused, StateMissing, StateUnknown}
+	only := map[State]bool{}
+	for _, s := range strings.Split(list, ",") {
+		st := State(strings.TrimSpace(s))
+		if !slices.Contains(known, st) {
+			return nil, usagef("%s %q: want states among %v, comma-separated", src, list, known)
+		}
+		only[st] = true
+	}
+	return only, nil
+}
+
+// filterStates returns the leases in the states of only (all of them when
+// only is nil).
+func filterStates(ls []LeaseJSON, only map[State]bool) []LeaseJSON {
+	if only == nil {
+		return ls
+	}
+	return slices.DeleteFunc(ls, func(l LeaseJSON) bool { return !only[l.State] })
+}
+
+// anomalies names what in the cluster needs an operator, one entry per
+// object: a corrupt manifest, corrupt, missing or unreadable lease objects,
+// and floors far ahead of the store's clock.
+func (j *StatusJSON) anomalies() []string {
+	var out []string
+	if j.Manifest.State == StateCorrupt {
+		out = append(out, "the manifest is corrupt")
+	}
+	for _, l := range j.Leases {
+		switch {
+		case l.State == StateCorrupt || l.State == StateMissing || l.State == StateUnknown:
+			out = append(out, fmt.Sprintf("%d %s", l.NodeID, l.State))
+		case l.FloorAheadMs != nil:
+			out = append(out, fmt.Sprintf("%d floor %s ahead", l.NodeID, fmtAge(*l.FloorAheadMs)))
+		}
+	}
+	return out
+}
+
+// toJSON returns the documented JSON form of s, judged by r.
+func (s *snapshot) toJSON(bucket, prefix string, r judgeRules) StatusJSON {
 	out := StatusJSON{
 		Bucket: bucket, Prefix: prefix,
 		Manifest:    manifestJSON(s.manifest),
@@ -158,7 +228,7 @@ func (s *snapshot) toJSON(bucket, prefix string) StatusJSON {
 		ForeignKeys: append([]string{}, s.foreign...),
 	}
 	for _, o := range s.objects {
-		out.Leases = append(out.Leases, leaseJSON(&o))
+		out.Leases = append(out.Leases, leaseJSON(&o, r))
 		out.Counts[o.state]++
 	}
 	return out
@@ -177,10 +247,14 @@ func manifestJSON(mv manifestView) ManifestJSON {
 	return j
 }
 
-func leaseJSON(o *object) LeaseJSON {
+func leaseJSON(o *object, r judgeRules) LeaseJSON {
 	j := LeaseJSON{NodeID: o.id, State: o.state, Extra: o.extra}
 	if o.state != StateMissing && o.state != StateUnused && o.state != StateUnknown {
 		j.AgeMs = ageMs(o.meta)
+	}
+	if o.state == StateHeld && !o.meta.Date.IsZero() && !o.meta.LastModified.IsZero() {
+		in := lease.FirstExpiredDate(o.meta.LastModified, o.rec.Lease(), r.clockMargin).Sub(o.meta.Date).Milliseconds()
+		j.ExpiresInMs = &in
 	}
 	if o.decoded() {
 		r := o.rec
@@ -220,8 +294,21 @@ func ageMs(m lease.Meta) *int64 {
 	return &ms
 }
 
-// printStatus prints s as text: the manifest, the lease table, a summary.
-func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
+// summaryLine is the line status prints above the table: the IDs below the
+// cluster size by state, and the anomalies.
+func summaryLine(j *StatusJSON, anomalies []string) string {
+	n := 0
+	for _, l := range j.Leases {
+		if !l.Extra {
+			n++
+		}
+	}
+	return fmt.Sprintf("summary: %d node IDs: %s; %s", n, summary(j.Counts), anomalyNote(anomalies))
+}
+
+// printStatus prints s as text: the manifest, the summary line sum, the
+// lease table (of the IDs in j), notes.
+func printStatus(w io.Writer, s *snapshot, j *StatusJSON, sum string) {
 	mv := s.manifest
 	fmt.Fprintf(w, "cluster manifest %s%s in bucket %s:", j.Prefix, lease.ManifestKey, j.Bucket)
 	switch mv.state {
@@ -254,13 +341,13 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
 			main = append(main, l)
 		}
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\n%s\n\n", sum)
 	printTable(w, main)
 	if len(extra) > 0 {
 		fmt.Fprintf(w, "\nlease objects at or above the cluster size %d (their holders keep them until they stop; no new task takes them):\n", s.size)
 		printTable(w, extra)
 	}
-	fmt.Fprintf(w, "\n%d lease objects: %s\n", len(j.Leases), summary(j.Counts))
+	fmt.Fprintf(w, "\n%d lease objects: %s\n", total(j.Counts), summary(j.Counts))
 	if j.Counts[StateCorrupt] > 0 {
 		fmt.Fprintln(w, "corrupt objects are never taken; rewrite one with nodeidctl repair --id N --floor MS")
 	}
@@ -286,26 +373,29 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON) {
 // printTable prints lease entries as aligned columns.
 func printTable(w io.Writer, ls []LeaseJSON) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tVERSION\tAGE\tLEASE\tRESERVED UNTIL\tHOLDER")
+	fmt.Fprintln(tw, "ID\tSTATE\tVERSION\tAGE\tEXPIRES IN\tLEASE\tRESERVED UNTIL\tHOLDER")
 	for _, l := range ls {
-		cols := []string{fmt.Sprint(l.NodeID), string(l.State), "-", "-", "-", "-", ""}
+		cols := []string{fmt.Sprint(l.NodeID), string(l.State), "-", "-", "-", "-", "-", ""}
 		if l.Version != nil {
 			cols[2] = fmt.Sprint(*l.Version)
 		}
 		if l.AgeMs != nil {
 			cols[3] = fmtAge(*l.AgeMs)
 		}
+		if l.ExpiresInMs != nil {
+			cols[4] = fmtAge(*l.ExpiresInMs)
+		}
 		if l.LeaseMillis != nil && *l.LeaseMillis > 0 {
-			cols[4] = fmtAge(*l.LeaseMillis)
+			cols[5] = fmtAge(*l.LeaseMillis)
 		}
 		if l.ReservedUntilMs != nil && *l.ReservedUntilMs > 0 {
-			cols[5] = fmtMs(*l.ReservedUntilMs)
+			cols[6] = fmtMs(*l.ReservedUntilMs)
 		}
 		switch {
 		case l.Error != "":
-			cols[6] = "error: " + l.Error
+			cols[7] = "error: " + l.Error
 		case l.Holder != nil:
-			cols[6] = *l.Holder
+			cols[7] = *l.Holder
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
@@ -326,13 +416,34 @@ func summary(counts map[State]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// fmtAge formats a duration in ms for humans, to the second above 10 s.
+// anomalyNote says how many anomalies there are, for the summary line.
+func anomalyNote(a []string) string {
+	switch len(a) {
+	case 0:
+		return "no anomalies"
+	case 1:
+		return fmt.Sprintf("1 anomaly (%s): see below", a[0])
+	}
+	return fmt.Sprintf("%d anomalies (%s): see below", len(a), shortList(a, 5))
+}
+
+// total is the number of entries counts counts.
+func total(counts map[State]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// fmtAge formats a duration in ms for humans, to the second above 10 s, as
+// people write it (2m, not 2m0s).
 func fmtAge(ms int64) string {
 	d := time.Duration(ms) * time.Millisecond
 	if d >= 10*time.Second || d <= -10*time.Second {
 		d = d.Round(time.Second)
 	}
-	return d.String()
+	return envflag.FormatDuration(d)
 }
 
 // fmtMs formats Unix ms as the number and its UTC time.

@@ -114,7 +114,7 @@ func TestStatusJSONShape(t *testing.T) {
 	_ = json.Unmarshal(doc["leases"], &leases)
 	decoded := []string{"ageMs", "holder", "leaseMillis", "nodeId", "reservedUntilMs", "state", "version"}
 	for i, want := range [][]string{
-		decoded, decoded,
+		decoded, append(slices.Clone(decoded), "expiresInMs"), // free, held
 		append(slices.Clone(decoded), "floorAheadMs"), // expired, its reservation months ahead of the store's clock
 		{"ageMs", "error", "nodeId", "state"},         // corrupt
 		{"nodeId", "state"},                           // missing
@@ -267,5 +267,56 @@ func TestStatusShowsAFarFloor(t *testing.T) {
 		t.Fatalf("node 1: floorAheadMs %d for a floor at the store's clock", *l.FloorAheadMs)
 	}
 	stdout, _ := h.mustRun(ExitOK, "status")
-	contains(t, "status", stdout, "floor (reservation) is more than 5s ahead of the store's clock: 0 (1h0m0s ahead)", "tasks skip them")
+	contains(t, "status", stdout, "floor (reservation) is more than 5s ahead of the store's clock: 0 (1h ahead)", "tasks skip them")
+}
+
+// TestStatusSummaryFiltersAndAnomalies: the summary line counts every ID and
+// names the anomalies; --state lists only the IDs in those states (the
+// counts stay whole); a held lease shows when it expires unless renewed, on
+// the store's clock; --fail-on-anomalies exits 1 on them.
+func TestStatusSummaryFiltersAndAnomalies(t *testing.T) {
+	h := newHarness(t)
+	plantCluster(h)
+	stdout, _ := h.mustRun(ExitOK, "status")
+	contains(t, "status", stdout,
+		"summary: 7 node IDs: 2 free, 1 held, 1 expired, 3 corrupt, 1 missing; 5 anomalies (2 floor ",
+		"3 corrupt, 4 missing, 5 corrupt, 6 corrupt): see below",
+		"ID  STATE    VERSION  AGE  EXPIRES IN  LEASE")
+	if i, j := strings.Index(stdout, "summary: "), strings.Index(stdout, "ID  STATE"); i < 0 || j < i {
+		t.Errorf("the summary line is not above the table:\n%s", stdout)
+	}
+
+	// Lease 1 was written 1.2 s before the GET, whose Date is whole seconds:
+	// age 1 s; a task may judge it expired at the first whole second past
+	// Last-Modified + 15 s + 1 s + the 1 s clock margin.
+	s := h.status()
+	lm := storeStart.Add(30 * time.Second)
+	date := lm.Add(1200 * time.Millisecond).Truncate(time.Second)
+	want := lease.FirstExpiredDate(lm, 15*time.Second, time.Second).Sub(date).Milliseconds()
+	if l := s.Leases[1]; l.ExpiresInMs == nil || *l.ExpiresInMs != want || want < 16000 || want > 18000 {
+		t.Errorf("held lease expiresInMs %v, want %d", l.ExpiresInMs, want)
+	}
+	if s.Leases[2].ExpiresInMs != nil || s.Leases[0].ExpiresInMs != nil {
+		t.Errorf("expiresInMs on a lease that is not held: %+v %+v", s.Leases[0], s.Leases[2])
+	}
+
+	s = h.status("--state", "held,expired")
+	if len(s.Leases) != 2 || s.Leases[0].NodeID != 1 || s.Leases[1].NodeID != 2 || s.Counts[StateCorrupt] != 3 {
+		t.Errorf("--state held,expired: leases %+v counts %v, want 1 and 2 listed and the counts whole", s.Leases, s.Counts)
+	}
+	stdout, _ = h.mustRun(ExitOK, "status", "--state", "corrupt")
+	if strings.Contains(stdout, "task-a") || !strings.Contains(stdout, "summary: 7 node IDs:") || strings.Count(stdout, " corrupt ") < 3 {
+		t.Errorf("status --state corrupt:\n%s", stdout)
+	}
+
+	_, stderr := h.mustRun(ExitFailed, "status", "--fail-on-anomalies")
+	contains(t, "stderr", stderr, "5 anomalies: 2 floor ", "3 corrupt, 4 missing")
+	h.mustRun(ExitUsage, "status", "--state", "held,lost")
+
+	clean := newHarness(t)
+	clean.putFilledManifest(2)
+	clean.put(lease.Record{NodeID: 0})
+	clean.put(held(1, "task-a", 1))
+	stdout, _ = clean.mustRun(ExitOK, "status", "--fail-on-anomalies")
+	contains(t, "status", stdout, "summary: 2 node IDs: 1 free, 1 held; no anomalies")
 }

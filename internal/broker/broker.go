@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
-// broker is one running demo-broker serve: flags turned into a node.Node,
+// broker is one running serve (or run): flags turned into a node.Node,
 // its HTTP server, and the embedded S3 when asked for.
 type broker struct {
 	cfg serveConfig
 	log *slog.Logger // with the task ID
 	raw *slog.Logger // without it, for the node (which adds it itself)
 
-	child *child // demo-broker run's command; nil for serve
+	child *child // run's command; nil for serve
 }
 
 func newBroker(cfg serveConfig, log *slog.Logger) *broker {
@@ -38,15 +38,19 @@ func newBroker(cfg serveConfig, log *slog.Logger) *broker {
 // fences, releases and stops) or its lease is lost. The HTTP server keeps
 // answering 503 until the node has stopped and for --drain-delay more.
 func (b *broker) run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", b.cfg.httpAddr)
+	lns, err := b.listen()
 	if err != nil {
-		return fmt.Errorf("listen on --http-addr %s: %w (is another process using the port?)", b.cfg.httpAddr, err)
+		return err
 	}
-	b.log.Info("http listening", "addr", ln.Addr().String())
-	b.child.listening(ln.Addr())
+	closeAll := func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}
+	b.child.listening(lns[0].Addr())
 	store, closeStore, err := b.openStore(ctx)
 	if err != nil {
-		_ = ln.Close()
+		closeAll()
 		return err
 	}
 	defer closeStore() // last: other brokers may use an embedded S3 until now, this one too
@@ -54,18 +58,48 @@ func (b *broker) run(ctx context.Context) error {
 	nc.Logger = b.raw
 	n, err := node.New(store, nc)
 	if err != nil {
-		_ = ln.Close()
+		closeAll()
 		return envflag.Usagef("%v", err)
 	}
 	b.log.Info("lease store", "store", b.cfg.storeName(), "bucket", b.cfg.bucket, "prefix", b.cfg.prefix, "endpoint", b.cfg.s3Endpoint)
 	if g := b.cfg.node.Gossip; g != nil && len(g.SecretKey) == 0 {
 		b.log.Warn("gossip is not encrypted: set --gossip-key (from a secret) so that only this cluster's brokers are heard", "cluster", g.Cluster)
 	}
-	srv := &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	handlers := []http.Handler{n.Handler(), n.OpsHandler()} // --http-addr, then --ops-addr
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return b.serveHTTP(gctx, srv, ln, n) })
-	g.Go(func() error { return b.runNode(gctx, store, n) })
+	// The HTTP servers stop once the node has, also when that ends without
+	// an error (run's child exiting 0 by itself), which would not cancel
+	// gctx.
+	httpCtx, nodeEnded := context.WithCancel(gctx)
+	for i, ln := range lns {
+		srv := &http.Server{Handler: handlers[i], ReadHeaderTimeout: 5 * time.Second}
+		g.Go(func() error { return b.serveHTTP(httpCtx, srv, ln, n) })
+	}
+	g.Go(func() error { defer nodeEnded(); return b.runNode(gctx, store, n) })
 	return g.Wait()
+}
+
+// listen listens on --http-addr and, when set, --ops-addr (in that order).
+func (b *broker) listen() ([]net.Listener, error) {
+	var lns []net.Listener
+	for _, l := range []struct{ flag, addr, msg string }{
+		{"http-addr", b.cfg.httpAddr, "http listening"},
+		{"ops-addr", b.cfg.opsAddr, "ops listening"},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, ln := range lns {
+				_ = ln.Close()
+			}
+			return nil, fmt.Errorf("listen on --%s %s: %w (is another process using the port?)", l.flag, l.addr, err)
+		}
+		b.log.Info(l.msg, "addr", ln.Addr().String())
+		lns = append(lns, ln)
+	}
+	return lns, nil
 }
 
 // runNode checks the store and runs the node until ctx ends or the lease is
@@ -81,9 +115,9 @@ func (b *broker) runNode(ctx context.Context, store checkedStore, n *node.Node) 
 	}
 	var err error
 	if b.child != nil {
-		err = n.RunChild(ctx, b.child.cmd, b.child.cfg, b.cfg.shutdownTimeout)
+		err = n.RunChild(ctx, b.child.cmd, b.child.cfg)
 	} else {
-		err = n.Run(ctx, b.cfg.shutdownTimeout)
+		err = n.Run(ctx)
 	}
 	if ce := (*lease.ConditionIgnoredError)(nil); errors.As(err, &ce) {
 		return fmt.Errorf("%s ignores %s: nodeid cannot run on it, two brokers could hold one node ID (%w)",
@@ -108,8 +142,9 @@ func (b *broker) storeName() string {
 	return fmt.Sprintf("AWS S3 bucket %s", b.cfg.bucket)
 }
 
-// serveHTTP serves until ctx ends; then it keeps answering (503) until the
-// node has stopped and for --drain-delay more, and shuts the server down.
+// serveHTTP serves srv on ln until ctx ends; then it keeps answering (503)
+// until the node has stopped and for --drain-delay more, and shuts the
+// server down.
 func (b *broker) serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener, n *node.Node) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

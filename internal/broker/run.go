@@ -1,29 +1,33 @@
-package main
+package broker
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/nodeid/nodeid/internal/envflag"
 	"github.com/nodeid/nodeid/node"
-	"github.com/nodeid/nodeid/nodeid"
 )
 
-const runHelp = `Usage: demo-broker run [flags] -- CMD [ARGS...]
+const runHelp = `Usage: {prog} run [flags] -- CMD [ARGS...]
 
-Runs one broker as demo-broker serve does (the same flags and variables), and
+Runs one broker as {prog} serve does (the same flags and variables), and
 once it holds a node ID and the wall clock is past the ID's floor, starts
 CMD with NODEID_NODE_ID, NODEID_VERSION, NODEID_FLOOR_MS, NODEID_IDS_URL (the
-broker's /ids) and, with --id-file, NODEID_ID_FILE in its environment. CMD
-runs in a process group of its own and dies with the broker (even kill -9).
+broker's /ids) and, with --id-file, NODEID_ID_FILE in its environment, with
+the caller's environment less the broker's own configuration (the NODEID_
+variable of every flag below, NODEID_GOSSIP_KEY and NODEID_ETCD_PASSWORD
+among them). CMD must exist when the broker starts. CMD runs in a process
+group of its own and dies with the broker (even kill -9). Once CMD has
+exited nobody reads the id file: the release follows without
+--id-file-grace.
 
 SIGTERM and SIGINT are forwarded to CMD's process group; CMD gets SIGKILL
 after --child-stop-timeout. When CMD has exited, the broker releases the ID
@@ -38,12 +42,12 @@ closes that gap by also checking the id file's validUntilMs (--id-file).
 
 Exit codes: CMD's status after a release (0 on a clean stop); 1 start-up or
 run-time failure (the release failed, CMD could not start); 2 a bad flag or
-variable; 3 the lease was lost (CMD killed).
+variable, or a CMD that cannot be found; 3 the lease was lost (CMD killed).
 
 Flags:
 `
 
-// child is the command demo-broker run supervises.
+// child is the command run supervises.
 type child struct {
 	cmd *exec.Cmd
 	cfg node.ChildConfig
@@ -74,20 +78,20 @@ func idsURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/ids"
 }
 
-// runRun is demo-broker run: serve's flags, "--", and the command to
+// runRun is the run command of prog: serve's flags, "--", and the command to
 // supervise. It returns the child's status, or the exit code of serve's
 // failures.
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runRun(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	flags, command, found := cutArgs(args)
 	cc := node.DefaultChildConfig()
-	cfg, err := parseBrokerFlags("demo-broker run", runHelp, flags, os.LookupEnv, stdout, func(f *envflag.Set) {
+	cfg, err := parseBrokerFlags(prog+" run", helpText(runHelp, prog), flags, os.LookupEnv, stdout, func(f *envflag.Set) {
 		f.DurationVar(&cc.StopTimeout, "child-stop-timeout", cc.StopTimeout,
 			"after SIGTERM or SIGINT, how long CMD has to exit before SIGKILL; after a lease loss CMD has at most lease-duration - safety-margin - renew-deadline - 100ms")
 	})
 	if err == nil {
-		err = checkRunConfig(cfg, &cc, found, command)
+		err = checkRunConfig(prog, cfg, &cc, found, command)
 	}
-	log, code, ok := parsedBroker(ctx, "run", &cfg, err, stderr)
+	log, code, ok := parsedBroker(ctx, prog+" run", &cfg, err, stderr)
 	if !ok {
 		return code
 	}
@@ -104,11 +108,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	go forwardSignals(bctx, sigs, fwd, cancel)
 
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = os.Environ()
+	cmd.Env = childEnviron(os.Environ(), cfg.ownVars)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr // the process's own: no copying that a grandchild could hold up
 	b := newBroker(cfg, log)
 	b.child = &child{cmd: cmd, cfg: cc}
-	return runExitCode(b.log, b.run(bctx))
+	return exitCode(prog+" run", b.log, stderr, b.run(bctx))
+}
+
+// childEnviron returns environ without the broker's own configuration
+// variables (own: every NODEID_<FLAG> it reads, the gossip key and the etcd
+// password among them). The child gets that, the caller's environment, and
+// the documented NODEID_* values of the ID (Supervise and child.listening
+// add them).
+func childEnviron(environ, own []string) []string {
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(own, k)
+	})
 }
 
 // forwardSignals passes each signal on to fwd (dropped when fwd is full: the
@@ -139,9 +155,9 @@ func cutArgs(args []string) (flags, command []string, found bool) {
 
 // checkRunConfig checks what run adds to serve: a command, and a child
 // configuration that leaves a lost lease's child time to stop.
-func checkRunConfig(cfg serveConfig, cc *node.ChildConfig, found bool, command []string) error {
+func checkRunConfig(prog string, cfg serveConfig, cc *node.ChildConfig, found bool, command []string) error {
 	if !found || len(command) == 0 {
-		return envflag.Usagef("no command: want demo-broker run [flags] -- CMD [ARGS...]")
+		return envflag.Usagef("no command: want %s run [flags] -- CMD [ARGS...]", prog)
 	}
 	if cc.StopTimeout <= 0 {
 		return envflag.Usagef("--child-stop-timeout %v: want a positive duration", cc.StopTimeout)
@@ -155,30 +171,11 @@ func checkRunConfig(cfg serveConfig, cc *node.ChildConfig, found bool, command [
 	}
 	if err := cc.Validate(nc); err != nil {
 		w := node.LossWindow(nc.Provider)
-		return envflag.Usagef("--lease-duration %v - --safety-margin %v - --renew-deadline %v leaves %v between a lease loss and the fence: "+
-			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)
+		return envflag.Usagef("%s", envflag.HumanDurations(fmt.Sprintf("--lease-duration %v - --safety-margin %v - --renew-deadline %v leaves %v between a lease loss and the fence: "+
+			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)))
+	}
+	if _, err := exec.LookPath(command[0]); err != nil { // before an ID is taken for nothing
+		return envflag.Usagef("CMD %q cannot be run: %v", command[0], err)
 	}
 	return nil
-}
-
-// runExitCode maps the end of demo-broker run to its exit code.
-func runExitCode(log *slog.Logger, err error) int {
-	var ce *node.ChildExitError
-	switch {
-	case err == nil:
-		log.Info("stopped")
-		return exitOK
-	case errors.As(err, &ce):
-		log.Info("exiting with the child's status after releasing the node ID", "exitCode", ce.ExitCode(), "child", ce.Error())
-		return ce.ExitCode()
-	case errors.Is(err, envflag.ErrUsage):
-		log.Error("invalid configuration", "err", err)
-		return exitUsage
-	case errors.Is(err, nodeid.ErrLeaseLost):
-		log.Error("exiting after losing the lease", "exitCode", exitLeaseLost, "err", err)
-		return exitLeaseLost
-	default:
-		log.Error("exiting after a failure", "exitCode", exitFailure, "err", err)
-		return exitFailure
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseServeFlagsEtcd(t *testing.T) {
-	c, err := parseServeFlags([]string{"--store", "etcd", "--gossip-addr", "127.0.0.1:0"}, env(
+	c, err := parseServeFlags("nodeid-broker", []string{"--store", "etcd", "--gossip-addr", "127.0.0.1:0"}, env(
 		"NODEID_ETCD_ENDPOINTS", "127.0.0.1:2379, 127.0.0.2:2379",
 		"NODEID_ETCD_USERNAME", "nodeid",
 		"NODEID_ETCD_PASSWORD", "secret",
@@ -37,7 +37,7 @@ func TestParseServeFlagsEtcd(t *testing.T) {
 		{[]string{"--store", "zk"}, `"zk": want s3 or etcd`},
 		{[]string{"--bucket", "b", "--etcd-endpoints", "h:1"}, "needs --store etcd"},
 	} {
-		_, err := parseServeFlags(tc.args, env(), io.Discard)
+		_, err := parseServeFlags("nodeid-broker", tc.args, env(), io.Discard)
 		if !errors.Is(err, envflag.ErrUsage) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
 		}

@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"context"
@@ -10,8 +10,12 @@ import (
 	"github.com/nodeid/nodeid/lease"
 )
 
-// checkStoreFlags checks --store and the flags of the store it names.
+// checkStoreFlags checks --store, --prefix and the flags of the store --store
+// names.
 func (c *serveConfig) checkStoreFlags(f *envflag.Set) error {
+	if err := etcdflag.CheckPrefix(f.Source("prefix"), c.prefix); err != nil {
+		return err
+	}
 	return c.etcd.Check(c.store, f.Source("store"), c.embeddedS3 != "" || c.s3Endpoint != "" || c.bucket != "", c.prefix)
 }
 

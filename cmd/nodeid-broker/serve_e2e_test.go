@@ -487,9 +487,11 @@ func TestServeBadInput(t *testing.T) {
 		{"bad gossip key", []string{"NODEID_GOSSIP_KEY=c2hvcnQ="}, []string{"serve", "--bucket", "b"}, 2, "NODEID_GOSSIP_KEY"},
 		{"renew after lease", nil, []string{"serve", "--bucket", "b", "--lease-duration", "3s", "--renew-interval", "5s"}, 2, "--renew-interval"},
 		{"bad log level", []string{"NODEID_LOG_LEVEL=loud"}, []string{"serve", "--bucket", "b"}, 2, "NODEID_LOG_LEVEL"},
+		{"prefix without a slash", nil, []string{"serve", "--bucket", "b", "--prefix", "nodeid"}, 2, `--prefix "nodeid" does not end with "/"`},
+		{"prefix variable without a slash", []string{"NODEID_PREFIX=ids"}, []string{"serve", "--bucket", "b"}, 2, `NODEID_PREFIX (--prefix) "ids" does not end with "/"`},
 		{"both S3s", nil, []string{"serve", "--embedded-s3", ":0", "--s3-endpoint", "http://x"}, 2, "--embedded-s3"},
-		{"bad endpoint", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "ftp://x"}, 2, "Endpoint"},
-		{"unreachable S3", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "http://127.0.0.1:1", "--s3-path-style", "--http-addr", "127.0.0.1:0"}, 1, "cannot connect"},
+		{"bad endpoint", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "ftp://x"}, 2, `--s3-endpoint "ftp://x" is not an http://`},
+		{"unreachable S3", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "http://127.0.0.1:1", "--s3-path-style", "--http-addr", "127.0.0.1:0"}, 1, "http://127.0.0.1:1 refuses connections"},
 		{"help", nil, []string{"serve", "--help"}, 0, "NODEID_EMBEDDED_S3"},
 		{"healthcheck bad flag", nil, []string{"healthcheck", "--http-adr", "x"}, 1, "http-adr"},
 		{"healthcheck bad variable", []string{"NODEID_HTTP_ADDR=nonsense"}, []string{"healthcheck"}, 1, "NODEID_HTTP_ADDR"},
@@ -517,6 +519,13 @@ func TestServeSignalWhileAcquiring(t *testing.T) {
 	second.waitLog("acquiring a node ID", 10*time.Second)
 	if s, err := second.status(); err != nil || s.State != node.StateAcquiring || s.NodeID != -1 || s.Ready {
 		t.Fatalf("second: %+v %v, want acquiring", s, err)
+	}
+	// It says why it waits, in its log and its health check.
+	if line := second.waitLog("no node ID taken yet: still acquiring", 10*time.Second); !strings.Contains(fmt.Sprint(line["reason"]), "cluster full") {
+		t.Errorf("second's log says it waits because %v, want the cluster full", line["reason"])
+	}
+	if code, body, err := second.get("/health"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(string(body), "cluster full") {
+		t.Errorf("second's /health: %d %s %v, want 503 naming the full cluster", code, body, err)
 	}
 	second.signal(syscall.SIGINT)
 	if code := second.waitExit(10 * time.Second); code != 0 {

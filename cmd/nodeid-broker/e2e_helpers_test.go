@@ -23,6 +23,12 @@ import (
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
+// The exit codes docs/nodeid-broker.md documents, as the tests expect them.
+const (
+	exitOK        = 0
+	exitLeaseLost = 3
+)
+
 // brokerEnv returns the environment of a broker process: no AWS configuration
 // of the machine's, the static credentials any gofakes3 accepts, and extra.
 func brokerEnv(t *testing.T, extra ...string) []string {
@@ -38,7 +44,7 @@ func brokerEnv(t *testing.T, extra ...string) []string {
 	return append(env, extra...)
 }
 
-// proc is one demo-broker process (brokerproc, with the test's name and
+// proc is one nodeid-broker process (brokerproc, with the test's name and
 // failure handling).
 type proc struct {
 	*brokerproc.Proc
@@ -48,7 +54,7 @@ type proc struct {
 	httpAddr string // bound address of the HTTP server, from its log
 }
 
-// startBroker starts demo-broker serve with args (and --http-addr on a free
+// startBroker starts nodeid-broker serve with args (and --http-addr on a free
 // loopback port), waits until its HTTP server listens, and kills it at the
 // end of the test.
 func startBroker(t *testing.T, name string, env []string, args ...string) *proc {
@@ -197,13 +203,26 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	}
 }
 
-// runBin runs the binary to completion and returns its exit code, stdout and
-// stderr.
+// runBin runs the broker binary to completion and returns its exit code,
+// stdout and stderr.
 func runBin(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	return runProgram(t, brokerBin, env, args...)
+}
+
+// runCtl runs nodeidctl as runBin runs the broker.
+func runCtl(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	return runProgram(t, ctlBin, env, args...)
+}
+
+// runProgram runs bin to completion and returns its exit code, stdout and
+// stderr.
+func runProgram(t *testing.T, bin string, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, brokerBin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

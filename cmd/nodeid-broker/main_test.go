@@ -9,22 +9,22 @@ import (
 	"testing"
 )
 
-// brokerBin is the demo-broker binary the end-to-end tests run, built once by
+// brokerBin is the nodeid-broker binary the end-to-end tests run, built once by
 // TestMain (with -race when the tests run with it); ctlBin is nodeidctl, to
 // compare its view of the bucket with the brokers'.
 var brokerBin, ctlBin string
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(testChildEnv); mode != "" { // demo-broker run started this binary as its child
+	if mode := os.Getenv(testChildEnv); mode != "" { // nodeid-broker run started this binary as its child
 		os.Exit(testChild(mode))
 	}
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "demo-broker-test-")
+	dir, err := os.MkdirTemp("", "nodeid-broker-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	brokerBin, ctlBin = filepath.Join(dir, "demo-broker"), filepath.Join(dir, "nodeidctl")
+	brokerBin, ctlBin = filepath.Join(dir, "nodeid-broker"), filepath.Join(dir, "nodeidctl")
 	for bin, pkg := range map[string]string{brokerBin: ".", ctlBin: "../nodeidctl"} {
 		args := []string{"build", "-o", bin}
 		if raceEnabled {

@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"encoding/base64"
@@ -21,7 +21,7 @@ import (
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
-// serveConfig is what the flags of demo-broker serve say, validated.
+// serveConfig is what the flags of serve say, validated.
 type serveConfig struct {
 	// node is the node's configuration, checked by node.Config.Validate;
 	// New validates it again once the task ID and the loggers are set.
@@ -33,19 +33,20 @@ type serveConfig struct {
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
 	store                              string // --store: s3 or etcd
 	etcd                               etcdflag.Flags
+	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
-	httpAddr        string
-	gossipAddr      string // "" when gossip is off
-	clockOffset     time.Duration
-	logLevel        slog.Level
-	shutdownTimeout time.Duration
-	drainDelay      time.Duration
+	httpAddr    string
+	opsAddr     string // "" for none
+	gossipAddr  string // "" when gossip is off
+	clockOffset time.Duration
+	logLevel    slog.Level
+	drainDelay  time.Duration
 }
 
 // gossipOn reports whether --gossip-addr enables gossip.
 func (c *serveConfig) gossipOn() bool { return c.node.Gossip != nil }
 
-const serveHelp = `Usage: demo-broker serve [flags]
+const serveHelp = `Usage: {prog} serve [flags]
 
 Runs one broker: leases a node ID from the S3 bucket, renews it, serves
 Snowflake IDs over HTTP (GET /ids?n=K, /status, /health, /ready, /metrics),
@@ -62,18 +63,18 @@ Flags:
 // parseServeFlags parses the flags of serve, then the environment, and
 // validates the result. Errors wrap envflag.ErrUsage and name the flag or
 // variable; -h prints the help on stdout and returns flag.ErrHelp.
-func parseServeFlags(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (serveConfig, error) {
-	return parseBrokerFlags("demo-broker serve", serveHelp, args, lookupEnv, stdout, nil)
+func parseServeFlags(prog string, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (serveConfig, error) {
+	return parseBrokerFlags(prog+" serve", helpText(serveHelp, prog), args, lookupEnv, stdout, nil)
 }
 
 // parseBrokerFlags parses the flags of serve for command name (serve, run),
 // with more flags defined by extra (nil: none); help heads -h's output.
 func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (string, bool), stdout io.Writer, extra func(*envflag.Set)) (serveConfig, error) {
 	var (
-		c                             serveConfig
-		order, join, key              string
-		logLevel                      string
-		readyTimeout, grace, maxLease time.Duration
+		c                                        serveConfig
+		order, join, key                         string
+		logLevel                                 string
+		readyTimeout, grace, maxLease, lossGrace time.Duration
 	)
 	c.node = node.DefaultConfig()
 	pc := &c.node.Provider
@@ -83,7 +84,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
 	c.etcd.Bind(f)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
-	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects, used as given")
+	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects: ends with \"/\", or empty for the root of the bucket")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")
 	f.StringVar(&c.s3Endpoint, "s3-endpoint", "", "base URL of an S3-compatible server (empty: AWS S3)")
 	f.BoolVar(&c.s3PathStyle, "s3-path-style", false, "address the bucket in the URL path (MinIO, versitygw, gofakes3)")
@@ -91,18 +92,21 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.IntVar(&pc.ClusterSize, "cluster-size", pc.ClusterSize, "number of node IDs, 1..1024, written into the cluster manifest by the first broker (afterwards the manifest's value wins)")
 	f.DurationVar(&pc.LeaseDuration, "lease-duration", pc.LeaseDuration, "lease duration: how long after its last renewal a vanished broker's ID stays taken")
 	f.DurationVar(&pc.RenewInterval, "renew-interval", 0, "time between renewals (0: lease-duration/3)")
-	f.DurationVar(&pc.RenewDeadline, "renew-deadline", 0, "how long after its last successful renewal the broker keeps retrying before it fences itself and exits 3 (0: the lesser of 2/3 of the lease and lease-duration - safety-margin)")
+	f.DurationVar(&pc.RenewDeadline, "renew-deadline", 0, "how long after its last successful renewal the broker keeps retrying before it fences itself (and enters jeopardy, see --loss-grace) (0: the lesser of 2/3 of the lease and lease-duration - safety-margin)")
 	f.DurationVar(&pc.SafetyMargin, "safety-margin", 0, "taken off the lease on this broker's monotonic clock: it stops issuing IDs this long before others may take its ID (0: the lesser of 1s and lease-duration/4)")
+	f.DurationVar(&lossGrace, "loss-grace", 0, "when renewals give up with no sign of another writer, how long the broker stays in jeopardy (/health 503, no IDs) renewing on its last write before it exits 3; a renewal that lands recovers the lease (/health 200, the same version). Keep it below what the orchestrator waits on a failing health check (ECS: retries x interval) (default: --lease-duration; 0: none, the first fence is final)")
 	f.DurationVar(&pc.ClockMargin, "clock-margin", pc.ClockMargin, "extra margin when judging another broker's lease expired on the store's clock (the same for every broker and nodeidctl)")
 	f.DurationVar(&maxLease, "max-lease-duration", pc.MaxLeaseDuration, "longest lease a record may state; a record stating more is reported corrupt and never taken (the same for every broker and nodeidctl)")
 	f.DurationVar(&pc.AcquireTimeout, "acquire-timeout", pc.AcquireTimeout, "how long to keep looking for a free node ID before exiting 1")
 	f.StringVar(&order, "order", string(nodeid.OrderSpread), "order in which node IDs are tried: spread (from an offset derived from the task ID) or lowest-first (dense IDs)")
 	f.StringVar(&pc.TaskID, "task-id", "", "this broker's identity in the lease it holds and in gossip (default: the ECS task ARN from $ECS_CONTAINER_METADATA_URI_V4, else host name, pid and random bytes)")
-	f.StringVar(&c.httpAddr, "http-addr", ":8080", "address of the HTTP server (/ids, /status, /health, /ready, /metrics)")
+	f.StringVar(&c.httpAddr, "http-addr", ":8080", "address of the HTTP server (/ids, /status, /health, /ready, /metrics); 127.0.0.1:8080 keeps /ids to the application on this host")
+	f.StringVar(&c.opsAddr, "ops-addr", "", "address of a second HTTP server with the operator endpoints only (/status, /leader, /health, /ready, /metrics; no /ids): the port to publish for Prometheus and a load balancer's health check (/ready) (empty: none)")
 	f.StringVar(&c.gossipAddr, "gossip-addr", "", "IP:port to gossip on (TCP and UDP), for example :7946 or 0.0.0.0:7946 (empty: no gossip; gossip is advisory)")
 	f.StringVar(&join, "join", "", "comma-separated host:port list of gossip members to join at start (needs --gossip-addr)")
 	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: s3://BUCKET/PREFIX, or etcd://ENDPOINTS/PREFIX)")
 	f.StringVar(&key, "gossip-key", "", "base64 of a 16, 24 or 32-byte key that encrypts gossip (AES-GCM); every broker needs the same (empty: plain text)")
+	f.DurationVar(&c.node.MaxIssueStall, "max-issue-stall", 0, "how long the generator may fail to issue IDs (a clock behind the floor, a reservation no renewal raises) before health fails and the task is replaced (0: the lesser of 30s and 2 x lease-duration)")
 	f.DurationVar(&readyTimeout, "ready-timeout", c.node.ReadyTimeout, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")
 	f.StringVar(&c.node.IDFile, "id-file", "", "write {\"nodeId\":..,\"version\":..,\"floorMs\":..,\"validUntilMs\":..} to this file (atomically) once the lease is held, rewrite it after every renewal, and remove it the moment the broker fences: for sidecar use")
 	f.DurationVar(&grace, "id-file-grace", c.node.IDFileGrace, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID; above its re-read period (1s) with slack")
@@ -111,7 +115,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.DurationVar(&c.clockOffset, "debug-clock-offset", 0, "testing only: shift this broker's clocks (its wall clock: Snowflake timestamps and reservations; and the host's clock it assumes a supervised child or id-file reader stamps IDs with) by this much, to simulate a machine whose clock is off")
 	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store honours If-None-Match: * and If-Match, also for a replaced ETag and two concurrent updates (it costs six requests on one object, probe.json under the prefix); only for a store known to honour both")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
-	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
+	f.DurationVar(&c.node.ShutdownTimeout, "shutdown-timeout", c.node.ShutdownTimeout, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
 	f.DurationVar(&c.drainDelay, "drain-delay", time.Second, "how long the HTTP server keeps answering (503) after the broker fenced, before it exits")
 	if extra != nil {
 		extra(f)
@@ -124,10 +128,19 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 		}
 		return c, err
 	}
+	c.ownVars = f.Vars()
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, envflag.Usagef("%s %q: want debug, info, warn or error", f.Source("log-level"), logLevel)
 	}
 	pc.Order, pc.MaxLeaseDuration = nodeid.Order(order), maxLease
+	switch {
+	case lossGrace < 0:
+		return c, envflag.Usagef("%s %s is negative (0 turns jeopardy off)", f.Source("loss-grace"), envflag.FormatDuration(lossGrace))
+	case f.IsSet("loss-grace") && lossGrace == 0:
+		pc.LossGrace = nodeid.NoLossGrace
+	default:
+		pc.LossGrace = lossGrace // 0: a lease
+	}
 	c.node.ReadyTimeout, c.node.IDFileGrace = readyTimeout, grace
 	pc.Clock = nodeid.SystemClock(c.clockOffset)
 	if off := c.clockOffset; off != 0 {
@@ -146,12 +159,13 @@ var fieldFlags = map[string]string{
 	"ClusterSize": "cluster-size", "LeaseDuration": "lease-duration", "RenewInterval": "renew-interval",
 	"RenewDeadline": "renew-deadline", "SafetyMargin": "safety-margin", "ClockMargin": "clock-margin",
 	"MaxLeaseDuration": "max-lease-duration", "AcquireTimeout": "acquire-timeout", "Order": "order",
-	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.ReadyTimeout": "ready-timeout",
+	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.ReadyTimeout": "ready-timeout", "Node.ShutdownTimeout": "shutdown-timeout",
+	"Node.MaxIssueStall": "max-issue-stall", "LossGrace": "loss-grace",
 }
 
 // fieldFlagNames rewrites the field names in a reason into flag names.
 var fieldFlagNames = func() *strings.Replacer {
-	var pairs []string
+	pairs := []string{"LeaseDuration - SafetyMargin", "--lease-duration minus --safety-margin"}
 	for field, fl := range fieldFlags {
 		pairs = append(pairs, strings.TrimPrefix(field, "Node."), "--"+fl)
 	}
@@ -172,8 +186,8 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 		return envflag.Usagef("--bucket (or %s) is required", envflag.Name("bucket"))
 	case c.drainDelay < 0:
 		return envflag.Usagef("%s %v must not be negative", src("drain-delay"), c.drainDelay)
-	case c.shutdownTimeout <= 0:
-		return envflag.Usagef("%s %v: want a positive duration", src("shutdown-timeout"), c.shutdownTimeout)
+	case c.node.ShutdownTimeout <= 0:
+		return envflag.Usagef("%s %v: want a positive duration", src("shutdown-timeout"), c.node.ShutdownTimeout)
 	}
 	if c.embeddedS3 != "" {
 		if c.bucket == "" {
@@ -186,13 +200,16 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
 		return envflag.Usagef("%s %q is not host:port: %v", src("http-addr"), c.httpAddr, err)
 	}
+	if _, _, err := net.SplitHostPort(c.opsAddr); c.opsAddr != "" && err != nil {
+		return envflag.Usagef("%s %q is not host:port: %v", src("ops-addr"), c.opsAddr, err)
+	}
 	if err := c.fillGossip(f, join, key); err != nil {
 		return err
 	}
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Prefix, sc.Region, sc.Endpoint = c.bucket, c.prefix, c.region, c.s3Endpoint
 	if err := sc.Validate(); err != nil && c.store == etcdflag.StoreS3 {
-		return envflag.Usagef("%v (flags --bucket, --prefix, --region, --s3-endpoint)", err)
+		return etcdflag.S3ConfigError(err, src)
 	}
 	check := c.node // validated as a copy: New fills in the task ID and the loggers first
 	if check.Provider.TaskID == "" {
@@ -201,24 +218,54 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	return flagErrors(check.Validate(), f)
 }
 
+// timingFlags are the flags the lease's derived timings come from: a rule
+// broken by a derived value names those the user set.
+var timingFlags = []string{"lease-duration", "safety-margin", "renew-interval", "renew-deadline"}
+
 // flagErrors turns the errors of node.Config.Validate into one usage error
-// that names the flags (or variables) at fault.
+// that names the flags (or variables) at fault, each once, with durations
+// as people write them. An error on a value the user set comes first; those
+// on values derived from it (a timing left to its default, a field no flag
+// sets, such as StoreTimeout) follow from it and are left out. When only
+// derived values break a rule, the first is reported with the flags set
+// that it was derived from.
 func flagErrors(err error, f *envflag.Set) error {
 	if err == nil {
 		return nil
 	}
-	var msgs []string
+	var set, derived []string
+	seen := map[string]bool{}
 	for _, fe := range nodeid.FieldErrors(err) {
-		if fl, ok := fieldFlags[fe.Field]; ok {
-			msgs = append(msgs, f.Source(fl)+" "+fieldFlagNames.Replace(fe.Reason))
-		} else {
-			msgs = append(msgs, fe.Error())
+		if seen[fe.Field] {
+			continue
+		}
+		seen[fe.Field] = true
+		reason := envflag.HumanDurations(fieldFlagNames.Replace(fe.Reason))
+		switch fl, ok := fieldFlags[fe.Field]; {
+		case ok && f.IsSet(fl):
+			set = append(set, f.Source(fl)+" "+reason)
+		case ok:
+			derived = append(derived, "the default --"+fl+" "+reason)
+		default:
+			derived = append(derived, "the derived "+fe.Field+" "+reason)
 		}
 	}
-	if len(msgs) == 0 {
-		return envflag.Usagef("%v", err)
+	switch {
+	case len(set) > 0:
+		return envflag.Usagef("%s", strings.Join(set, "; "))
+	case len(derived) == 0:
+		return envflag.Usagef("%s", envflag.HumanDurations(err.Error()))
 	}
-	return envflag.Usagef("%s", strings.Join(msgs, "; "))
+	var from []string
+	for _, fl := range timingFlags {
+		if f.IsSet(fl) {
+			from = append(from, f.Source(fl)+" "+envflag.HumanDurations(f.Lookup(fl).Value.String()))
+		}
+	}
+	if len(from) == 0 {
+		return envflag.Usagef("%s", derived[0])
+	}
+	return envflag.Usagef("%s, given %s: set the timings left to their defaults, or change those", derived[0], strings.Join(from, " and "))
 }
 
 // fillGossip checks --gossip-addr, --join and --gossip-key and builds the

@@ -19,7 +19,7 @@ import (
 	"github.com/nodeid/nodeid/snowflake"
 )
 
-// startRun starts demo-broker run with args (and --http-addr on a free
+// startRun starts nodeid-broker run with args (and --http-addr on a free
 // loopback port), with this test binary as its child, and waits until its
 // HTTP server listens. env selects the child's mode (childEnv).
 func startRun(t *testing.T, name string, env []string, args ...string) *proc {
@@ -34,7 +34,7 @@ func startRun(t *testing.T, name string, env []string, args ...string) *proc {
 	return p
 }
 
-// childEnv returns the environment of a demo-broker run whose child is this
+// childEnv returns the environment of a nodeid-broker run whose child is this
 // test binary in mode, writing into dir.
 // The race detector's exit sleep (1 s) is off: a child exits when it says
 // so.
@@ -484,7 +484,8 @@ func TestRunBadInput(t *testing.T) {
 		{"bad stop timeout", []string{"run", "--bucket", "b", "--child-stop-timeout", "0s", "--", "true"}, 2, "--child-stop-timeout"},
 		{"no time to stop after a loss", []string{"run", "--bucket", "b", "--lease-duration", "3s", "--renew-deadline", "2250ms", "--", "true"}, 2, "too little for the child to stop"},
 		{"serve flags checked", []string{"run", "--bukket", "b", "--", "true"}, 2, "bukket"},
-		{"missing command", []string{"run", "--embedded-s3", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--", "/nonexistent/cmd"}, 1, "start the child"},
+		{"missing command", []string{"run", "--embedded-s3", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--", "/nonexistent/cmd"}, 2, `CMD "/nonexistent/cmd" cannot be run`},
+		{"command not on PATH", []string{"run", "--embedded-s3", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--", "nodeid-no-such-command"}, 2, `CMD "nodeid-no-such-command" cannot be run`},
 		{"help", []string{"run", "--help"}, 0, "NODEID_CHILD_STOP_TIMEOUT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -493,5 +494,50 @@ func TestRunBadInput(t *testing.T) {
 				t.Errorf("exit %d, want %d with %q in the output:\n%s%s", code, tc.code, tc.contains, out, errOut)
 			}
 		})
+	}
+}
+
+// TestRunChildEnvironment: the child gets the documented NODEID_ values and
+// the caller's environment, but none of the broker's own configuration
+// variables, the gossip key and the etcd password first; a caller's
+// variable that is no flag of the broker passes. The broker was configured
+// by variables alone here.
+func TestRunChildEnvironment(t *testing.T) {
+	t.Parallel()
+	srv := startFakeS3(t)
+	dir := t.TempDir()
+	idFile := filepath.Join(t.TempDir(), "id.json")
+	secrets := []string{"NODEID_GOSSIP_KEY=MDEyMzQ1Njc4OWFiY2RlZg==", "NODEID_ETCD_PASSWORD=etcd-secret"}
+	config := []string{"NODEID_BUCKET=" + srv.Bucket(), "NODEID_S3_ENDPOINT=" + srv.URL(), "NODEID_S3_PATH_STYLE=true",
+		"NODEID_CLUSTER_SIZE=2", "NODEID_LEASE_DURATION=2s", "NODEID_ID_FILE=" + idFile, "NODEID_CHILD_STOP_TIMEOUT=1s"}
+	callers := []string{"MY_APP_SETTING=kept", "NODEID_APP_MODE=kept"}
+	env := childEnv(t, "exit", dir, append(append(append([]string{testChildCode + "=0"}, secrets...), config...), callers...)...)
+	p := startRun(t, "run", env)
+	if code := p.waitExit(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d, want the child's 0:\n%s", code, p.log())
+	}
+	var c childInfo
+	waitJSON(t, p, filepath.Join(dir, "child.json"), &c)
+	got := map[string]string{}
+	for _, kv := range c.Environ {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	for _, kv := range append(secrets, config...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if v, ok := got[k]; ok && !(k == "NODEID_ID_FILE" && v == idFile) {
+			t.Errorf("the child's environment has the broker's %s=%q", k, v)
+		}
+	}
+	for _, k := range []string{"NODEID_NODE_ID", "NODEID_VERSION", "NODEID_FLOOR_MS", "NODEID_IDS_URL", "NODEID_ID_FILE"} {
+		if got[k] == "" {
+			t.Errorf("the child's environment lacks %s: %q", k, c.Environ)
+		}
+	}
+	for _, kv := range callers {
+		k, v, _ := strings.Cut(kv, "=")
+		if got[k] != v {
+			t.Errorf("the caller's %s=%q did not reach the child (%q)", k, v, got[k])
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"context"
@@ -15,58 +15,59 @@ import (
 	"github.com/nodeid/nodeid/internal/envflag"
 )
 
-// Exit codes of demo-broker healthcheck. Docker reserves 2 in HEALTHCHECK
+// Exit codes of healthcheck. Docker reserves 2 in HEALTHCHECK
 // commands, so a bad flag is 1 too.
 const (
 	healthy   = 0
 	unhealthy = 1
 )
 
-const healthcheckHelp = `Usage: demo-broker healthcheck [flags]
+const healthcheckHelp = `Usage: {prog} healthcheck [flags]
 
 Exits 0 if the broker's GET /health answers 200, else 1 (printing why): for
-an ECS container health check, ["CMD", "/demo-broker", "healthcheck"], in an
+an ECS container health check, ["CMD", "/{prog}", "healthcheck"], in an
 image without curl. It reads NODEID_HTTP_ADDR like the broker it checks.
 
 Flags:
 `
 
-// runHealthcheck is demo-broker healthcheck.
-func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := envflag.New("demo-broker healthcheck", os.LookupEnv)
+// runHealthcheck is the healthcheck command of prog.
+func runHealthcheck(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	name := prog + " healthcheck"
+	f := envflag.New(name, os.LookupEnv)
 	f.BindAll()
 	addr := f.String("http-addr", ":8080", "address of the broker's HTTP server (the broker's --http-addr; an empty or wildcard host means 127.0.0.1)")
 	timeout := f.Duration("timeout", 2*time.Second, "how long to wait for the answer")
 	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, healthcheckHelp)
+			fmt.Fprint(stdout, helpText(healthcheckHelp, prog))
 			f.PrintDefaultsTo(stdout)
 			return healthy
 		}
-		fmt.Fprintf(stderr, "demo-broker healthcheck: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return unhealthy
 	}
 	target, err := localURL(*addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "demo-broker healthcheck: %s %q: %v\n", f.Source("http-addr"), *addr, err)
+		fmt.Fprintf(stderr, "%s: %s %q: %v\n", name, f.Source("http-addr"), *addr, err)
 		return unhealthy
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target+"/health", nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "demo-broker healthcheck: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return unhealthy
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		fmt.Fprintf(stderr, "demo-broker healthcheck: unhealthy: %v\n", err)
+		fmt.Fprintf(stderr, "%s: unhealthy: %v\n", name, err)
 		return unhealthy
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "demo-broker healthcheck: unhealthy: HTTP %d %s\n", resp.StatusCode, strings.TrimSpace(string(body)))
+		fmt.Fprintf(stderr, "%s: unhealthy: HTTP %d %s\n", name, resp.StatusCode, strings.TrimSpace(string(body)))
 		return unhealthy
 	}
 	fmt.Fprintf(stdout, "healthy: %s\n", strings.TrimSpace(string(body)))

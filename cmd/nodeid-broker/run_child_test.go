@@ -15,13 +15,13 @@ import (
 	"github.com/nodeid/nodeid/snowflake"
 )
 
-// The test binary is also the child demo-broker run starts in the tests:
+// The test binary is also the child nodeid-broker run starts in the tests:
 // TestMain runs testChild instead of the tests when testChildEnv is set.
 const (
-	testChildEnv    = "DEMOBROKER_TEST_CHILD"        // the mode: exit, trap, ignore, snowflake
-	testChildDir    = "DEMOBROKER_TEST_DIR"          // where the child writes what it saw
-	testChildCode   = "DEMOBROKER_TEST_CODE"         // exit: the status to exit with
-	testChildOffset = "DEMOBROKER_TEST_CLOCK_OFFSET" // snowflake: the clock offset, as the broker's --debug-clock-offset
+	testChildEnv    = "NODEIDBROKER_TEST_CHILD"        // the mode: exit, trap, ignore, snowflake
+	testChildDir    = "NODEIDBROKER_TEST_DIR"          // where the child writes what it saw
+	testChildCode   = "NODEIDBROKER_TEST_CODE"         // exit: the status to exit with
+	testChildOffset = "NODEIDBROKER_TEST_CLOCK_OFFSET" // snowflake: the clock offset, as the broker's --debug-clock-offset
 )
 
 // childInfo is what a test child saw at its start (and, in mode exit, when
@@ -33,10 +33,11 @@ type childInfo struct {
 	IDFile          string
 	IDFileContent   *node.IDFileContent // read at the start, when IDFile is set
 	StartMs, ExitMs int64
-	GroupLeader     bool // the child leads a process group of its own
+	GroupLeader     bool     // the child leads a process group of its own
+	Environ         []string // its whole environment
 }
 
-// testChild is the test binary as demo-broker run's child; it returns the
+// testChild is the test binary as nodeid-broker run's child; it returns the
 // exit status.
 func testChild(mode string) int {
 	dir := os.Getenv(testChildDir)
@@ -45,7 +46,7 @@ func testChild(mode string) int {
 	info := childInfo{
 		Pid: os.Getpid(), NodeID: os.Getenv(node.EnvNodeID), Version: os.Getenv(node.EnvVersion),
 		FloorMs: os.Getenv(node.EnvFloorMs), IDsURL: os.Getenv(node.EnvIDsURL), IDFile: os.Getenv(node.EnvIDFile),
-		StartMs: time.Now().UnixMilli(),
+		StartMs: time.Now().UnixMilli(), Environ: os.Environ(),
 	}
 	pgid, _ := syscall.Getpgid(0)
 	info.GroupLeader = pgid == info.Pid

@@ -1,0 +1,285 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+const cfnTemplate = "cloudformation/nodeid-service.yaml"
+
+// cfnValue turns a YAML node of a CloudFormation template into plain values;
+// a scalar with an intrinsic function's short tag reads as its text, "!Ref
+// GossipKey", so that the checks see what is a reference.
+func cfnValue(n *yaml.Node) any {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		return cfnValue(n.Content[0])
+	case yaml.MappingNode:
+		m := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m[n.Content[i].Value] = cfnValue(n.Content[i+1])
+		}
+		return m
+	case yaml.SequenceNode:
+		var s []any
+		for _, c := range n.Content {
+			s = append(s, cfnValue(c))
+		}
+		return s
+	case yaml.AliasNode:
+		return cfnValue(n.Alias)
+	}
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") { // !Ref, not !!str
+		return n.Tag + " " + n.Value
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return n.Value
+	}
+	return v
+}
+
+// template is the CloudFormation template, as plain values.
+type template struct {
+	Parameters map[string]struct {
+		Default any
+	}
+	Resources map[string]struct {
+		Type       string
+		Properties map[string]any
+	}
+}
+
+func readTemplate(t *testing.T) template {
+	t.Helper()
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(mustRead(t, cfnTemplate)), &root); err != nil {
+		t.Fatal(err)
+	}
+	var tpl template
+	recode(t, cfnValue(&root), &tpl)
+	return tpl
+}
+
+// recode decodes from (plain values) into v through JSON.
+func recode(t *testing.T, from, v any) {
+	t.Helper()
+	b, err := json.Marshal(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+}
+
+// resource returns the properties of the template's resource name, checking
+// its type.
+func (tpl *template) resource(t *testing.T, name, typ string) map[string]any {
+	t.Helper()
+	r, ok := tpl.Resources[name]
+	if !ok || r.Type != typ {
+		t.Fatalf("%s: no %s resource %s", cfnTemplate, typ, name)
+	}
+	return r.Properties
+}
+
+// param returns a parameter's default as an integer.
+func (tpl *template) param(t *testing.T, name string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(strings.Trim(jsonText(t, tpl.Parameters[name].Default), `"`)))
+	if err != nil {
+		t.Fatalf("%s: parameter %s: default %v", cfnTemplate, name, tpl.Parameters[name].Default)
+	}
+	return n
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestCloudFormationService checks the service template against the broker's
+// flags and deploy/README.md: the same sidecar as ecs-task-definition.json;
+// the execution role reads the gossip key; Cloud Map names what the brokers
+// join; the security group opens gossip between the tasks; the deployment
+// percentages cannot deadlock a full cluster; the bucket policy and the task
+// role are the JSON policies, on the stack's bucket.
+func TestCloudFormationService(t *testing.T) {
+	tpl := readTemplate(t)
+	var td struct {
+		ContainerDefinitions []container
+	}
+	recode(t, tpl.resource(t, "TaskDefinition", "AWS::ECS::TaskDefinition"), &td)
+	if len(td.ContainerDefinitions) != 2 {
+		t.Fatalf("%s: %d containers", cfnTemplate, len(td.ContainerDefinitions))
+	}
+	broker, app := td.ContainerDefinitions[0], td.ContainerDefinitions[1]
+	checkSidecar(t, cfnTemplate, broker, app)
+
+	// The same broker as ecs-task-definition.json, but for what the stack
+	// makes itself (bucket, cluster size parameter, join name, key).
+	var jtd taskDefinition
+	decodeFile(t, "ecs-task-definition.json", &jtd)
+	jenv, cenv := jtd.ContainerDefinitions[0].env(), broker.env()
+	for k, v := range jenv {
+		if cv, ok := cenv[k]; !ok || cv != v && !strings.HasPrefix(cv, "!") {
+			t.Errorf("%s=%q in ecs-task-definition.json, %q in %s", k, v, cv, cfnTemplate)
+		}
+	}
+	if len(jenv) != len(cenv) || !reflect.DeepEqual(jtd.ContainerDefinitions[0].PortMappings, broker.PortMappings) {
+		t.Errorf("the template's broker differs from ecs-task-definition.json's: %v %v vs %v %v", cenv, broker.PortMappings, jenv, jtd.ContainerDefinitions[0].PortMappings)
+	}
+	if cenv["NODEID_BUCKET"] != "!Ref LeaseBucket" || cenv["NODEID_CLUSTER_SIZE"] != "!Ref ClusterSize" {
+		t.Errorf("the broker must use the stack's bucket and ClusterSize: %v", cenv)
+	}
+
+	// The execution role may read the secret the broker's key comes from.
+	var key string
+	for _, s := range broker.Secrets {
+		if s.Name == "NODEID_GOSSIP_KEY" {
+			key = s.ValueFrom
+		}
+	}
+	tpl.resource(t, "GossipKey", "AWS::SecretsManager::Secret")
+	exec := jsonText(t, tpl.resource(t, "ExecutionRole", "AWS::IAM::Role"))
+	if key != "!Ref GossipKey" || !strings.Contains(exec, `"Action":"secretsmanager:GetSecretValue","Effect":"Allow","Resource":"!Ref GossipKey"`) ||
+		!strings.Contains(exec, "AmazonECSTaskExecutionRolePolicy") {
+		t.Errorf("the execution role must read the gossip key %q and pull images: %s", key, exec)
+	}
+
+	// Cloud Map: the brokers join the discovery service's name in the
+	// namespace, on their gossip port, and the service registers its tasks.
+	disc := tpl.resource(t, "GossipDiscovery", "AWS::ServiceDiscovery::Service")
+	ns := tpl.resource(t, "Namespace", "AWS::ServiceDiscovery::PrivateDnsNamespace")
+	_, gossipPort, _ := strings.Cut(cenv["NODEID_GOSSIP_ADDR"], ":")
+	if want := "!Sub " + disc["Name"].(string) + ".${" + strings.TrimPrefix(ns["Name"].(string), "!Ref ") + "}:" + gossipPort; cenv["NODEID_JOIN"] != want {
+		t.Errorf("NODEID_JOIN %q, want %q", cenv["NODEID_JOIN"], want)
+	}
+	svc := tpl.resource(t, "Service", "AWS::ECS::Service")
+	if s := jsonText(t, svc["ServiceRegistries"]); s != `[{"RegistryArn":"!GetAtt GossipDiscovery.Arn"}]` {
+		t.Errorf("the service does not register its tasks in Cloud Map: %s", s)
+	}
+
+	// The security group lets the tasks gossip with each other, TCP and UDP.
+	for _, proto := range []string{"tcp", "udp"} {
+		found := false
+		for _, r := range tpl.Resources {
+			p := r.Properties
+			found = found || r.Type == "AWS::EC2::SecurityGroupIngress" && p["IpProtocol"] == proto &&
+				jsonText(t, p["FromPort"]) == gossipPort && jsonText(t, p["ToPort"]) == gossipPort &&
+				p["GroupId"] == "!Ref TaskSecurityGroup" && p["SourceSecurityGroupId"] == "!Ref TaskSecurityGroup"
+		}
+		if !found {
+			t.Errorf("no ingress for gossip (%s %s) between the tasks", proto, gossipPort)
+		}
+	}
+
+	// Deployments cannot deadlock a full cluster (docs/performance.md,
+	// "rolling"): ECS keeps ceil(desired x min%) healthy, so with every ID
+	// held an old task may stop first only below desired; or the cluster has
+	// a free ID for a new task. And a whole new fleet fits beside the old
+	// one, so that no new task waits for an ID.
+	dc := jsonText(t, svc["DeploymentConfiguration"])
+	if !strings.Contains(dc, `"MinimumHealthyPercent":"!Ref MinimumHealthyPercent"`) || !strings.Contains(dc, `"MaximumPercent":"!Ref MaximumPercent"`) ||
+		!strings.Contains(dc, `"DeploymentCircuitBreaker":{"Enable":true,"Rollback":true}`) || svc["DesiredCount"] != "!Ref DesiredCount" {
+		t.Errorf("deployment configuration %s", dc)
+	}
+	desired, size := tpl.param(t, "DesiredCount"), tpl.param(t, "ClusterSize")
+	minHealthy, maxPercent := tpl.param(t, "MinimumHealthyPercent"), tpl.param(t, "MaximumPercent")
+	if keep := int(math.Ceil(float64(desired*minHealthy) / 100)); !(size > desired || keep < desired) {
+		t.Errorf("DesiredCount %d, ClusterSize %d, MinimumHealthyPercent %d: a deployment of a full cluster deadlocks", desired, size, minHealthy)
+	}
+	if size < desired*maxPercent/100 {
+		t.Errorf("ClusterSize %d is below DesiredCount %d x MaximumPercent %d%%: new tasks wait for IDs", size, desired, maxPercent)
+	}
+
+	// The bucket policy and the task role are the JSON policies of this
+	// directory, on the stack's bucket.
+	bucketArn := "arn:aws:s3:::my-nodeid-bucket"
+	sameStatements := func(name, file string, props map[string]any) {
+		t.Helper()
+		var doc struct{ Statement []map[string]any }
+		recode(t, props, &doc)
+		var want struct{ Statement []map[string]any }
+		decodeFile(t, file, &want)
+		got := strings.NewReplacer(`!Sub ${LeaseBucket.Arn}`, bucketArn, `!GetAtt LeaseBucket.Arn`, bucketArn).Replace(jsonText(t, doc.Statement[:len(want.Statement)]))
+		if w := jsonText(t, want.Statement); got != w {
+			t.Errorf("%s's statements differ from %s:\n%s\n%s", name, file, got, w)
+		}
+	}
+	bp := tpl.resource(t, "LeaseBucketPolicy", "AWS::S3::BucketPolicy")
+	sameStatements("LeaseBucketPolicy", "s3-bucket-policy.json", bp["PolicyDocument"].(map[string]any))
+	role := tpl.resource(t, "TaskRole", "AWS::IAM::Role")
+	sameStatements("TaskRole", "iam-task-role-policy.json", role["Policies"].([]any)[0].(map[string]any)["PolicyDocument"].(map[string]any))
+}
+
+// TestGossipKeyFromTheSecret: the secret the template generates (32 letters
+// and digits) is a key the broker accepts: base64 of 24 bytes.
+func TestGossipKeyFromTheSecret(t *testing.T) {
+	tpl := readTemplate(t)
+	gen := tpl.resource(t, "GossipKey", "AWS::SecretsManager::Secret")["GenerateSecretString"].(map[string]any)
+	if gen["PasswordLength"] != float64(32) || gen["ExcludePunctuation"] != true || gen["IncludeSpace"] != false {
+		t.Fatalf("GossipKey generates %v", gen)
+	}
+	serve := func(key string) string {
+		t.Helper()
+		// A bad --s3-endpoint is checked after the key: exit 2 naming it means
+		// the key passed.
+		out, err := exec.Command(staticBinary(t), "serve", "--bucket", "b", "--gossip-addr", "127.0.0.1:0", "--gossip-key", key,
+			"--s3-endpoint", "ftp://x").CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+			t.Fatalf("serve: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	key := "aZ09" + strings.Repeat("Qx7p", 7) // 32 characters of the alphabet the secret draws from
+	if out := serve(key); strings.Contains(out, "gossip-key") || !strings.Contains(out, "--s3-endpoint") {
+		t.Errorf("a 32-character alphanumeric key was refused: %s", out)
+	}
+	if out := serve(key[:31]); !strings.Contains(out, "--gossip-key") {
+		t.Errorf("a 31-character key was accepted: %s", out)
+	}
+}
+
+// TestCloudFormationValidates validates the template offline with AWS
+// CloudFormation Validate (test/cfn-validate.sh installs it; with CI=true a
+// missing one fails), and shows that the check can fail: a property the
+// schema does not know, an attribute that does not exist.
+func TestCloudFormationValidates(t *testing.T) {
+	dir := os.Getenv("NODEID_TEST_CFN_VALIDATE")
+	if dir == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("NODEID_TEST_CFN_VALIDATE is not set (test/all.sh installs AWS CloudFormation Validate with test/cfn-validate.sh)")
+		}
+		t.Skip("set NODEID_TEST_CFN_VALIDATE to the directory test/cfn-validate.sh prints, or run test/all.sh")
+	}
+	node := tool(t, "NODEID_TEST_NODE", "node")
+	out := run(t, false, node, "cloudformation/validate.mjs", dir, cfnTemplate)
+	if !strings.Contains(out, "0 finding(s) of severity WARN or above") {
+		t.Fatalf("validate: %s", out)
+	}
+	broken := strings.NewReplacer("DesiredCount: !Ref DesiredCount", "DesiredCountt: !Ref DesiredCount",
+		"!GetAtt GossipDiscovery.Arn", "!GetAtt GossipDiscovery.Arnn").Replace(mustRead(t, cfnTemplate))
+	path := filepath.Join(t.TempDir(), "broken.yaml")
+	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command(node, "cloudformation/validate.mjs", dir, path).CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "DesiredCountt") || !strings.Contains(string(b), "Arnn") {
+		t.Fatalf("the validator passed a broken template (%v):\n%s", err, b)
+	}
+}

@@ -1,0 +1,82 @@
+package doccheck
+
+import (
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nodeid/nodeid/node"
+)
+
+// documents are the files whose flags and variables are checked.
+var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/design.md",
+	"deploy/README.md", "deploy/systemd/broker.env", "examples/idfile/README.md"}
+
+// foreignFlags are flags the docs name that belong to other tools, with
+// whose.
+var foreignFlags = map[string]string{
+	"data-dir": "etcd", "minio": "bench/nodeid-bench.sh", "port": "the example application", "help": "every command",
+	"capabilities": "aws cloudformation deploy", "parameter-overrides": "aws cloudformation deploy",
+	"stack-name": "aws cloudformation deploy", "template-file": "aws cloudformation deploy", "now": "systemctl",
+	"test": "node", "etcd": "the --etcd-* family",
+}
+
+// otherVars are NODEID_ variables the docs name that are no flag: the
+// child's environment (node.Env*), a family, an example of a variable that
+// is not the broker's.
+var otherVars = []string{node.EnvNodeID, node.EnvVersion, node.EnvFloorMs, node.EnvIDsURL, node.EnvIDFile,
+	"NODEID_ETCD", "NODEID_APP_MODE"}
+
+// helps returns the --help of every command and subcommand the docs
+// describe.
+func helps(t *testing.T) string {
+	t.Helper()
+	var all strings.Builder
+	for _, c := range [][]string{
+		{"nodeid-broker", "serve"}, {"nodeid-broker", "run"}, {"nodeid-broker", "healthcheck"}, {"nodeid-broker", "local-s3"},
+		{"demo-broker", "demo"}, {"nodeidctl", "status"}, {"nodeidctl", "check"}, {"nodeidctl", "init"}, {"nodeidctl", "release"},
+		{"nodeidctl", "repair"}, {"nodeidctl", "resize"}, {"nodeidctl", "leaders"},
+	} {
+		out, err := exec.Command(command(c[0]), c[1], "--help").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s --help: %v\n%s", c[0], c[1], err, out)
+		}
+		all.Write(out)
+	}
+	return all.String()
+}
+
+// TestDocsNameRealFlags: every --flag the docs name is one a command's
+// --help lists, and every NODEID_ variable is a flag's variable or one of
+// otherVars, so that a renamed or dropped flag cannot linger in the docs.
+func TestDocsNameRealFlags(t *testing.T) {
+	help := helps(t)
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(help, -1) {
+		flags[m[1]] = true
+	}
+	vars := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\[\$(NODEID_[A-Z0-9_]+)\]`).FindAllStringSubmatch(help, -1) {
+		vars[m[1]] = true
+	}
+	if len(flags) < 50 || !flags["max-issue-stall"] || !vars["NODEID_OPS_ADDR"] {
+		t.Fatalf("the help lists %d flags: %v", len(flags), flags)
+	}
+	flagRe := regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])--([a-z][a-z0-9-]*[a-z0-9])`)
+	varRe := regexp.MustCompile(`NODEID_[A-Z0-9_]*[A-Z0-9]`)
+	for _, doc := range documents {
+		text := read(t, doc)
+		for _, m := range flagRe.FindAllStringSubmatch(text, -1) {
+			if !flags[m[1]] && foreignFlags[m[1]] == "" {
+				t.Errorf("%s names --%s, which no command's --help lists", doc, m[1])
+			}
+		}
+		for _, v := range varRe.FindAllString(text, -1) {
+			if !vars[v] && !slices.Contains(otherVars, v) && !strings.HasPrefix(v, "NODEID_TEST_") {
+				t.Errorf("%s names %s, which is no flag's variable", doc, v)
+			}
+		}
+	}
+}

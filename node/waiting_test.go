@@ -1,0 +1,120 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/nodeid"
+)
+
+// syncBuffer is a log destination safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) count(sub string) int { return strings.Count(s.String(), sub) }
+
+// TestAcquireWaitingLogsAndReports: a round of Acquire that took no ID
+// turns the health reason into why (here a full cluster), and is logged at
+// once and then once per waitLogEvery, on the node's clock.
+func TestAcquireWaitingLogsAndReports(t *testing.T) {
+	clk := fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	var logs syncBuffer
+	cfg := testConfig("a", 2)
+	cfg.Provider.Clock = clk
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	n, err := New(storetest.NewMemStore(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.acquireStart = clk.Now()
+	if err := n.Check(); !errors.Is(err, ErrAcquiring) || err.Error() != ErrAcquiring.Error() {
+		t.Fatalf("Check before any round: %v, want ErrAcquiring alone", err)
+	}
+	full := fmt.Errorf("%w after 1 rounds", nodeid.ErrClusterFull)
+	const msg = "no node ID taken yet: still acquiring"
+	for i, step := range []struct {
+		advance time.Duration
+		logs    int
+	}{
+		{500 * time.Millisecond, 1}, // the first is logged at once
+		{time.Second, 1},
+		{waitLogEvery - time.Second - time.Millisecond, 1},
+		{time.Millisecond, 2}, // waitLogEvery after the first line
+		{waitLogEvery / 2, 2},
+	} {
+		clk.Advance(step.advance)
+		n.acquireWaiting(i+1, full)
+		if got := logs.count(msg); got != step.logs {
+			t.Errorf("round %d: %d log lines, want %d", i+1, got, step.logs)
+		}
+	}
+	err = n.Check()
+	if !errors.Is(err, ErrAcquiring) || !errors.Is(err, nodeid.ErrClusterFull) || !strings.Contains(err.Error(), "(5 attempts in 15.5s)") {
+		t.Fatalf("Check while waiting: %v, want acquiring, 5 attempts in 15.5s, and the cluster full", err)
+	}
+	if code, body := get(n.Handler(), "/health"); code != http.StatusServiceUnavailable || !strings.Contains(body, "cluster full") {
+		t.Errorf("/health while waiting: %d %s, want 503 naming the full cluster", code, body)
+	}
+}
+
+// TestFullClusterSaysSo: a node waiting on a full cluster says so in its
+// health reason and its log while it waits, not only when it gives up.
+func TestFullClusterSaysSo(t *testing.T) {
+	store := storetest.NewMemStore()
+	holder, err := New(store, testConfig("holder", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(closeCtx(t))
+	var logs syncBuffer
+	cfg := testConfig("waiter", 1)
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	cfg.Provider.AcquireTimeout = time.Hour
+	waiter, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- waiter.Start(context.Background()) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !errors.Is(waiter.Check(), nodeid.ErrClusterFull) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting node's health reason never named the full cluster: %v", waiter.Check())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if logs.count("no node ID taken yet: still acquiring") == 0 || logs.count("cluster full") == 0 {
+		t.Errorf("no log line says why the node waits:\n%s", logs.String())
+	}
+	_ = waiter.Close(closeCtx(t))
+	if err := <-started; err == nil {
+		t.Fatal("Start succeeded on a full cluster")
+	}
+}
