@@ -17,6 +17,10 @@
 #     versitygw and etcd (with CI=true a missing server fails instead of skipping). The
 #     race detector needs a C compiler; without one the tests run without it,
 #     with a warning (with CI=true, that is a failure);
+#  3b. the lease protocol's model (spec/lease.pml, spec/README.md): spin,
+#     from Debian's package in the same cache (test/spin.sh), checks it
+#     exhaustively for two tasks and shows that each broken rule is caught
+#     (spec/check.sh, about a minute on 2 cores);
 #  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
 #     demo-broker processes on a MinIO of its own under kills, pauses,
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
@@ -119,6 +123,11 @@ if [[ $(go env CGO_ENABLED) != 1 ]]; then
 	flags=("${flags[@]:1}")
 fi
 go test "${flags[@]}" ./...
+
+step "model check (spin: spec/check.sh)"
+SPIN=$(bash test/spin.sh)
+export SPIN
+nice -n 5 bash spec/check.sh
 
 step "fault suite (go test -tags faults ./test/faults)"
 # -v: the schedule, the events and the SUMMARY lines belong in the log.
