@@ -12,15 +12,16 @@
  *   - writes on the wire: each lands at any later instant or never; its answer
  *     may be lost (an unknown outcome, resolved by reading the object back and
  *     comparing writeIds), and it may land after that read-back (late);
- *   - TASKS tasks with wall clocks 0 or OFF ticks ahead of real time (drawn at
- *     every process start), that create, take (free, or expired by the store's
- *     clock), renew, fence, release and crash. Pauses need no step: any task
- *     may sit still while time runs;
+ *   - two tasks, whose wall clocks are OFF ticks apart, that create, take
+ *     (free, or expired by the store's clock), renew, fence, release and
+ *     crash; a task has one write on the wire (a lost write is one replaced
+ *     by its next). Pauses need no step: any task may sit still while time
+ *     runs;
  *   - the fence: t0 + L - M on the holder's monotonic clock, t0 the send time
  *     of its last landed write; a clock running slow within the rate bound
  *     makes it fall up to D ticks later in real time. The model takes the
- *     latest instant, and lets a holder fence earlier (its renew deadline);
- *   - jeopardy and recovery (/work/shared/DESIGN.md section 10, issue 19): a
+ *     latest instant (a fence that falls sooner only stops a holder sooner);
+ *   - jeopardy and recovery (the rule proposed in issue 19): a
  *     holder whose fence fell issues nothing and keeps renewing by CAS on its
  *     own last ETag; a CAS of its own that lands resumes the claim with the
  *     same version, fenced from that write's send time; a refusal, another
@@ -41,8 +42,9 @@
  *   VER   a landed write never lowers the version (terms never go back), and
  *         no version is granted to two claims (one leader a term).
  *
- * Mutations (-D NAME) break one rule each; spec/check.sh runs every one and
- * requires spin to find a violation.
+ * Mutations (-D NAME) break one rule each; spec/check.sh runs them and
+ * requires spin to find a violation (spec/README.md lists them, and the two
+ * that are not caught, and why).
  */
 
 /* ---- parameters ---- */
