@@ -22,6 +22,10 @@
 #     with a warning (with CI=true, that is a failure);
 #  3b. the deterministic simulation's full seed sets and catch rates, without
 #     the race detector (under it they run every tenth seed);
+#  3c. the lease protocol's model (spec/lease.pml, spec/README.md): spin,
+#     from Debian's package in the same cache (test/spin.sh), checks it
+#     exhaustively for two tasks and shows that each broken rule is caught
+#     (spec/check.sh, about a minute on 2 cores);
 #  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
 #     nodeid-broker processes on a MinIO of its own under kills, pauses,
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
@@ -148,6 +152,11 @@ step "the deterministic simulation: every seed, every mutation (nodeid, without 
 # paths, not the coverage); here the full seed sets and every mutation's
 # catch rate, about 3 minutes of CPU (docs/simulation.md).
 go test -count=1 -run 'Simulation' ./nodeid
+
+step "model check (spin: spec/check.sh)"
+SPIN=$(bash test/spin.sh)
+export SPIN
+nice -n 5 bash spec/check.sh
 
 step "fault suite (go test -tags faults ./test/faults)"
 # -v: the schedule, the events and the SUMMARY lines belong in the log.
