@@ -14,9 +14,11 @@ var (
 	ErrPreconditionFailed = errors.New("lease: precondition failed")
 	// ErrConflict means a conditional write was not applied because another
 	// conditional write of the key was in progress (S3's 409
-	// ConditionalRequestConflict; AWS: re-read the ETag and retry). Unlike
-	// ErrPreconditionFailed it says nothing about whether the key changed:
-	// read it back to know who won.
+	// ConditionalRequestConflict; AWS: re-read the ETag and retry). It says
+	// nothing about whether the key changed: read it back to know who won.
+	// A [*ConflictError] matches it together with ErrPreconditionFailed (not
+	// applied), so that a caller for whom any refusal is a lost race needs
+	// no case of its own; a lease holder must test for it first.
 	ErrConflict = errors.New("lease: concurrent conditional write (conflict)")
 	// ErrUnknownOutcome is matched (errors.Is) by every [*UnknownOutcomeError].
 	ErrUnknownOutcome = errors.New("lease: write outcome unknown")
@@ -43,6 +45,13 @@ type UnknownOutcomeError struct {
 	Key string
 	// Err is the underlying transport or server error.
 	Err error
+	// ServerError is true when the store answered with a server error (a
+	// 5xx: 500 InternalError, 503 SlowDown): it saw the request and most
+	// likely did not apply it. A conditional retry on the same ETag then
+	// resolves the outcome as well as a read, and costs one request when it
+	// lands (if the first write landed after all, the retry is refused and
+	// a read-back finds it). False for no answer (a timeout, a reset).
+	ServerError bool
 }
 
 func (e *UnknownOutcomeError) Error() string {
@@ -54,6 +63,30 @@ func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrUnknownOutcome.
 func (e *UnknownOutcomeError) Is(target error) bool { return target == ErrUnknownOutcome }
+
+// ConflictError reports a conditional write that was not applied because
+// another conditional write of the key was in progress (HTTP 409). It matches
+// ErrConflict and ErrPreconditionFailed.
+type ConflictError struct {
+	// Op is the operation: "create" or "update".
+	Op string
+	// Key is the object key, relative to the prefix.
+	Key string
+	// Err is the store's answer.
+	Err error
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("lease: %s %s: not applied, a concurrent conditional write was in progress (conflict): %v", e.Op, e.Key, e.Err)
+}
+
+// Unwrap returns the store's answer.
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrConflict or ErrPreconditionFailed.
+func (e *ConflictError) Is(target error) bool {
+	return target == ErrConflict || target == ErrPreconditionFailed
+}
 
 // corruptf returns an error wrapping ErrCorrupt with a reason.
 func corruptf(format string, args ...any) error {

@@ -11,8 +11,9 @@ import (
 //
 // Errors: [ErrNotFound] when a key is absent (Get), [ErrPreconditionFailed] when a
 // conditional write was not applied (Create on an existing key, Update on a changed
-// or missing key), [ErrConflict] when it was not applied because another
-// conditional write was in progress (which says nothing of who won), an
+// or missing key), a [*ConflictError] (matching [ErrConflict] and
+// ErrPreconditionFailed) when it was not applied because another conditional
+// write was in progress (which says nothing of who won), an
 // [*UnknownOutcomeError] when a write may or may not have been applied. Any other error means the operation did
 // not happen (a write was refused before it was applied, for example access denied).
 type Store interface {

@@ -155,13 +155,49 @@ func TestConflictIsReadBackNotALoss(t *testing.T) {
 		if taken {
 			e.takeOver(c.NodeID())
 		}
-		e.store.Queue(storetest.OpUpdate, faultErr(lease.ErrConflict))
+		e.store.Queue(storetest.OpUpdate, faultErr(&lease.ConflictError{Op: "update", Key: lease.RecordKey(c.NodeID())}))
 		e.advance(cfg.RenewInterval+500*time.Millisecond, c)
 		switch {
 		case !taken && (isDone(c) || !c.Valid()):
 			t.Fatalf("a 409 with nobody else writing: done %v, err %v; want renewed", isDone(c), c.Err())
 		case taken && (!isDone(c) || !errors.Is(c.Err(), ErrLeaseLost)):
 			t.Fatalf("a 409 after another task took the lease: done %v, err %v; want lost", isDone(c), c.Err())
+		}
+	}
+}
+
+// TestServerErrorIsRetriedOnTheSameETag: a 5xx on a renewal (500
+// InternalError, 503 SlowDown) is resolved by the next attempt's CAS on the
+// same ETag, not by a read that would meet the same storm: when the write did
+// not land, the retry renews with no read at all; when it landed after all,
+// the retry is refused (412) and, with that write pending, the read-back
+// adopts it. Either way the claim stays valid on the same version.
+func TestServerErrorIsRetriedOnTheSameETag(t *testing.T) {
+	for _, landed := range []bool{false, true} {
+		e := newEnv(t)
+		cfg := e.config("a")
+		c := e.acquire(e.provider(cfg))
+		var gets atomic.Int32
+		e.store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+			if op == storetest.OpGet {
+				gets.Add(1)
+			}
+			return storetest.Fault{}
+		})
+		key := lease.RecordKey(c.NodeID())
+		e.store.Queue(storetest.OpUpdate, storetest.Fault{Landed: landed,
+			Err: &lease.UnknownOutcomeError{Op: "update", Key: key, Err: errors.New("503 SlowDown"), ServerError: true}})
+		e.advance(cfg.RenewInterval+500*time.Millisecond, c)
+		r, _ := e.record(c.NodeID())
+		switch {
+		case isDone(c) || !c.Valid() || c.Status().Jeopardy:
+			t.Fatalf("landed %v: after a 503: done %v, err %v, jeopardy %v; want renewed", landed, isDone(c), c.Err(), c.Status().Jeopardy)
+		case r.Holder != "a" || r.Version != c.Version():
+			t.Fatalf("landed %v: record %+v, want held by a at version %d", landed, r, c.Version())
+		case !landed && gets.Load() != 0:
+			t.Fatalf("a 503 that did not land was resolved with %d reads; want the CAS retry alone", gets.Load())
+		case landed && gets.Load() != 1:
+			t.Fatalf("a 503 that landed was resolved with %d reads; want the one read-back after the retry's 412", gets.Load())
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (ss simStore) call(op storetest.Op, key string, do func() error, land func(
 		return storetest.Unknown(op, key)
 	case write && r < 0.105:
 		s.counts["409"]++
-		return lease.ErrConflict
+		return &lease.ConflictError{Op: string(op), Key: key, Err: errors.New("sim: 409")}
 	case !write && r < 0.03:
 		s.counts["read error"]++
 		return errors.New("sim: read failed")

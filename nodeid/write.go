@@ -92,21 +92,46 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	case errors.Is(err, lease.ErrLivenessUnbound):
 		// Written, but it reads expired: another task may take it now.
 		return lostf("node %d: %v", c.id, err)
+	case errors.Is(err, lease.ErrConflict):
+		// A 409: ours was not applied, and it says nothing about who
+		// won: read back.
+		return c.resolve(ctx, rec)
 	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && !(c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord()):
-		return lostf("node %d was written by another task (the store answered: precondition failed, %v)", c.id, err)
-	case errors.Is(err, lease.ErrPreconditionFailed) || errors.Is(err, lease.ErrConflict) || unknown:
-		// A 409 says nothing about who won, a 412 with a write of ours
-		// pending may be that write: read back.
-		rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
-		defer cancel()
-		adopted, err := c.readBack(rctx)
-		if err == nil && adopted != rec.WriteID {
-			return errEarlierWriteLanded
-		}
-		return err
+		return lostf("node %d was written by another task (the store answered: %v)", c.id, err)
+	case serverError(err):
+		// A 5xx (500 InternalError, 503 SlowDown): the store saw it and most
+		// likely did not apply it. The next attempt's CAS on the same ETag
+		// resolves it (a 412 then, with this write pending, reads back),
+		// without a read here that would meet the same storm.
+		return fmt.Errorf("write %s: the store answered with a server error (outcome unknown, tried again on the same ETag): %w", c.key, err)
+	case errors.Is(err, lease.ErrPreconditionFailed) || unknown:
+		// A 412 with a write of ours pending may be that write: read back.
+		return c.resolve(ctx, rec)
 	default:
 		return fmt.Errorf("write %s: %w", c.key, err)
 	}
+}
+
+// serverError reports whether err is an unknown outcome the store answered
+// with a server error (lease.UnknownOutcomeError.ServerError).
+func serverError(err error) bool {
+	var ue *lease.UnknownOutcomeError
+	return errors.As(err, &ue) && ue.ServerError
+}
+
+// resolve reads the object back after the write of rec was answered with
+// nothing certain: nil when rec landed, errEarlierWriteLanded when an earlier
+// pending write of ours did instead, errNotApplied when the object is
+// unchanged, an error wrapping ErrLeaseLost when another writer's record is
+// there.
+func (c *Claim) resolve(ctx context.Context, rec lease.Record) error {
+	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+	defer cancel()
+	adopted, err := c.readBack(rctx)
+	if err == nil && adopted != rec.WriteID {
+		return errEarlierWriteLanded
+	}
+	return err
 }
 
 // readBack resolves pending writes by reading the lease object. It returns the

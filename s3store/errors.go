@@ -65,21 +65,26 @@ func notSent(err error) bool {
 }
 
 // writeError classifies the error of a conditional PutObject:
-//   - 412 PreconditionFailed, 409 ConditionalRequestConflict and, on update, 404
-//     NoSuchKey: lease.ErrPreconditionFailed (not written);
+//   - 412 PreconditionFailed and, on update, 404 NoSuchKey:
+//     lease.ErrPreconditionFailed (not written);
+//   - 409 ConditionalRequestConflict (a concurrent conditional write was in
+//     progress): a *lease.ConflictError, matching lease.ErrConflict and
+//     lease.ErrPreconditionFailed (not written, and who won is unknown:
+//     AWS says re-read the ETag);
 //   - 501 NotImplemented: the server does not implement the conditional
 //     header, so it cannot run nodeid: lease.ErrMisconfigured (not written);
 //   - no response although the request may have left (timeout, reset
-//     connection, context ended in flight), a 5xx, or a 2xx whose body did not
-//     parse: *lease.UnknownOutcomeError;
+//     connection, context ended in flight), a 5xx (ServerError: the store saw
+//     it), or a 2xx whose body did not parse: *lease.UnknownOutcomeError;
 //   - any other refusal (403, 400, NoSuchBucket, a redirect) and a request that
 //     never left: an error saying what to fix (not written), matching
 //     lease.ErrMisconfigured when retrying cannot help (see describe).
 func (s *Store) writeError(op, key string, err error) error {
 	r := inspect(err)
 	switch {
-	case r.status == http.StatusPreconditionFailed || r.code == "PreconditionFailed",
-		r.status == http.StatusConflict || r.code == "ConditionalRequestConflict":
+	case r.status == http.StatusConflict || r.code == "ConditionalRequestConflict":
+		return &lease.ConflictError{Op: op, Key: key, Err: fmt.Errorf("s3store: HTTP %d %s: %w", r.status, r.code, err)}
+	case r.status == http.StatusPreconditionFailed || r.code == "PreconditionFailed":
 		return fmt.Errorf("s3store: %s %s: %w (HTTP %d %s)", op, key, lease.ErrPreconditionFailed, r.status, r.code)
 	case op == opUpdate && r.status == http.StatusNotFound && r.code == "NoSuchKey":
 		return fmt.Errorf("s3store: %s %s: the object does not exist: %w", op, key, lease.ErrPreconditionFailed)
@@ -90,7 +95,9 @@ func (s *Store) writeError(op, key string, err error) error {
 		}
 		return misconfigured(fmt.Errorf("s3store: %s %s: %s answered HTTP 501 %s to a PUT with %s: this store cannot do conditional writes, "+
 			"which nodeid needs (AWS S3, MinIO and versitygw have them): %w", op, key, s.endpoint, r.code, header, err))
-	case r.status >= 500, r.status >= 200 && r.status < 300:
+	case r.status >= 500:
+		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err, ServerError: true}
+	case r.status >= 200 && r.status < 300:
 		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
 	case r.status == 0 && !notSent(err):
 		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}

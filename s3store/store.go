@@ -367,17 +367,22 @@ func (s *Store) where() string {
 	return fmt.Sprintf("s3://%s/%s", s.bucket, s.prefix)
 }
 
+// readMaxBackoff caps the SDK's pause between the retries of a read.
+const readMaxBackoff = 50 * time.Millisecond
+
 // loadAWSConfig returns the SDK configuration: with static credentials, built
 // from cfg alone (no environment, no shared config files, so that a stray
 // AWS_PROFILE cannot break a local or test setup); otherwise the default chain
 // (environment, shared files, ECS task role, instance profile).
 func loadAWSConfig(ctx context.Context, cfg Config, logger *slog.Logger) (aws.Config, error) {
-	// Reads retry quickly, so a few attempts fit in one RequestTimeout; writes
-	// never use this retryer (see put).
+	// Reads retry quickly, so a few attempts fit in one renewal attempt
+	// (nodeid's StoreTimeout: 4/15 of the renewal window, 267 ms with 3 s
+	// leases): a read-back under a 503 storm must not spend the attempt
+	// waiting. Writes never use this retryer (see put).
 	retryer := func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = 3
-			o.MaxBackoff = time.Second
+			o.MaxBackoff = readMaxBackoff
 		})
 	}
 	if cfg.AccessKeyID != "" {
