@@ -16,16 +16,16 @@ func TestFaultsEtcd(t *testing.T) {
 	s := needEtcd(t)
 	d := *flagDuration
 	if d == 0 {
-		d = 45 * time.Second
+		d = FaultsEtcdDuration
 	}
 	sc := scenario{
 		name: "faults-etcd", seed: seedFor(), duration: d, etcd: true,
 		brokers: 4, clusterSize: 3,
-		lease: 3 * time.Second, renew: time.Second, gossip: true,
+		lease: FaultsLease, renew: time.Second, gossip: true,
 		offsets:  []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},
 		idsEvery: [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}, idsN: 100,
 	}
-	sc.schedule = NewSchedule(ScheduleConfig{Seed: sc.seed, Duration: d, Lease: sc.lease, RenewDeadline: sc.renewDeadline(), Kinds: EtcdKinds})
+	sc.schedule = FaultsSchedule(sc.seed, true, d, nil)
 	rep := newRun(t, s, sc).execute()
 	if rep.Failed() {
 		t.Fatalf("the checks failed on etcd (reproduce with -seed %d): %s", sc.seed, rep.Summary())

@@ -31,12 +31,12 @@ func TestFaults(t *testing.T) {
 	s := needSuite(t)
 	d := *flagDuration
 	if d == 0 {
-		d = 60 * time.Second
+		d = FaultsDuration
 	}
 	sc := scenario{
 		name: "faults", seed: seedFor(), duration: d,
 		brokers: *flagBrokers, clusterSize: max(*flagBrokers-1, 1),
-		lease: 3 * time.Second, renew: time.Second, gossip: true,
+		lease: FaultsLease, renew: time.Second, gossip: true,
 		offsets:     []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},
 		startFaults: true,
 		idsEvery:    [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}, idsN: 100,
@@ -45,7 +45,7 @@ func TestFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.schedule = NewSchedule(ScheduleConfig{Seed: sc.seed, Duration: d, Lease: sc.lease, RenewDeadline: sc.renewDeadline(), Kinds: kinds})
+	sc.schedule = FaultsSchedule(sc.seed, false, d, kinds)
 	r := newRun(t, s, sc)
 	rep := r.execute()
 	if rep.Failed() {

@@ -259,3 +259,32 @@ func ParseKinds(list string) ([]Kind, error) {
 	}
 	return kinds, nil
 }
+
+// The settings of TestFaults and TestFaultsEtcd that their schedules depend
+// on: a corpus seed replays the schedule these give.
+const (
+	FaultsLease        = 3 * time.Second
+	FaultsDuration     = 60 * time.Second // TestFaults's fault phase, unless -duration
+	FaultsEtcdDuration = 45 * time.Second // TestFaultsEtcd's, unless -duration
+)
+
+// renewDeadlineFor is the broker's default renew deadline for a lease
+// (nodeid.Config: the lesser of 2/3 of the lease and the lease less its
+// safety margin).
+func renewDeadlineFor(lease time.Duration) time.Duration {
+	margin := min(time.Second, lease/4)
+	return min(2*lease/3, lease-margin)
+}
+
+// FaultsSchedule returns the schedule of TestFaults, or of TestFaultsEtcd
+// when etcd, for seed: d is the fault phase (0: the scenario's default) and
+// kinds the kinds drawn (nil: DefaultKinds, or EtcdKinds).
+func FaultsSchedule(seed uint64, etcd bool, d time.Duration, kinds []Kind) []Event {
+	if d == 0 {
+		d = map[bool]time.Duration{false: FaultsDuration, true: FaultsEtcdDuration}[etcd]
+	}
+	if len(kinds) == 0 && etcd {
+		kinds = EtcdKinds
+	}
+	return NewSchedule(ScheduleConfig{Seed: seed, Duration: d, Lease: FaultsLease, RenewDeadline: renewDeadlineFor(FaultsLease), Kinds: kinds})
+}
