@@ -57,6 +57,10 @@ type scenario struct {
 	// leaderEvery: /leader is polled on every leaderEvery-th /health tick
 	// (50 ms); 0 means leaderPollEveryN.
 	leaderEvery int
+	// fencedStop ends the fault phase with a KindTermFenced: a holder
+	// stopped once its fence fell (the case of seed 629954, issue 25),
+	// whatever the schedule drew.
+	fencedStop bool
 	// lossGrace is the brokers' --loss-grace (jeopardy, issue 24), passed
 	// when above zero, and History.LossGrace: 0 means a broker whose fence
 	// fell never serves again, which is today's broker. A broker that may
@@ -237,6 +241,18 @@ func (r *run) execute() *Report {
 		}()
 	}
 	sleepCtx(r.faultCtx, time.Until(r.start.Add(sc.duration)))
+	if sc.fencedStop {
+		// A holder, once one is healthy and free of other faults.
+		waitFor(10*time.Second, func() bool {
+			for _, p := range r.eligible(true) {
+				if p.healthy.Load() {
+					return true
+				}
+			}
+			return false
+		})
+		r.apply(Event{At: r.since(), Kind: KindTermFenced, Pick: int(sc.seed % 1024)})
+	}
 	r.endFaults()
 	r.events.Wait()
 	// Let the last faults play out (a woken or healed broker loses its
@@ -803,7 +819,7 @@ func (r *run) apply(e Event) {
 		return
 	}
 	holdersOnly := e.Kind == KindKill || e.Kind == KindTerm || e.Kind == KindPause || e.Kind == KindPartition || e.Kind == KindStall ||
-		e.Kind == KindSlowWrites || e.Kind == KindTermRenewing
+		e.Kind == KindSlowWrites || e.Kind == KindTermRenewing || e.Kind == KindTermFenced
 	cands := r.eligible(holdersOnly)
 	if len(cands) == 0 {
 		r.count("skipped")
@@ -833,6 +849,16 @@ func (r *run) apply(e Event) {
 		r.setFate(p, FateTerminated)
 		_ = p.bp.Signal(syscall.SIGTERM)
 		r.waitFault(p, 10*time.Second)
+		_ = p.proxy.Heal()
+	case KindTermFenced:
+		_ = p.proxy.Inject(Fault{Action: BlackHole})
+		fenced := r.waitUntil(p, 2*r.sc.lease, func() bool { return !p.healthy.Load() })
+		declared := r.h.Broker(p.idx).LossLoggedAt > 0
+		r.note("SIGTERM %s, its store black-holed until its /health answered 503 (503 seen: %v, loss declared first: %v, held %v)",
+			p.name, fenced, declared, wasHeld)
+		r.setFate(p, FateTerminated)
+		_ = p.bp.Signal(syscall.SIGTERM)
+		r.waitFault(p, 500*time.Millisecond) // its release waits in the black hole, then lands
 		_ = p.proxy.Heal()
 	case KindPause:
 		r.note("SIGSTOP %s for %v (held %v)", p.name, e.For, wasHeld)
@@ -879,8 +905,19 @@ func (r *run) apply(e Event) {
 // waitHeld waits up to two renew intervals for held, which polls p's proxy;
 // false if it never held or p exited.
 func (r *run) waitHeld(p *proc, held func() bool) bool {
-	for deadline := time.Now().Add(2 * r.sc.renew); time.Now().Before(deadline) && !p.hasExited(); time.Sleep(2 * time.Millisecond) {
-		if held() {
+	return r.waitUntil(p, 2*r.sc.renew, held)
+}
+
+// waitUntil polls cond every 2 ms for up to d; false if it never held or p
+// exited.
+func (r *run) waitUntil(p *proc, d time.Duration, cond func() bool) bool {
+	return waitFor(d, func() bool { return p.hasExited() || cond() }) && !p.hasExited()
+}
+
+// waitFor polls cond every 2 ms for up to d; false if it never held.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if cond() {
 			return true
 		}
 	}

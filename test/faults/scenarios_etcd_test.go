@@ -19,7 +19,7 @@ func TestFaultsEtcd(t *testing.T) {
 		d = FaultsEtcdDuration
 	}
 	sc := scenario{
-		name: "faults-etcd", seed: seedFor(), duration: d, etcd: true,
+		name: "faults-etcd", seed: seedFor(), duration: d, etcd: true, fencedStop: true,
 		brokers: 4, clusterSize: 3,
 		lease: FaultsLease, renew: time.Second, gossip: true,
 		offsets:  []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},

@@ -34,7 +34,7 @@ func TestFaults(t *testing.T) {
 		d = FaultsDuration
 	}
 	sc := scenario{
-		name: "faults", seed: seedFor(), duration: d,
+		name: "faults", seed: seedFor(), duration: d, fencedStop: true,
 		brokers: *flagBrokers, clusterSize: max(*flagBrokers-1, 1),
 		lease: FaultsLease, renew: time.Second, gossip: true,
 		offsets:     []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},

@@ -41,6 +41,14 @@ const (
 	// KindEtcd: etcd stopped (SIGTERM or SIGKILL) and started again on the
 	// same data, in the etcd runs (EtcdKinds).
 	KindEtcd Kind = "etcd-restart"
+	// KindTermFenced: black-hole a holder's store until its /health answers
+	// 503 (its fence fell, most often before its renewal loop declares a
+	// loss), SIGTERM it, and heal half a second later: its release lands on
+	// its own last ETag (exit 0), unless the loop declared the loss first
+	// (exit 3). Seed 629954 of TestFaultsEtcd found the checker wrong on this
+	// interleaving (issue 25). Not drawn by default: TestFaults and
+	// TestFaultsEtcd end their fault phase with one (fencedStop).
+	KindTermFenced Kind = "sigterm-fenced"
 )
 
 // EtcdKinds are the kinds of the runs on etcd: those that act on processes
@@ -52,7 +60,7 @@ var DefaultKinds = []Kind{KindKill, KindTerm, KindPause, KindPartition, KindStal
 	KindConflict, KindErrors, KindLatency, KindMinIO, KindSlowWrites, KindTermRenewing}
 
 // AllKinds is every kind of fault.
-var AllKinds = append(slices.Clone(DefaultKinds), KindStallLeader)
+var AllKinds = append(slices.Clone(DefaultKinds), KindStallLeader, KindTermFenced)
 
 // weights of the kinds in a schedule: how often each is drawn.
 var weights = map[Kind]int{
