@@ -1132,6 +1132,9 @@ func (r *run) finalScan() {
 func (r *run) report(rep *Report) {
 	r.mu.Lock()
 	faults := formatCounts(r.faults)
+	coverage.Lock()
+	coverage.Add(r.faults, rep, r.sc.mutation != "")
+	coverage.Unlock()
 	all := slices.Clone(r.all)
 	r.mu.Unlock()
 	exits := map[string]int{}
