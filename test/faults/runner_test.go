@@ -599,13 +599,13 @@ func (p *proc) healthLoop() {
 			if err != nil {
 				return
 			}
-			var body health.Response
-			err = json.NewDecoder(resp.Body).Decode(&body)
+			var body health.Response // a body that does not decode gives no reason: a fence's 503
+			_ = json.NewDecoder(resp.Body).Decode(&body)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			end := p.r.since()
 			ok := resp.StatusCode == http.StatusOK
-			if err != nil || resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
+			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
 				return
 			}
 			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok, Reason: body.Reason})
