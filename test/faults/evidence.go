@@ -190,12 +190,15 @@ func takenOver(h *History, claims map[int]claim) map[int]string {
 // checkExits checks each broker's exit code against the evidence. Exit 3 is
 // required only when the loss was certain: another writer took the claim
 // (takenOver), or the broker's log declared the loss before it was sent
-// SIGTERM. After SIGTERM, exit 0 is right when its release landed (checked by
-// checkReleases), even if its fence had fallen first: a write on its own last
-// ETag that lands proves that nobody wrote the object in between; and exit 3
-// is right unless the release is seen to have landed. Nothing exits 0 on its
-// own, or 1 after holding a lease (exit 1 before holding one is a start-up
-// failure, noted; after SIGTERM with a release not confirmed, noted).
+// SIGTERM; after SIGTERM, exit 1 with the release not confirmed is right too
+// (the store did not answer within the shutdown timeout: the broker could not
+// learn of the loss, and claims no release). After SIGTERM, exit 0 is right
+// when its release landed (checked by checkReleases), even if its fence had
+// fallen first: a write on its own last ETag that lands proves that nobody
+// wrote the object in between; and exit 3 is right unless the release is seen
+// to have landed. Nothing exits 0 on its own, or 1 after holding a lease
+// (exit 1 before holding one is a start-up failure, noted; after SIGTERM with
+// a release not confirmed, noted).
 func checkExits(h *History, r *Report, claims map[int]claim, ev map[int]fenceEvidence) {
 	taken := takenOver(h, claims)
 	released := map[int]ReleaseObs{}
@@ -216,6 +219,13 @@ func checkExits(h *History, r *Report, claims map[int]claim, ev map[int]fenceEvi
 		case !b.Exited && b.Fate == FateTerminated:
 			r.add(CheckExitCode, "%s did not exit after SIGTERM at %s", b.Name, fmtDur(b.FateAt))
 		case !b.Exited:
+		case lost && b.ExitCode == 1 && b.Fate == FateTerminated && strings.Contains(b.ExitErr, "not confirmed"):
+			// The store did not answer its release (or its renewal in
+			// flight) within its shutdown timeout: it could not learn of
+			// the loss, and does not claim a release.
+			r.exercise(CheckExitCode+"/lost", 1)
+			r.Notes = append(r.Notes, fmt.Sprintf("%s exited with 1 after SIGTERM at %s, its release not confirmed, and its lease was lost (%s): %s",
+				b.Name, fmtDur(b.FateAt), lossWhy, b.ExitErr))
 		case lost:
 			r.exercise(CheckExitCode+"/lost", 1)
 			if b.ExitCode != 3 {

@@ -97,6 +97,15 @@ func TestCheckExitAfterStop(t *testing.T) {
 			h.Brokers[0].ExitErr = `{"msg":"exiting after a failure","err":"release: nodeid: release of node 2 not confirmed (context deadline exceeded)"}`
 			h.Releases[0].Holder = "t0"
 		}, false},
+		{"exit 1, release not confirmed, taken over meanwhile", func(h *History) {
+			// Seed 592 of TestFaults in CI: MinIO down for 6.7 s (a slow
+			// restart on a loaded machine) from before the SIGTERM to after
+			// the 5 s shutdown timeout; the lease expired and was taken.
+			h.Brokers[0].ExitCode = 1
+			h.Brokers[0].ExitErr = `{"msg":"exiting after a failure","err":"release: nodeid: release of node 2 not confirmed (context deadline exceeded): the lease expires after 3s"}`
+			h.Takeovers[0].Expired = true
+			h.Releases[0].Version, h.Releases[0].Holder = 2, "t1"
+		}, false},
 		{"exit 1, another failure", func(h *History) {
 			h.Brokers[0].ExitCode = 1
 			h.Brokers[0].ExitErr = `{"msg":"exiting after a failure","err":"http server: closed"}`
