@@ -121,7 +121,8 @@ type Config struct {
 	UpdateTimeout time.Duration
 
 	// LeaveTimeout bounds how long Close waits for the leave message to be
-	// broadcast before shutting down. Default 2 s.
+	// broadcast before shutting down (past it, Close logs it and shuts down
+	// all the same). Default 2 s.
 	LeaveTimeout time.Duration
 
 	// QueryInterval is how often WaitSeen asks the members that have not yet

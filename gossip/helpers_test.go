@@ -17,10 +17,10 @@ func testConfig(name string) Config {
 	c.PushPullInterval = 2 * time.Second
 	c.TCPTimeout = time.Second
 	c.UpdateTimeout = 500 * time.Millisecond
-	// Leave returns as soon as the leave broadcast is sent; the bound only
-	// matters on a loaded machine, where 500 ms was seen to pass before the
-	// gossip loop got a core (CI: "timeout waiting for leave broadcast").
-	c.LeaveTimeout = 5 * time.Second
+	// Leave returns as soon as the leave broadcast is sent; on a loaded
+	// machine 500 ms was seen to pass before the gossip loop got a core, which
+	// Close logs and does not return (TestCloseAfterLeaveTimeout).
+	c.LeaveTimeout = 500 * time.Millisecond
 	c.QueryInterval = 20 * time.Millisecond
 	return c
 }

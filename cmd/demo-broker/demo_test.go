@@ -68,7 +68,9 @@ func TestDemoFast(t *testing.T) {
 }
 
 // TestDemoInterrupted cancels the demo (Ctrl-C) right after the kill: it
-// must clean up, still check the IDs, and exit 130 at once.
+// must clean up, still check the IDs, and exit 130 at once: no step of the
+// script after the kill runs (how many seconds the clean-up takes depends on
+// the machine; which steps ran does not).
 func TestDemoInterrupted(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -83,8 +85,10 @@ func TestDemoInterrupted(t *testing.T) {
 	if out.canceledAt.IsZero() {
 		t.Fatal("never canceled")
 	}
-	if d := time.Since(out.canceledAt); d > 3*time.Second {
-		t.Errorf("returned %v after the interrupt", d)
+	for _, later := range []string{"after the kill: ", "which was free: ", "was elected leader of", "graceful stop of"} {
+		if strings.Contains(text, later) {
+			t.Errorf("the script went on after the interrupt: the output has %q", later)
+		}
 	}
 	find(t, text, `Interrupted: every live broker stops`)
 	find(t, text, `(?m)^issued [\d,]+ IDs on 3 brokers; none repeat$`)

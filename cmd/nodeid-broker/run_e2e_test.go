@@ -79,20 +79,25 @@ func procGone(pid int) bool {
 	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
-// watchGone polls process pid every millisecond and sends the first time it
-// is seen gone: no earlier than its death.
-func watchGone(t *testing.T, pid int) <-chan time.Time {
-	gone := make(chan time.Time, 1)
+// watchGone polls process pid every millisecond and, once it is gone, sends
+// when it was last seen alive and when it was first seen gone: it died in
+// between. (How soon the poller notices depends on the load; it was certainly
+// alive at lastAlive.)
+func watchGone(t *testing.T, pid int) <-chan lifetime {
+	gone := make(chan lifetime, 1)
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	go func() {
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
+		var alive time.Time
 		for {
+			probed := time.Now()
 			if procGone(pid) {
-				gone <- time.Now()
+				gone <- lifetime{lastAlive: alive, gone: time.Now()}
 				return
 			}
+			alive = probed
 			select {
 			case <-tick.C:
 			case <-stop:
@@ -101,6 +106,12 @@ func watchGone(t *testing.T, pid int) <-chan time.Time {
 		}
 	}()
 	return gone
+}
+
+// lifetime is what watchGone saw of a process's end.
+type lifetime struct {
+	lastAlive time.Time // a probe begun then found it alive (zero: never)
+	gone      time.Time // a probe found it gone
 }
 
 // logIndex returns the index of the first log line of p whose msg is msg,
@@ -256,7 +267,7 @@ func TestRunKillsChildOnLeaseLoss(t *testing.T) {
 	if code := p.waitExit(30 * time.Second); code != exitLeaseLost {
 		t.Fatalf("exit code %d, want %d (lease lost):\n%s", code, exitLeaseLost, p.log())
 	}
-	var dead time.Time
+	var dead lifetime
 	select {
 	case dead = <-gone:
 	case <-time.After(5 * time.Second):
@@ -264,13 +275,16 @@ func TestRunKillsChildOnLeaseLoss(t *testing.T) {
 	}
 	rec := readLease(t, srv.URL(), srv.Bucket(), id) // the store's view, not through the cut proxy
 	expiry := rec.RenewedAt.Add(leaseDuration)
-	t.Logf("child gone %v after the cut, %v before the lease's last write + lease", dead.Sub(cut).Round(time.Millisecond), expiry.Sub(dead).Round(time.Millisecond))
+	t.Logf("child last seen alive %v after the cut, gone %v after it; the lease's last write + lease %v after it",
+		dead.lastAlive.Sub(cut).Round(time.Millisecond), dead.gone.Sub(cut).Round(time.Millisecond), expiry.Sub(cut).Round(time.Millisecond))
 	if rec.Holder == "" || strconv.FormatInt(rec.Version, 10) != c.Version {
 		t.Errorf("lease after the loss: holder %q version %d, want still held at version %s", rec.Holder, rec.Version, c.Version)
 	}
-	if !dead.Before(expiry) {
-		t.Errorf("the child was gone at %s, not before the lease could expire: last write sent at %s + %v = %s",
-			dead.Format(time.RFC3339Nano), rec.RenewedAt.Format(time.RFC3339Nano), leaseDuration, expiry.Format(time.RFC3339Nano))
+	// Evidence of a late kill is the child seen alive at or after the
+	// expiry; seeing it gone late only says the poller was slow.
+	if !dead.lastAlive.Before(expiry) {
+		t.Errorf("the child was alive at %s, when the lease could expire: last write sent at %s + %v = %s",
+			dead.lastAlive.Format(time.RFC3339Nano), rec.RenewedAt.Format(time.RFC3339Nano), leaseDuration, expiry.Format(time.RFC3339Nano))
 	}
 	// The child ignores SIGTERM: it is killed at the fence, always. The loss
 	// is declared before (SIGTERM first) unless the renewal loop was stuck in
@@ -317,6 +331,12 @@ func TestRunChildDiesWithSupervisor(t *testing.T) {
 // predecessor is killed (kill -9) or stopped (SIGTERM). No ID repeats: a
 // successor's child starts only once its clock is past the floor, which
 // covers the predecessor's child's clock whether it was released or expired.
+//
+// A supervisor that loses its lease on its own (exit 3: a renewal to the
+// test's S3 did not land within its 450 ms store timeout, as happens on a
+// loaded machine) ends its round early, failing closed as it must; its
+// successor takes the ID over expired, a handover like the others. The test
+// then checks the IDs of the children that ran, and needs two of them.
 func TestRunSnowflakeChildNeverRepeats(t *testing.T) {
 	t.Parallel()
 	srv := startFakeS3(t)
@@ -331,19 +351,28 @@ func TestRunSnowflakeChildNeverRepeats(t *testing.T) {
 	}{{ahead, true}, {0, false}, {ahead, false}, {0, false}}
 	var prev *proc
 	var prevChild childInfo
+	children := 0
 	for i, r := range rounds {
 		env := childEnv(t, "snowflake", dir, testChildOffset+"="+r.offset.String())
 		p := startRun(t, fmt.Sprintf("run%d", i), env, append(slices.Clone(args), "--debug-clock-offset", r.offset.String())...)
 		if prev != nil {
 			stopRound(t, prev, rounds[i-1].kill)
 		}
-		c := waitSnowflakeChild(t, p, dir, i+1)
+		c, ok := waitSnowflakeChild(t, p, dir, i+1)
+		if !ok {
+			prev, prevChild = p, childInfo{}
+			continue
+		}
+		children++
 		killGroupAtEnd(t, c.Pid)
-		if i > 0 && rounds[i-1].offset > r.offset {
+		if prevChild.Pid != 0 && rounds[i-1].offset > r.offset {
 			// A child behind its predecessor's clock runs until its IDs'
 			// times pass all of the predecessor's: any overlap would show.
 			prevLast := lastIDTime(t, dir, prevChild.Pid)
 			waitFor(t, 20*time.Second, "child "+p.name+" to issue past its predecessor's last ID time", func() (bool, string) {
+				if lostLease(p) {
+					return true, ""
+				}
 				last := lastIDTime(t, dir, c.Pid)
 				return last.After(prevLast), fmt.Sprintf("last ID at %s, predecessor's at %s", last.Format(time.RFC3339Nano), prevLast.Format(time.RFC3339Nano))
 			})
@@ -359,8 +388,8 @@ func TestRunSnowflakeChildNeverRepeats(t *testing.T) {
 		}
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "ids-*.txt"))
-	if len(files) != len(rounds) {
-		t.Fatalf("%d children wrote IDs, want %d", len(files), len(rounds))
+	if len(files) < max(children, 2) {
+		t.Fatalf("%d children wrote IDs, want at least %d (and two, to check a handover)", len(files), max(children, 2))
 	}
 	seen := map[snowflake.ID]string{}
 	for _, f := range files {
@@ -416,34 +445,55 @@ func lastIDTime(t *testing.T, dir string, pid int) time.Time {
 	return id.Time()
 }
 
-// stopRound ends a round's supervisor: kill -9, or SIGTERM and exit 0.
+// lostLease reports whether p has exited after losing its lease (exit 3).
+func lostLease(p *proc) bool {
+	select {
+	case <-p.exited:
+		return p.ExitCode() == exitLeaseLost
+	default:
+		return false
+	}
+}
+
+// stopRound ends a round's supervisor: kill -9, or SIGTERM and exit 0; one
+// that already lost its lease has ended.
 func stopRound(t *testing.T, p *proc, kill bool) {
 	t.Helper()
+	if lostLease(p) {
+		return
+	}
 	if kill {
 		p.signal(syscall.SIGKILL)
 		p.waitExit(10 * time.Second)
 		return
 	}
 	p.signal(syscall.SIGTERM)
-	if code := p.waitExit(20 * time.Second); code != exitOK {
+	code := p.waitExit(20 * time.Second)
+	switch {
+	case code == exitLeaseLost:
+		t.Logf("broker %s lost its lease before its SIGTERM took effect (a loaded machine): exit 3", p.name)
+	case code != exitOK:
 		t.Fatalf("broker %s: exit code %d after SIGTERM, want 0:\n%s", p.name, code, p.log())
 	}
 }
 
 // waitSnowflakeChild waits until the n-th snowflake child (started by p)
-// has written IDs, and returns what it saw at its start.
-func waitSnowflakeChild(t *testing.T, p *proc, dir string, n int) childInfo {
+// has written IDs, and returns what it saw at its start; false if p lost its
+// lease before (logged).
+func waitSnowflakeChild(t *testing.T, p *proc, dir string, n int) (childInfo, bool) {
 	t.Helper()
 	var c childInfo
+	lost := false
 	waitFor(t, 30*time.Second, fmt.Sprintf("child %d of broker %s to issue IDs", n, p.name), func() (bool, string) {
 		select {
 		case <-p.exited:
+			if lostLease(p) {
+				t.Logf("broker %s lost its lease (exit 3) before the test saw its child issue IDs (a loaded machine): its round ends", p.name)
+				lost = true
+				return true, ""
+			}
 			t.Fatalf("broker %s exited (code %d) before its child issued IDs:\n%s", p.name, p.ExitCode(), p.log())
 		default:
-		}
-		ready, _ := filepath.Glob(filepath.Join(dir, "ready-*.json"))
-		if len(ready) < n {
-			return false, fmt.Sprintf("%d children ready", len(ready))
 		}
 		line := p.findLog("child started")
 		if line == nil {
@@ -463,7 +513,7 @@ func waitSnowflakeChild(t *testing.T, p *proc, dir string, n int) childInfo {
 		}
 		return st.Size() > 1000, fmt.Sprintf("%d bytes of IDs", st.Size())
 	})
-	return c
+	return c, !lost
 }
 
 // TestRunBadInput: run refuses, before doing anything (exit 2), a missing

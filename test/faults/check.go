@@ -26,6 +26,11 @@ const (
 	CheckCorrupt        = "corrupt-object"           // an object in the bucket that does not decode
 )
 
+// Checks lists every check of [Check], in the order of docs/faults.md.
+var Checks = []string{CheckDuplicate, CheckNodeBits, CheckSharedVersion, CheckVersionOrder, CheckTimestampOrder,
+	CheckAfterUnhealthy, CheckHealthFlap, CheckSuperseded, CheckExitCode, CheckRelease, CheckTwoLeaders, CheckTermOrder,
+	CheckCorrupt}
+
 // Violation is one broken rule.
 type Violation struct {
 	Check string
@@ -39,6 +44,23 @@ type Report struct {
 	Duplicates int64 // IDs issued more than once (each extra issue counts)
 	Violations []Violation
 	Notes      []string // things worth knowing that break no rule
+	// Exercised counts, per check, the occasions on which the history put
+	// it to the test (its premise held, so it could have failed): a
+	// handover for the floor, a broker fenced while its clients asked, a
+	// superseded holder, an exit judged. Keys are check names, or a check
+	// and a case ("exit-code/fenced-then-terminated"). See Coverage.
+	Exercised map[string]int
+}
+
+// exercise counts n occasions on which check was put to the test.
+func (r *Report) exercise(check string, n int) {
+	if n <= 0 {
+		return
+	}
+	if r.Exercised == nil {
+		r.Exercised = map[string]int{}
+	}
+	r.Exercised[check] += n
 }
 
 // Count returns the number of violations of check.
@@ -118,13 +140,20 @@ func (c claim) String() string { return fmt.Sprintf("node %d v%d", c.node, c.ver
 //     version (or to "" at a release);
 //   - per node ID, every ID issued under a version is above every ID issued
 //     under an older one (the floor);
-//   - no broker returns IDs for a request sent after its /health answered
-//     503, and its /health never answers 200 again;
+//   - no broker returns IDs or /health 200 for a request sent after it was
+//     fenced for good (its /health answered 503 for the fence, or, with a
+//     loss grace, for stopping or a loss; its log said it stopped or lost),
+//     nor, with a loss grace, IDs after a 503 that no recovery followed;
 //   - no broker returns IDs or /health 200 for a request sent after its node
 //     ID was seen released, or held with a higher version (the fence);
-//   - a broker that lost its lease exits 3; one stopped by SIGTERM exits 0
-//     and its lease reads free with its version (or already taken over);
+//   - a broker whose loss was certain (taken over, or declared before its
+//     SIGTERM) exits 3; one stopped by SIGTERM exits 0 with its lease read
+//     free with its version (or already taken over), or 3 if its release
+//     did not land;
 //   - every object in the bucket decodes.
+//
+// Each rule is stated in terms of the evidence that makes it certain
+// (evidence.go, docs/faults.md): none fires on a correct run.
 //
 // It does not modify h.
 func Check(h *History) *Report {
@@ -135,11 +164,12 @@ func Check(h *History) *Report {
 	claims := brokerClaims(h, r)
 	checkVersions(h, r)
 	checkTimestamps(h, r)
-	bad := checkHealth(h, r)
+	fence := checkHealth(h, r)
 	checkSuperseded(h, r, claims)
-	checkExits(h, r, claims, bad)
+	checkExits(h, r, claims, fence)
 	checkReleases(h, r, claims)
 	checkLeaders(h, r)
+	r.exercise(CheckCorrupt, len(h.Leases)+h.FinalObjects)
 	for _, c := range h.Corrupt {
 		r.add(CheckCorrupt, "%s", c)
 	}
@@ -189,6 +219,7 @@ func checkIDs(h *History, r *Report) {
 			spans = append(spans, span{run.First, run.First + int64(run.N), i})
 		}
 	}
+	r.exercise(CheckNodeBits, len(h.IDs))
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.first, b.first) })
 	// Sweep: [.., maxEnd) is covered by the spans so far (sorted by first, the
 	// span that reaches maxEnd covers everything from the current first on).
@@ -253,6 +284,7 @@ func brokerClaims(h *History, r *Report) map[int]claim {
 		keys = append(keys, c)
 	}
 	slices.SortFunc(keys, func(a, b claim) int { return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.version, b.version)) })
+	r.exercise(CheckSharedVersion, len(keys))
 	for _, c := range keys {
 		if len(holders[c]) > 1 {
 			who := make([]string, 0, len(holders[c]))
@@ -276,6 +308,9 @@ func checkVersions(h *History, r *Report) {
 		slices.SortStableFunc(obs, func(a, b LeaseObs) int { return cmp.Compare(a.Start, b.Start) })
 		for i := 1; i < len(obs); i++ {
 			a, b := obs[i-1], obs[i]
+			if a.Version != b.Version || a.Holder != b.Holder {
+				r.exercise(CheckVersionOrder, 1)
+			}
 			switch {
 			case b.Version < a.Version:
 				r.add(CheckVersionOrder, "node %d: version %d (holder %q) read at %s, then version %d (holder %q) at %s",
@@ -324,6 +359,10 @@ func checkTimestamps(h *History, r *Report) {
 	var prevClaim claim
 	for _, c := range keys {
 		x := per[c]
+		if prev != nil && prevClaim.node == c.node {
+			r.exercise(CheckTimestampOrder, 1) // a handover, with IDs on both sides
+			r.exercise(CheckDuplicate, 1)
+		}
 		if prev != nil && prevClaim.node == c.node && x.min <= prev.max {
 			r.add(CheckTimestampOrder, "node %d: v%d issued %s (%s), not above %s (%s) issued under v%d",
 				c.node, c.version, describeID(x.min), h.describeBatch(&h.IDs[x.minBatch]),
@@ -333,50 +372,6 @@ func checkTimestamps(h *History, r *Report) {
 			prev, prevClaim = x, c
 		}
 	}
-}
-
-// unhealthy is when a broker was first seen unhealthy after being healthy.
-type unhealthy struct {
-	at    time.Duration // the 503 answer was read
-	start time.Duration // its request was sent
-}
-
-// checkHealth finds IDs and /health 200 answers for requests sent after the
-// broker's /health answered 503 (once it had answered 200). It returns, per
-// broker, when that 503 was read.
-func checkHealth(h *History, r *Report) map[int]unhealthy {
-	firstOK := map[int]time.Duration{}
-	for _, o := range h.Health {
-		if o.OK {
-			if t, ok := firstOK[o.Broker]; !ok || o.End < t {
-				firstOK[o.Broker] = o.End
-			}
-		}
-	}
-	bad := map[int]unhealthy{}
-	for _, o := range h.Health {
-		ok, seen := firstOK[o.Broker]
-		if o.OK || !seen || o.Start <= ok {
-			continue
-		}
-		if u, have := bad[o.Broker]; !have || o.End < u.at {
-			bad[o.Broker] = unhealthy{at: o.End, start: o.Start}
-		}
-	}
-	for _, o := range h.Health {
-		if u, have := bad[o.Broker]; have && o.OK && o.Start > u.at {
-			r.add(CheckHealthFlap, "%s: /health 200 for a request sent at %s, after it answered 503 at %s",
-				h.name(o.Broker), fmtDur(o.Start), fmtDur(u.at))
-		}
-	}
-	for i := range h.IDs {
-		b := &h.IDs[i]
-		if u, have := bad[b.Broker]; have && b.Start > u.at {
-			r.add(CheckAfterUnhealthy, "%s returned %d IDs (first %s); its /health answered 503 at %s",
-				h.describeBatch(b), countIDs(b), describeID(b.Runs[0].First), fmtDur(u.at))
-		}
-	}
-	return bad
 }
 
 func countIDs(b *IDBatch) int64 {
@@ -432,6 +427,13 @@ func checkSuperseded(h *History, r *Report, claims map[int]claim) {
 			}
 		}
 	}
+	tested := map[int]bool{}
+	for _, o := range h.Health {
+		if s, ok := gone[o.Broker]; ok && o.Start > s.at {
+			tested[o.Broker] = true
+		}
+	}
+	r.exercise(CheckSuperseded, len(tested))
 	for j := range h.IDs {
 		b := &h.IDs[j]
 		if s, ok := gone[b.Broker]; ok && b.Start > s.at {
@@ -447,48 +449,6 @@ func checkSuperseded(h *History, r *Report, claims map[int]claim) {
 	}
 }
 
-// checkExits checks exit codes against what happened to each broker.
-func checkExits(h *History, r *Report, claims map[int]claim, bad map[int]unhealthy) {
-	for i, b := range h.Brokers {
-		_, held := claims[i]
-		u, wentBad := bad[i]
-		// Lost: /health turned 503 before (and so not because) we sent SIGTERM.
-		lost := wentBad && (b.Fate != FateTerminated || u.at < b.FateAt)
-		switch {
-		case b.Fate == FateKilled:
-		case !b.Exited:
-			switch {
-			case b.MustLose:
-				r.add(CheckExitCode, "%s is still running after %s", b.Name, b.MustLoseWhy)
-			case lost:
-				r.add(CheckExitCode, "%s is still running after its /health turned 503 at %s", b.Name, fmtDur(u.at))
-			case b.Fate == FateTerminated:
-				r.add(CheckExitCode, "%s did not exit after SIGTERM at %s", b.Name, fmtDur(b.FateAt))
-			}
-		case lost || b.MustLose:
-			if b.ExitCode != 3 {
-				why := b.MustLoseWhy
-				if lost {
-					why = fmt.Sprintf("its /health turned 503 at %s", fmtDur(u.at))
-				}
-				r.add(CheckExitCode, "%s exited with %d, want 3 (lease lost): %s", b.Name, b.ExitCode, why)
-			}
-		case b.Fate == FateTerminated:
-			if b.ExitCode != 0 {
-				r.add(CheckExitCode, "%s exited with %d after SIGTERM at %s, want 0", b.Name, b.ExitCode, fmtDur(b.FateAt))
-			}
-		case b.ExitCode == 3:
-			if !held {
-				r.Notes = append(r.Notes, fmt.Sprintf("%s exited with 3 without a claim seen", b.Name))
-			}
-		case b.ExitCode == 1 && !held:
-			r.Notes = append(r.Notes, fmt.Sprintf("%s failed to start (exit 1)", b.Name))
-		default:
-			r.add(CheckExitCode, "%s exited with %d on its own at %s (held a lease: %v)", b.Name, b.ExitCode, fmtDur(b.ExitedAt), held)
-		}
-	}
-}
-
 // checkReleases checks that brokers stopped by SIGTERM left their lease free.
 func checkReleases(h *History, r *Report, claims map[int]claim) {
 	for _, o := range h.Releases {
@@ -497,6 +457,7 @@ func checkReleases(h *History, r *Report, claims map[int]claim) {
 		if !held || b.ExitCode != 0 {
 			continue
 		}
+		r.exercise(CheckRelease, 1)
 		switch {
 		case !o.Found || o.Node != c.node:
 			r.add(CheckRelease, "%s held %v; its lease object was not read after it exited", b.Name, c)

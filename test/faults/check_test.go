@@ -31,6 +31,15 @@ func batch(t *testing.T, broker, node int, version int64, start, end float64, ms
 	return IDBatch{Broker: broker, Start: s(start), End: s(end), Node: node, Version: version, Runs: RunsOf(ids)}
 }
 
+// The reasons of the broker's 503s (node.ErrFenced, node.ErrShuttingDown, a
+// lost claim, node.ErrStalled), as /health words them.
+const (
+	reasonFenced   = "health: the lease was not renewed in time: fenced"
+	reasonStopping = "health: shutting down: the node ID is being released"
+	reasonLost     = "health: nodeid: lease lost: renewal of node 1 failed until the renew deadline (2s after the last write)"
+	reasonStalled  = "health: node: the generator cannot issue IDs for 6.1s (see the log for the generator's error)"
+)
+
 // clean is a history that breaks no rule: a (node 0 v1) is stopped by
 // SIGTERM and releases; b takes node 0 v2 and runs on; c holds node 1, is
 // paused past its lease and exits 3.
@@ -38,7 +47,8 @@ func clean(t *testing.T) *History {
 	h := &History{}
 	h.AddBroker(BrokerRecord{Name: "a", Task: "ta", Fate: FateTerminated, FateAt: s(3), Exited: true, ExitedAt: s(3.3), ExitCode: 0})
 	h.AddBroker(BrokerRecord{Name: "b", Task: "tb"})
-	h.AddBroker(BrokerRecord{Name: "c", Task: "tc", MustLose: true, MustLoseWhy: "paused", Exited: true, ExitedAt: s(9), ExitCode: 3})
+	h.AddBroker(BrokerRecord{Name: "c", Task: "tc", MustLose: true, MustLoseWhy: "paused", MustLoseAt: s(8.4),
+		LossLoggedAt: s(8.45), Exited: true, ExitedAt: s(9), ExitCode: 3})
 	h.AddIDs(batch(t, 0, 0, 1, 1, 1.01, t0+1000, 100))
 	h.AddIDs(batch(t, 0, 0, 1, 2, 2.01, t0+2000, 100))
 	h.AddIDs(batch(t, 1, 0, 2, 3.5, 3.51, t0+2001, 100))
@@ -48,10 +58,10 @@ func clean(t *testing.T) *History {
 	for _, o := range []HealthObs{
 		{Broker: 0, Start: s(0.5), End: s(0.51), OK: false}, // acquiring
 		{Broker: 0, Start: s(0.9), End: s(0.91), OK: true},
-		{Broker: 0, Start: s(3.1), End: s(3.11), OK: false}, // shutting down
+		{Broker: 0, Start: s(3.1), End: s(3.11), OK: false, Reason: reasonStopping},
 		{Broker: 1, Start: s(3.4), End: s(3.41), OK: true},
 		{Broker: 2, Start: s(1.5), End: s(1.51), OK: true},
-		{Broker: 2, Start: s(8.5), End: s(8.51), OK: false}, // lost
+		{Broker: 2, Start: s(8.5), End: s(8.51), OK: false, Reason: reasonLost},
 	} {
 		h.AddHealth(o)
 	}
@@ -134,9 +144,15 @@ func TestCheckFails(t *testing.T) {
 		{"lost, exit 0", CheckExitCode, func(t *testing.T, h *History) {
 			h.Brokers[2].ExitCode = 0
 		}, nil},
-		{"paused past its lease and still running", CheckExitCode, func(t *testing.T, h *History) {
-			h.Health = h.Health[:len(h.Health)-1] // no 503 seen
+		{"taken over expired and still running", CheckExitCode, func(t *testing.T, h *History) {
+			h.Brokers[2].LossLoggedAt = 0
 			h.Brokers[2].Exited = false
+			i := h.AddBroker(BrokerRecord{Name: "d", Task: "td"})
+			h.AddTakeover(TakeoverObs{Broker: i, At: s(9.5), Node: 1, Version: 2, Expired: true})
+		}, nil},
+		{"health 200 after it logged its loss", CheckHealthFlap, func(t *testing.T, h *History) {
+			h.Health = h.Health[:len(h.Health)-1] // no 503 seen
+			h.AddHealth(HealthObs{Broker: 2, Start: s(8.5), End: s(8.51), OK: true})
 		}, nil},
 		{"SIGTERM, exit 1", CheckExitCode, func(t *testing.T, h *History) {
 			h.Brokers[0].ExitCode = 1

@@ -32,6 +32,15 @@ type History struct {
 	Stalls []StallObs
 	// FinalObjects is how many lease objects decoded at the end.
 	FinalObjects int
+	// Takeovers is every broker's log line saying which claim it serves
+	// (node: "serving IDs"), as the test read it.
+	Takeovers []TakeoverObs
+	// LossGrace is the brokers' grace for a fence that fell (jeopardy,
+	// issue 24). Zero: a fence that falls never rises again (today's
+	// broker), so a /health 503 for the fence is final. Above zero: a claim
+	// whose write on its own last ETag lands within the grace recovers,
+	// with the same version, and /health may answer 200 again.
+	LossGrace time.Duration
 }
 
 // Fate is what the scenario did to a broker.
@@ -60,9 +69,36 @@ type BrokerRecord struct {
 	MustLose    bool
 	MustLoseWhy string
 
+	// MustLoseAt is when the fault of MustLose ended (SIGCONT sent, or
+	// the proxy healed).
+	MustLoseAt time.Duration
+
+	// LossLoggedAt is when the test read the broker's log line saying its
+	// lease was lost (node: "lease lost: stopped issuing IDs"): the loss was
+	// declared before then. Zero: never.
+	LossLoggedAt time.Duration
+	// StopLoggedAt is when the test read its log line saying it had begun
+	// to stop (node: "stopping: fencing and releasing the node ID"): it
+	// was fenced for good before then. Zero: never.
+	StopLoggedAt time.Duration
+
 	Exited   bool
 	ExitedAt time.Duration
-	ExitCode int // -1 when killed by a signal
+	ExitCode int    // -1 when killed by a signal
+	ExitErr  string // the last error line of its log, when it exited non-zero
+}
+
+// TakeoverObs is a broker's log line saying it serves a claim (node:
+// "serving IDs"), read by the test at At.
+type TakeoverObs struct {
+	Broker  int
+	At      time.Duration
+	Node    int
+	Version int64
+	// Expired: it took the lease over expired, not free: the holder of
+	// Version-1 had not released it, and never can (the take changed the
+	// object its release would be conditional on).
+	Expired bool
 }
 
 // Run is a range of consecutive IDs: First, First+1, ..., First+N-1.
@@ -84,7 +120,8 @@ type IDBatch struct {
 type HealthObs struct {
 	Broker     int
 	Start, End time.Duration
-	OK         bool // 200; false: 503
+	OK         bool   // 200; false: 503
+	Reason     string // a 503's reason (the JSON body's "reason")
 }
 
 // LeaseObs is one read of a lease object that decoded.
@@ -154,6 +191,13 @@ func (h *History) AddLease(o LeaseObs) {
 func (h *History) AddRelease(o ReleaseObs) {
 	h.mu.Lock()
 	h.Releases = append(h.Releases, o)
+	h.mu.Unlock()
+}
+
+// AddTakeover records a broker's "serving IDs" log line.
+func (h *History) AddTakeover(o TakeoverObs) {
+	h.mu.Lock()
+	h.Takeovers = append(h.Takeovers, o)
 	h.mu.Unlock()
 }
 

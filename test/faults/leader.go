@@ -111,6 +111,8 @@ func checkLeaders(h *History, r *Report) {
 		}
 		self[o.Term] = o.Broker
 	}
+	r.exercise(CheckTwoLeaders, len(self))
+	r.exercise(CheckTermOrder, len(self)-1) // successions
 	byEnd := append([]LeaderObs(nil), h.Leaders...)
 	sort.Slice(byEnd, func(i, j int) bool { return byEnd[i].End < byEnd[j].End })
 	byStart := append([]LeaderObs(nil), h.Leaders...)

@@ -22,7 +22,7 @@ import (
 
 // Flags of the scenarios (go test -tags faults ./test/faults -seed 7 -duration 10m).
 var (
-	flagSeed     = flag.Uint64("seed", 0, "seed of the fault schedules and broker settings (0: from the clock; printed at the start of each scenario)")
+	flagSeed     = flag.Uint64("seed", 0, "seed of the fault schedules and broker settings of every scenario run (0: replay the seeds of corpus.txt)")
 	flagDuration = flag.Duration("duration", 0, "length of TestFaults's fault phase (0: 60s, the CI run; longer for a soak, with -timeout 0)")
 	flagBrokers  = flag.Int("brokers", 5, "brokers alive at once in TestFaults (the cluster has one node ID fewer)")
 	flagKinds    = flag.String("kinds", "", "comma-separated fault kinds of TestFaults (empty: the default kinds; \"all\": every kind, slow-writes included)")
@@ -45,6 +45,13 @@ type suite struct {
 	etcdErr error
 }
 
+// coverage sums what the scenarios of this test binary exercised; TestMain
+// prints it (Coverage.String).
+var coverage struct {
+	sync.Mutex
+	Coverage
+}
+
 var (
 	setupOnce sync.Once
 	etcdOnce  sync.Once
@@ -55,6 +62,9 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
+	if coverage.Runs > 0 {
+		fmt.Print(coverage.String())
+	}
 	if shared.minio != nil {
 		if err := shared.minio.stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "faults: stop MinIO:", err)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/etcdstore"
+	"github.com/nodeid/nodeid/health"
 	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
@@ -56,12 +57,18 @@ type scenario struct {
 	// leaderEvery: /leader is polled on every leaderEvery-th /health tick
 	// (50 ms); 0 means leaderPollEveryN.
 	leaderEvery int
+	// fencedStop ends the fault phase with a KindTermFenced: a holder
+	// stopped once its fence fell (the case of seed 629954, issue 25),
+	// whatever the schedule drew.
+	fencedStop bool
+	// lossGrace is the brokers' --loss-grace (jeopardy, issue 24), passed
+	// when above zero, and History.LossGrace: 0 means a broker whose fence
+	// fell never serves again, which is today's broker. A broker that may
+	// recover must run with it set, or the checks flag its recoveries.
+	lossGrace time.Duration
 }
 
-func (sc *scenario) renewDeadline() time.Duration {
-	margin := min(time.Second, sc.lease/4)
-	return min(2*sc.lease/3, sc.lease-margin)
-}
+func (sc *scenario) renewDeadline() time.Duration { return renewDeadlineFor(sc.lease) }
 
 // faultProxy is what stands between a broker and its store: the S3 Proxy,
 // or a TCPProxy in front of etcd.
@@ -145,7 +152,7 @@ func randomHex(n int) string {
 // newRun prepares a run: a folder, a fresh bucket and a store on it.
 func newRun(t *testing.T, s *suite, sc scenario) *run {
 	t.Helper()
-	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{}, faults: map[string]int{}}
+	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{LossGrace: sc.lossGrace}, faults: map[string]int{}}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("nodeid-faults-%s-%d-", sc.name, sc.seed))
 	if err != nil {
 		t.Fatal(err)
@@ -234,6 +241,18 @@ func (r *run) execute() *Report {
 		}()
 	}
 	sleepCtx(r.faultCtx, time.Until(r.start.Add(sc.duration)))
+	if sc.fencedStop {
+		// A holder, once one is healthy and free of other faults.
+		waitFor(10*time.Second, func() bool {
+			for _, p := range r.eligible(true) {
+				if p.healthy.Load() {
+					return true
+				}
+			}
+			return false
+		})
+		r.apply(Event{At: r.since(), Kind: KindTermFenced, Pick: int(sc.seed % 1024)})
+	}
 	r.endFaults()
 	r.events.Wait()
 	// Let the last faults play out (a woken or healed broker loses its
@@ -354,6 +373,9 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"--debug-clock-offset", params.ClockOffset.String(),
 		"--log-level", "info",
 	)
+	if sc.lossGrace > 0 {
+		args = append(args, "--loss-grace", sc.lossGrace.String())
+	}
 	if sc.gossip {
 		args = append(args, "--gossip-addr", "127.0.0.1:0", "--ready-timeout", "3s")
 		if join != "" {
@@ -406,7 +428,11 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		readyOnce()
 		_ = logf.Close()
 		at := r.since()
-		r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.Exited, b.ExitedAt, b.ExitCode = true, at, p.exitCode })
+		why := ""
+		if p.exitCode > 0 {
+			why = lastError(p.logPath)
+		}
+		r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.Exited, b.ExitedAt, b.ExitCode, b.ExitErr = true, at, p.exitCode, why })
 		close(p.exited)
 		r.onExit(p)
 	}()
@@ -428,14 +454,31 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 // addresses; ready is called once they are known.
 func (p *proc) scanLine(line string, logf *os.File, ready func()) {
 	_, _ = logf.WriteString(line + "\n")
-	if !strings.Contains(line, "listening") {
+	if !strings.Contains(line, "listening") && !strings.Contains(line, `"msg":"serving IDs"`) &&
+		!strings.Contains(line, `"msg":"lease lost`) && !strings.Contains(line, `"msg":"stopping`) {
 		return
 	}
 	var m struct {
-		Msg  string `json:"msg"`
-		Addr string `json:"addr"`
+		Msg             string `json:"msg"`
+		Addr            string `json:"addr"`
+		NodeID          int    `json:"nodeId"`
+		Version         int64  `json:"version"`
+		TookOverExpired bool   `json:"tookOverExpired"`
 	}
 	if json.Unmarshal([]byte(line), &m) != nil {
+		return
+	}
+	// The evidence lines of the checks (evidence.go), stamped when read:
+	// what they say happened before then.
+	switch at := p.r.since(); {
+	case m.Msg == "serving IDs":
+		p.r.h.AddTakeover(TakeoverObs{Broker: p.idx, At: at, Node: m.NodeID, Version: m.Version, Expired: m.TookOverExpired})
+		return
+	case strings.HasPrefix(m.Msg, "lease lost"):
+		p.r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.LossLoggedAt = at })
+		return
+	case strings.HasPrefix(m.Msg, "stopping"):
+		p.r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.StopLoggedAt = at })
 		return
 	}
 	switch m.Msg {
@@ -556,6 +599,8 @@ func (p *proc) healthLoop() {
 			if err != nil {
 				return
 			}
+			var body health.Response // a body that does not decode gives no reason: a fence's 503
+			_ = json.NewDecoder(resp.Body).Decode(&body)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			end := p.r.since()
@@ -563,7 +608,7 @@ func (p *proc) healthLoop() {
 			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
 				return
 			}
-			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok})
+			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok, Reason: body.Reason})
 			for {
 				last := lastEnd.Load()
 				if int64(end) < last {
@@ -774,7 +819,7 @@ func (r *run) apply(e Event) {
 		return
 	}
 	holdersOnly := e.Kind == KindKill || e.Kind == KindTerm || e.Kind == KindPause || e.Kind == KindPartition || e.Kind == KindStall ||
-		e.Kind == KindSlowWrites || e.Kind == KindTermRenewing
+		e.Kind == KindSlowWrites || e.Kind == KindTermRenewing || e.Kind == KindTermFenced
 	cands := r.eligible(holdersOnly)
 	if len(cands) == 0 {
 		r.count("skipped")
@@ -804,6 +849,16 @@ func (r *run) apply(e Event) {
 		r.setFate(p, FateTerminated)
 		_ = p.bp.Signal(syscall.SIGTERM)
 		r.waitFault(p, 10*time.Second)
+		_ = p.proxy.Heal()
+	case KindTermFenced:
+		_ = p.proxy.Inject(Fault{Action: BlackHole})
+		fenced := r.waitUntil(p, 2*r.sc.lease, func() bool { return !p.healthy.Load() })
+		declared := r.h.Broker(p.idx).LossLoggedAt > 0
+		r.note("SIGTERM %s, its store black-holed until its /health answered 503 (503 seen: %v, loss declared first: %v, held %v)",
+			p.name, fenced, declared, wasHeld)
+		r.setFate(p, FateTerminated)
+		_ = p.bp.Signal(syscall.SIGTERM)
+		r.waitFault(p, 500*time.Millisecond) // its release waits in the black hole, then lands
 		_ = p.proxy.Heal()
 	case KindPause:
 		r.note("SIGSTOP %s for %v (held %v)", p.name, e.For, wasHeld)
@@ -850,8 +905,19 @@ func (r *run) apply(e Event) {
 // waitHeld waits up to two renew intervals for held, which polls p's proxy;
 // false if it never held or p exited.
 func (r *run) waitHeld(p *proc, held func() bool) bool {
-	for deadline := time.Now().Add(2 * r.sc.renew); time.Now().Before(deadline) && !p.hasExited(); time.Sleep(2 * time.Millisecond) {
-		if held() {
+	return r.waitUntil(p, 2*r.sc.renew, held)
+}
+
+// waitUntil polls cond every 2 ms for up to d; false if it never held or p
+// exited.
+func (r *run) waitUntil(p *proc, d time.Duration, cond func() bool) bool {
+	return waitFor(d, func() bool { return p.hasExited() || cond() }) && !p.hasExited()
+}
+
+// waitFor polls cond every 2 ms for up to d; false if it never held.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if cond() {
 			return true
 		}
 	}
@@ -927,8 +993,9 @@ func (r *run) mustLose(p *proc, held bool, what string, lasted time.Duration) {
 	if !held || lasted <= r.sc.lease {
 		return
 	}
-	why := fmt.Sprintf("%s of %v (lease %v) ending at %s while holding", what, lasted.Round(time.Millisecond), r.sc.lease, fmtDur(r.since()))
-	r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.MustLose, b.MustLoseWhy = true, why })
+	at := r.since()
+	why := fmt.Sprintf("%s of %v (lease %v) ending at %s while holding", what, lasted.Round(time.Millisecond), r.sc.lease, fmtDur(at))
+	r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.MustLose, b.MustLoseWhy, b.MustLoseAt = true, why, at })
 }
 
 // waitFault waits d, or less if the broker exits or the fault phase ends.
@@ -1065,6 +1132,9 @@ func (r *run) finalScan() {
 func (r *run) report(rep *Report) {
 	r.mu.Lock()
 	faults := formatCounts(r.faults)
+	coverage.Lock()
+	coverage.Add(r.faults, rep, r.sc.mutation != "")
+	coverage.Unlock()
 	all := slices.Clone(r.all)
 	r.mu.Unlock()
 	exits := map[string]int{}
@@ -1087,7 +1157,8 @@ func (r *run) report(rep *Report) {
 	summary := fmt.Sprintf("SUMMARY %s seed=%d: %.0fs; faults: %s; brokers: %d started, exits %s; IDs checked: %d in %d answers; duplicates: %d; violations: %s",
 		r.sc.name, r.sc.seed, r.since().Seconds(), faults, len(r.h.Brokers), formatCounts(exits), rep.IDs, rep.Batches, rep.Duplicates, rep.Summary())
 	details := rep.Details(5)
-	text := summary + "\nthrough the proxies (S3 requests, or etcd connections): " + formatCounts(s3) + "\n" + details
+	text := summary + "\nthrough the proxies (S3 requests, or etcd connections): " + formatCounts(s3) +
+		"\nCHECKED (occasions each check was put to the test): " + formatCounts(rep.Exercised) + "\n" + details
 	for _, n := range rep.Notes {
 		text += "note: " + n + "\n"
 	}

@@ -14,18 +14,22 @@ import (
 // (SIGTERM or SIGKILL, its data kept); then every check of TestFaults.
 func TestFaultsEtcd(t *testing.T) {
 	s := needEtcd(t)
+	forEachSeed(t, ScenarioFaultsEtcd, func(t *testing.T, seed uint64) { testFaultsEtcd(t, s, seed) })
+}
+
+func testFaultsEtcd(t *testing.T, s *suite, seed uint64) {
 	d := *flagDuration
 	if d == 0 {
-		d = 45 * time.Second
+		d = FaultsEtcdDuration
 	}
 	sc := scenario{
-		name: "faults-etcd", seed: seedFor(), duration: d, etcd: true,
+		name: ScenarioFaultsEtcd, seed: seed, duration: d, etcd: true, fencedStop: true,
 		brokers: 4, clusterSize: 3,
-		lease: 3 * time.Second, renew: time.Second, gossip: true,
+		lease: FaultsLease, renew: time.Second, gossip: true,
 		offsets:  []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},
 		idsEvery: [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}, idsN: 100,
 	}
-	sc.schedule = NewSchedule(ScheduleConfig{Seed: sc.seed, Duration: d, Lease: sc.lease, RenewDeadline: sc.renewDeadline(), Kinds: EtcdKinds})
+	sc.schedule = FaultsSchedule(seed, true, d, nil)
 	rep := newRun(t, s, sc).execute()
 	if rep.Failed() {
 		t.Fatalf("the checks failed on etcd (reproduce with -seed %d): %s", sc.seed, rep.Summary())
@@ -39,13 +43,17 @@ func TestFaultsEtcd(t *testing.T) {
 // switch must be caught there too, and the real broker must pass.
 func TestMutationNoFloorEtcd(t *testing.T) {
 	s := needEtcd(t)
+	forEachSeed(t, ScenarioNoFloorEtcd, func(t *testing.T, seed uint64) { testMutationNoFloorEtcd(t, s, seed) })
+}
+
+func testMutationNoFloorEtcd(t *testing.T, s *suite, seed uint64) {
 	for _, mutation := range []string{"", "nofloor"} {
 		name := "nofloor-etcd"
 		if mutation == "" {
 			name = "nofloor-etcd-control"
 		}
 		t.Run(name, func(t *testing.T) {
-			sc := handovers(name, seedFor(), mutation, KindTerm, 4*time.Second, 0, 22*time.Second)
+			sc := handovers(name, seed, mutation, KindTerm, 4*time.Second, 0, 22*time.Second)
 			sc.etcd = true
 			sc.offsetFor = func(n int) time.Duration { return -time.Duration(n) * 1500 * time.Millisecond }
 			rep := newRun(t, s, sc).execute()

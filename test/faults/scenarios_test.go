@@ -3,40 +3,60 @@
 package faults
 
 import (
-	"sync"
+	"fmt"
 	"testing"
 	"time"
 )
 
-var (
-	seedOnce sync.Once
-	seed     uint64
-)
-
-// seedFor returns -seed, or one seed from the clock for the whole test
-// binary, so that the seed any scenario prints reproduces them all.
-func seedFor() uint64 {
-	seedOnce.Do(func() {
-		seed = *flagSeed
-		if seed == 0 {
-			seed = uint64(time.Now().UnixNano()%1_000_000 + 1)
+// forEachSeed runs f, as a subtest "seed=N", for each seed of scenario: the
+// -seed flag's, or else every entry of the corpus (CorpusFile) for it. A
+// known-failing entry is left out, and the log says so.
+func forEachSeed(t *testing.T, scenario string, f func(t *testing.T, seed uint64)) {
+	t.Helper()
+	if *flagSeed != 0 {
+		t.Run(fmt.Sprintf("seed=%d", *flagSeed), func(t *testing.T) { f(t, *flagSeed) })
+		return
+	}
+	entries, err := LoadCorpus(CorpusFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Scenario != scenario {
+			continue
 		}
-	})
-	return seed
+		n++
+		if e.KnownFailing {
+			t.Logf("%s line %d: seed %d left out, known failing: %s", CorpusFile, e.Line, e.Seed, e.Why)
+			continue
+		}
+		t.Run(fmt.Sprintf("seed=%d", e.Seed), func(t *testing.T) {
+			t.Logf("%s line %d: seed %d: %s", CorpusFile, e.Line, e.Seed, e.Why)
+			f(t, e.Seed)
+		})
+	}
+	if n == 0 {
+		t.Fatalf("%s has no seed for scenario %s", CorpusFile, scenario)
+	}
 }
 
 // TestFaults is the suite: brokers on a real MinIO under every kind of
 // fault, and then every check.
 func TestFaults(t *testing.T) {
 	s := needSuite(t)
+	forEachSeed(t, ScenarioFaults, func(t *testing.T, seed uint64) { testFaults(t, s, seed) })
+}
+
+func testFaults(t *testing.T, s *suite, seed uint64) {
 	d := *flagDuration
 	if d == 0 {
-		d = 60 * time.Second
+		d = FaultsDuration
 	}
 	sc := scenario{
-		name: "faults", seed: seedFor(), duration: d,
+		name: ScenarioFaults, seed: seed, duration: d, fencedStop: true,
 		brokers: *flagBrokers, clusterSize: max(*flagBrokers-1, 1),
-		lease: 3 * time.Second, renew: time.Second, gossip: true,
+		lease: FaultsLease, renew: time.Second, gossip: true,
 		offsets:     []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},
 		startFaults: true,
 		idsEvery:    [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}, idsN: 100,
@@ -45,7 +65,7 @@ func TestFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.schedule = NewSchedule(ScheduleConfig{Seed: sc.seed, Duration: d, Lease: sc.lease, RenewDeadline: sc.renewDeadline(), Kinds: kinds})
+	sc.schedule = FaultsSchedule(seed, false, d, kinds)
 	r := newRun(t, s, sc)
 	rep := r.execute()
 	if rep.Failed() {
@@ -87,13 +107,17 @@ func handovers(name string, seed uint64, mutation string, kind Kind, every, paus
 // duplicates. The same scenario with the real broker must pass.
 func TestMutationNoFloor(t *testing.T) {
 	s := needSuite(t)
+	forEachSeed(t, ScenarioNoFloor, func(t *testing.T, seed uint64) { testMutationNoFloor(t, s, seed) })
+}
+
+func testMutationNoFloor(t *testing.T, s *suite, seed uint64) {
 	for _, mutation := range []string{"", "nofloor"} {
 		name := "nofloor"
 		if mutation == "" {
 			name = "nofloor-control"
 		}
 		t.Run(name, func(t *testing.T) {
-			sc := handovers(name, seedFor(), mutation, KindTerm, 4*time.Second, 0, 22*time.Second)
+			sc := handovers(name, seed, mutation, KindTerm, 4*time.Second, 0, 22*time.Second)
 			// Every broker's clock is 1.5 s behind the one started before it.
 			sc.offsetFor = func(n int) time.Duration { return -time.Duration(n) * 1500 * time.Millisecond }
 			rep := newRun(t, s, sc).execute()
@@ -138,13 +162,17 @@ func TestMutationNoFloor(t *testing.T) {
 // is above it, so there are no duplicates.)
 func TestMutationNoFence(t *testing.T) {
 	s := needSuite(t)
+	forEachSeed(t, ScenarioNoFence, func(t *testing.T, seed uint64) { testMutationNoFence(t, s, seed) })
+}
+
+func testMutationNoFence(t *testing.T, s *suite, seed uint64) {
 	for _, mutation := range []string{"", "nofence"} {
 		name := "nofence"
 		if mutation == "" {
 			name = "nofence-control"
 		}
 		t.Run(name, func(t *testing.T) {
-			sc := handovers(name, seedFor(), mutation, KindStallLeader, 13*time.Second, 8*time.Second, 31*time.Second)
+			sc := handovers(name, seed, mutation, KindStallLeader, 13*time.Second, 8*time.Second, 31*time.Second)
 			sc.leaderEvery = 1
 			r := newRun(t, s, sc)
 			rep := r.execute()

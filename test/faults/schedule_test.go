@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -60,8 +61,8 @@ func TestParseKinds(t *testing.T) {
 	if k, err := ParseKinds("stall, sigstop"); err != nil || len(k) != 2 || k[0] != KindStall || k[1] != KindPause {
 		t.Errorf("ParseKinds: %v, %v", k, err)
 	}
-	if k, _ := ParseKinds("all"); len(k) != len(DefaultKinds)+1 || k[len(k)-1] != KindStallLeader {
-		t.Errorf("all: %v, want the default kinds and %s", k, KindStallLeader)
+	if k, _ := ParseKinds("all"); len(k) != len(DefaultKinds)+2 || !slices.Contains(k, KindStallLeader) || !slices.Contains(k, KindTermFenced) {
+		t.Errorf("all: %v, want the default kinds, %s and %s", k, KindStallLeader, KindTermFenced)
 	}
 	if _, err := ParseKinds("nap"); err == nil {
 		t.Error("an unknown kind parsed")

@@ -155,6 +155,7 @@ type Proxy struct {
 	url      string
 	upstream *url.URL
 	delay    time.Duration
+	sleep    func(context.Context, time.Duration) error // sleepCtx; a test may record the delays
 	srv      *http.Server
 	ln       net.Listener
 	done     chan error
@@ -194,7 +195,7 @@ func Start(cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("latproxy: listen: %w", err)
 	}
 	p := &Proxy{
-		url: "http://" + ln.Addr().String(), upstream: u, delay: cfg.Latency, ln: ln,
+		url: "http://" + ln.Addr().String(), upstream: u, delay: cfg.Latency, sleep: sleepCtx, ln: ln,
 		done: make(chan error, 1), counts: Counts{}, record: cfg.Record, blocks: map[string]bool{},
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
@@ -269,21 +270,21 @@ type delayTransport struct {
 
 func (t *delayTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	half := t.p.delay / 2
-	if err := sleep(r.Context(), half); err != nil {
+	if err := t.p.sleep(r.Context(), half); err != nil {
 		return nil, err
 	}
 	resp, err := t.inner.RoundTrip(r)
 	if err != nil {
 		return nil, err
 	}
-	if err := sleep(r.Context(), t.p.delay-half); err != nil {
+	if err := t.p.sleep(r.Context(), t.p.delay-half); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
 	return resp, nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
