@@ -61,10 +61,10 @@ type scenario struct {
 	// stopped once its fence fell (the case of seed 629954, issue 25),
 	// whatever the schedule drew.
 	fencedStop bool
-	// lossGrace is the brokers' --loss-grace (jeopardy, issue 24), passed
-	// when above zero, and History.LossGrace: 0 means a broker whose fence
-	// fell never serves again, which is today's broker. A broker that may
-	// recover must run with it set, or the checks flag its recoveries.
+	// lossGrace is the brokers' --loss-grace (jeopardy, issue 24) and
+	// History.LossGrace: 0 means a broker whose fence fell never serves
+	// again; above 0 it may recover within the grace, and the checks allow
+	// it (the broker's default is the lease).
 	lossGrace time.Duration
 }
 
@@ -373,9 +373,7 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"--debug-clock-offset", params.ClockOffset.String(),
 		"--log-level", "info",
 	)
-	if sc.lossGrace > 0 {
-		args = append(args, "--loss-grace", sc.lossGrace.String())
-	}
+	args = append(args, "--loss-grace", sc.lossGrace.String())
 	if sc.gossip {
 		args = append(args, "--gossip-addr", "127.0.0.1:0", "--ready-timeout", "3s")
 		if join != "" {

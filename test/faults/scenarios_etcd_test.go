@@ -25,7 +25,7 @@ func testFaultsEtcd(t *testing.T, s *suite, seed uint64) {
 	sc := scenario{
 		name: ScenarioFaultsEtcd, seed: seed, duration: d, etcd: true, fencedStop: true,
 		brokers: 4, clusterSize: 3,
-		lease: FaultsLease, renew: time.Second, gossip: true,
+		lease: FaultsLease, renew: time.Second, gossip: true, lossGrace: FaultsLease,
 		offsets:  []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},
 		idsEvery: [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}, idsN: 100,
 	}

@@ -56,7 +56,7 @@ func testFaults(t *testing.T, s *suite, seed uint64) {
 	sc := scenario{
 		name: ScenarioFaults, seed: seed, duration: d, fencedStop: true,
 		brokers: *flagBrokers, clusterSize: max(*flagBrokers-1, 1),
-		lease: FaultsLease, renew: time.Second, gossip: true,
+		lease: FaultsLease, renew: time.Second, gossip: true, lossGrace: FaultsLease,
 		offsets:     []time.Duration{-2500 * time.Millisecond, -time.Second, 0, 0, time.Second, 2 * time.Second},
 		startFaults: true,
 		idsEvery:    [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}, idsN: 100,
