@@ -25,7 +25,8 @@
 #  3c. the lease protocol's model (spec/lease.pml, spec/README.md): spin,
 #     from Debian's package in the same cache (test/spin.sh), checks it
 #     exhaustively for two tasks and shows that each broken rule is caught
-#     (spec/check.sh, about a minute on 2 cores);
+#     (spec/check.sh, under a minute on 2 cores; its --full exploration is
+#     not run here);
 #  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
 #     nodeid-broker processes on a MinIO of its own under kills, pauses,
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
