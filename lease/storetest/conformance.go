@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -198,33 +200,100 @@ func race(t *testing.T, n int, attempt func(i int) (lease.Meta, error)) (winners
 
 func racerBody(i int) []byte { return fmt.Appendf(nil, `{"racer":%d}`, i) }
 
+// RaceRepeatEnv names the environment variable that repeats the create and
+// update races, each on a fresh key: NODEID_RACE_REPEAT=200 runs each 200
+// times and reports how many races had other than one winner or a history
+// that is not linearizable (docs/conformance.md, "Linearizability"). Unset:
+// once.
+const RaceRepeatEnv = "NODEID_RACE_REPEAT"
+
+// linearizeTimeout bounds the linearizability check of one race's history
+// (51 or 52 operations on one key: milliseconds when it passes).
+const linearizeTimeout = time.Minute
+
+func raceRepeats(t *testing.T) int {
+	v := os.Getenv(RaceRepeatEnv)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a count of at least 1", RaceRepeatEnv, v)
+	}
+	return n
+}
+
+// raceKey is the key of race r of n: key itself when the race runs once.
+func raceKey(key string, r, n int) string {
+	if n == 1 {
+		return key
+	}
+	return fmt.Sprintf("%d-%s", r, key)
+}
+
+// checkRace checks one race's outcome: exactly one winner, whose record and
+// ETag the object holds, and a history (recorded by rec, the final read
+// included) that is linearizable. It reports the first failure and whether
+// there was one.
+func checkRace(t *testing.T, what string, s lease.Store, rec *Recorder, key string, winners []int, metas []lease.Meta) bool {
+	t.Helper()
+	body, m := mustGet(t, rec.Wrap(Racers, s), key)
+	if err := rec.Check(linearizeTimeout); err != nil {
+		t.Errorf("%s race on %s: %d winners %v; the history: %v", what, key, len(winners), winners, err)
+		return false
+	}
+	if len(winners) != 1 {
+		t.Errorf("%d of %d %s racers won on %s, want exactly 1 (winners %v)", len(winners), Racers, what, key, winners)
+		return false
+	}
+	if !bytes.Equal(body, racerBody(winners[0])) || m.ETag != metas[winners[0]].ETag {
+		t.Errorf("%s race on %s: stored %q (ETag %q), want the winner's %q (ETag %q)", what, key, body, m.ETag, racerBody(winners[0]), metas[winners[0]].ETag)
+		return false
+	}
+	return true
+}
+
+// reportRaces logs how many of n races failed, in the repeat mode.
+func reportRaces(t *testing.T, what string, failed, n int) {
+	if n > 1 {
+		t.Logf("%s race: %d of %d races (%d racers each) had other than one winner or were not linearizable", what, failed, n, Racers)
+	}
+}
+
 func testCreateRace(t *testing.T, tg Target) {
 	s := tg.Open(t, "p/")
 	ctx := ctxFor(t)
-	winners, metas := race(t, Racers, func(i int) (lease.Meta, error) { return s.Create(ctx, "r.json", racerBody(i)) })
-	if len(winners) != 1 {
-		t.Fatalf("%d of %d create racers won, want exactly 1 (winners %v)", len(winners), Racers, winners)
+	n, failed := raceRepeats(t), 0
+	for r := range n {
+		key, rec := raceKey("r.json", r, n), NewRecorder()
+		winners, metas := race(t, Racers, func(i int) (lease.Meta, error) {
+			return rec.Wrap(i, s).Create(ctx, key, racerBody(i))
+		})
+		if !checkRace(t, "create", s, rec, key, winners, metas) {
+			failed++
+		}
 	}
-	m := wantBody(t, s, "r.json", racerBody(winners[0]))
-	if m.ETag != metas[winners[0]].ETag {
-		t.Errorf("stored ETag %q != winner's ETag %q", m.ETag, metas[winners[0]].ETag)
-	}
+	reportRaces(t, "create", failed, n)
 }
 
 func testUpdateRace(t *testing.T, tg Target) {
 	s := tg.Open(t, "p/")
 	ctx := ctxFor(t)
-	base := mustCreate(t, s, "u.json", []byte("base"))
-	winners, metas := race(t, Racers, func(i int) (lease.Meta, error) {
-		return s.Update(ctx, "u.json", racerBody(i), base.ETag)
-	})
-	if len(winners) != 1 {
-		t.Fatalf("%d of %d update racers won on one ETag, want exactly 1 (winners %v)", len(winners), Racers, winners)
+	n, failed := raceRepeats(t), 0
+	for r := range n {
+		key, rec := raceKey("u.json", r, n), NewRecorder()
+		base, err := rec.Wrap(Racers, s).Create(ctx, key, []byte("base"))
+		if err != nil {
+			t.Fatalf("Create(%q): %v", key, err)
+		}
+		winners, metas := race(t, Racers, func(i int) (lease.Meta, error) {
+			return rec.Wrap(i, s).Update(ctx, key, racerBody(i), base.ETag)
+		})
+		if !checkRace(t, "update", s, rec, key, winners, metas) {
+			failed++
+		}
 	}
-	m := wantBody(t, s, "u.json", racerBody(winners[0]))
-	if m.ETag != metas[winners[0]].ETag {
-		t.Errorf("stored ETag %q != winner's ETag %q", m.ETag, metas[winners[0]].ETag)
-	}
+	reportRaces(t, "update", failed, n)
 }
 
 func testStaleAndBogusETag(t *testing.T, tg Target) {

@@ -1,0 +1,240 @@
+package storetest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Outcome is how a store operation ended, as its caller (or a proxy) saw it.
+type Outcome int
+
+// The outcomes of an operation.
+const (
+	// OutcomeDone: a read answered, or a write applied.
+	OutcomeDone Outcome = iota
+	// OutcomeRefused: a conditional write not applied (412).
+	OutcomeRefused
+	// OutcomeMissing: a read of an absent object (404).
+	OutcomeMissing
+	// OutcomeUnknown: no answer, or one that does not say whether a write applied
+	// (a timeout, a reset, a 500 after the write was sent). A read with no
+	// answer is left out of a history: it constrains nothing.
+	OutcomeUnknown
+	// OutcomeConflict: a conditional write not applied because another was in
+	// progress (S3's 409): it says nothing about the condition.
+	OutcomeConflict
+)
+
+var outcomeNames = [...]string{OutcomeDone: "done", OutcomeRefused: "refused", OutcomeMissing: "missing", OutcomeUnknown: "unknown", OutcomeConflict: "conflict"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Call is one operation on one object of a store, from its start to its end.
+// A history of them, from any number of clients, is checked by
+// [CheckLinearizable].
+type Call struct {
+	// Client names who made the call (a racer, a broker); for messages only.
+	Client int
+	Key    string
+	Op     Op // OpGet, OpCreate or OpUpdate
+	// Start is when the request was sent, End when its answer was read, on
+	// one clock for the whole history (End of an unknown write: when it was
+	// given up).
+	Start, End time.Duration
+	// Value is what a write wrote (see [ValueOf]).
+	Value string
+	// IfMatch is the ETag an update was conditional on.
+	IfMatch string
+	Outcome Outcome
+	// Got is the value a done read returned.
+	Got string
+	// ETag is the ETag a done read returned, or the one a done write produced
+	// (empty when its answer did not say).
+	ETag string
+}
+
+// ValueOf names the record in body: its writeId when it is a JSON object
+// with one (every nodeid write carries a fresh one), else a digest of the
+// body. Two writes of one value are one value to the checker.
+func ValueOf(body []byte) string {
+	var rec struct {
+		WriteID string `json:"writeId"`
+	}
+	if json.Unmarshal(body, &rec) == nil && rec.WriteID != "" {
+		return "w:" + rec.WriteID
+	}
+	sum := sha256.Sum256(body)
+	return "b:" + hex.EncodeToString(sum[:8])
+}
+
+// ErrNotLinearizable is matched by the error of [CheckLinearizable] when a
+// key's history has no linearization as a compare-and-swap register.
+var ErrNotLinearizable = errors.New("storetest: history not linearizable")
+
+// ErrUndecided is matched when the checker ran out of time on a key.
+var ErrUndecided = errors.New("storetest: linearizability undecided within the time limit")
+
+// casInput and casOutput are one Call as porcupine sees it.
+type casInput struct {
+	op      Op
+	value   string
+	ifMatch string // the value the update's ETag names; "" when unknown
+	etag    string // the raw ETag, for messages
+}
+
+type casOutput struct {
+	outcome Outcome
+	got     string
+}
+
+// casModel is an object of a store as a compare-and-swap register: its state
+// is the value of the current record, "" while the object is absent. A write
+// with an unknown outcome may or may not have applied.
+var casModel = porcupine.NondeterministicModel{
+	Init: func() []any { return []any{""} },
+	Step: func(state, input, output any) []any {
+		st, in, out := state.(string), input.(casInput), output.(casOutput)
+		var holds bool
+		switch in.op {
+		case OpGet:
+			if (out.outcome == OutcomeDone && st != "" && out.got == st) || (out.outcome == OutcomeMissing && st == "") {
+				return []any{st}
+			}
+			return nil
+		case OpCreate:
+			holds = st == ""
+		case OpUpdate:
+			holds = st != "" && in.ifMatch == st
+		}
+		switch {
+		case out.outcome == OutcomeDone && holds:
+			return []any{in.value}
+		case out.outcome == OutcomeRefused && !holds:
+			return []any{st}
+		case out.outcome == OutcomeUnknown && holds:
+			return []any{in.value, st}
+		case out.outcome == OutcomeUnknown, out.outcome == OutcomeConflict:
+			return []any{st}
+		}
+		return nil
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(casInput), output.(casOutput)
+		switch in.op {
+		case OpGet:
+			return fmt.Sprintf("get -> %v %s", out.outcome, out.got)
+		case OpUpdate:
+			return fmt.Sprintf("update %s if-match %s (%s) -> %v", in.value, in.etag, in.ifMatch, out.outcome)
+		}
+		return fmt.Sprintf("%s %s -> %v", in.op, in.value, out.outcome)
+	},
+}
+
+// CheckLinearizable checks that calls, a history of operations on the objects
+// of one store, is linearizable with every object a compare-and-swap register
+// that starts absent (porcupine, one key at a time, each within timeout). It
+// returns nil, or an error matching [ErrNotLinearizable] or [ErrUndecided]
+// that names the key.
+//
+// An update's ETag is mapped to the value it names through the answers in the
+// history (a read's ETag and value, a write's ETag and the value it wrote):
+// values never repeat, so a value names a state. A write with an unknown
+// outcome is resolved by what the store persisted: if a read returned its
+// value, it applied before that read ended (it is checked as done, ending
+// there); if none did, it may have applied or not, at any instant after its
+// start. Refused writes are checked last, after the history without them
+// passed: a double winner shows up in the few applied writes, and the refused
+// ones, which commute with each other, would make a failing search
+// exponential.
+func CheckLinearizable(calls []Call, timeout time.Duration) error {
+	names := map[string]string{}          // ETag -> value
+	seen := map[[2]string]time.Duration{} // {key, value} -> the first read of it ended
+	for _, c := range calls {
+		switch {
+		case c.Op == OpGet && c.Outcome == OutcomeDone:
+			names[c.ETag] = c.Got
+			if end, ok := seen[[2]string{c.Key, c.Got}]; !ok || c.End < end {
+				seen[[2]string{c.Key, c.Got}] = c.End
+			}
+		case c.Op != OpGet && c.Outcome == OutcomeDone && c.ETag != "":
+			names[c.ETag] = c.Value
+		}
+	}
+	byKey := map[string][]Call{}
+	for _, c := range calls {
+		byKey[c.Key] = append(byKey[c.Key], c)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	model := casModel.ToModel()
+	for _, key := range keys {
+		ops := operations(byKey[key], names, seen)
+		applied := slices.DeleteFunc(slices.Clone(ops), func(o porcupine.Operation) bool {
+			return o.Output.(casOutput).outcome == OutcomeRefused
+		})
+		for _, h := range [][]porcupine.Operation{applied, ops} {
+			switch res, info := porcupine.CheckOperationsVerbose(model, h, timeout); res {
+			case porcupine.Illegal:
+				return fmt.Errorf("%w: key %q, %d operations: %s", ErrNotLinearizable, key, len(h), describe(model, info))
+			case porcupine.Unknown:
+				return fmt.Errorf("%w: key %q, %d operations, %v", ErrUndecided, key, len(h), timeout)
+			}
+		}
+	}
+	return nil
+}
+
+// operations turns one key's calls into porcupine's operations.
+func operations(calls []Call, names map[string]string, seen map[[2]string]time.Duration) []porcupine.Operation {
+	ops := make([]porcupine.Operation, 0, len(calls))
+	for _, c := range calls {
+		in := casInput{op: c.Op, value: c.Value, etag: c.IfMatch}
+		if c.Op == OpUpdate {
+			in.ifMatch = names[c.IfMatch]
+		}
+		out := casOutput{outcome: c.Outcome, got: c.Got}
+		end := int64(c.End)
+		if c.Op != OpGet && c.Outcome == OutcomeUnknown {
+			if at, ok := seen[[2]string{c.Key, c.Value}]; ok && at >= c.Start {
+				out.outcome, end = OutcomeDone, int64(at)
+			} else {
+				end = math.MaxInt64
+			}
+		}
+		ops = append(ops, porcupine.Operation{ClientId: c.Client, Input: in, Call: int64(c.Start), Output: out, Return: end})
+	}
+	return ops
+}
+
+// describe names the longest prefix that linearized and the operations that
+// could not follow it.
+func describe(model porcupine.Model, info porcupine.LinearizationInfo) string {
+	parts := info.PartialLinearizationsOperations()
+	if len(parts) == 0 || len(parts[0]) == 0 {
+		return "no operation linearizes first"
+	}
+	longest := slices.MaxFunc(parts[0], func(a, b []porcupine.Operation) int { return len(a) - len(b) })
+	var b strings.Builder
+	b.WriteString("longest linearization:")
+	for _, o := range longest {
+		fmt.Fprintf(&b, " [client %d: %s]", o.ClientId, model.DescribeOperation(o.Input, o.Output))
+	}
+	return b.String()
+}

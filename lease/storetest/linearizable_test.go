@@ -1,0 +1,141 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+func TestCheckLinearizableHistories(t *testing.T) {
+	const ms = time.Millisecond
+	get := func(c int, from, to time.Duration, got, etag string) Call {
+		return Call{Client: c, Key: "k", Op: OpGet, Start: from, End: to, Outcome: OutcomeDone, Got: got, ETag: etag}
+	}
+	create := func(c int, from, to time.Duration, v string, o Outcome, etag string) Call {
+		return Call{Client: c, Key: "k", Op: OpCreate, Start: from, End: to, Value: v, Outcome: o, ETag: etag}
+	}
+	update := func(c int, from, to time.Duration, v, ifMatch string, o Outcome, etag string) Call {
+		return Call{Client: c, Key: "k", Op: OpUpdate, Start: from, End: to, Value: v, IfMatch: ifMatch, Outcome: o, ETag: etag}
+	}
+	base := create(0, 0, 1*ms, "a", OutcomeDone, "Ea")
+	tests := []struct {
+		name  string
+		calls []Call
+		ok    bool
+	}{
+		{"one winner of two", []Call{base,
+			update(1, 2*ms, 5*ms, "b", "Ea", OutcomeDone, "Eb"),
+			update(2, 2*ms, 5*ms, "c", "Ea", OutcomeRefused, ""),
+			get(3, 6*ms, 7*ms, "b", "Eb")}, true},
+		{"two winners on one ETag", []Call{base,
+			update(1, 2*ms, 5*ms, "b", "Ea", OutcomeDone, "Eb"),
+			update(2, 2*ms, 5*ms, "c", "Ea", OutcomeDone, "Ec")}, false},
+		{"two creates won", []Call{base, create(1, 0, 1*ms, "b", OutcomeDone, "Eb")}, false},
+		{"a refusal while the condition held", []Call{base,
+			update(1, 2*ms, 3*ms, "b", "Ea", OutcomeRefused, ""),
+			get(2, 4*ms, 5*ms, "a", "Ea")}, false},
+		{"a stale read", []Call{base,
+			update(1, 2*ms, 3*ms, "b", "Ea", OutcomeDone, "Eb"),
+			get(2, 4*ms, 5*ms, "a", "Ea")}, false},
+		{"a read of a value never written", []Call{base, get(1, 2*ms, 3*ms, "z", "Ez")}, false},
+		{"a missing object after a create", []Call{base,
+			{Key: "k", Op: OpGet, Start: 2 * ms, End: 3 * ms, Outcome: OutcomeMissing}}, false},
+		{"an unknown write found by the read-back", []Call{base,
+			update(1, 2*ms, 9*ms, "b", "Ea", OutcomeUnknown, ""),
+			get(1, 10*ms, 11*ms, "b", "Eb"),
+			update(1, 12*ms, 13*ms, "c", "Eb", OutcomeDone, "Ec")}, true},
+		{"an unknown write never seen", []Call{base,
+			update(1, 2*ms, 9*ms, "b", "Ea", OutcomeUnknown, ""),
+			get(2, 10*ms, 11*ms, "a", "Ea")}, true},
+		{"an unknown write landing late", []Call{base,
+			update(1, 2*ms, 3*ms, "b", "Ea", OutcomeUnknown, ""),
+			get(2, 4*ms, 5*ms, "a", "Ea"),
+			get(2, 6*ms, 7*ms, "b", "Eb")}, true},
+		{"a write after an unknown one overwrote it unseen", []Call{base,
+			update(1, 2*ms, 3*ms, "b", "Ea", OutcomeUnknown, ""),
+			get(2, 4*ms, 5*ms, "b", "Eb"),
+			update(2, 6*ms, 7*ms, "c", "Ea", OutcomeDone, "Ec")}, false},
+		{"a conflict while the condition held", []Call{base,
+			update(1, 2*ms, 3*ms, "b", "Ea", OutcomeConflict, ""),
+			update(2, 4*ms, 5*ms, "c", "Ea", OutcomeDone, "Ec")}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckLinearizable(tc.calls, 10*time.Second)
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("CheckLinearizable = %v, want nil", err)
+			case !tc.ok && !errors.Is(err, ErrNotLinearizable):
+				t.Fatalf("CheckLinearizable = %v, want ErrNotLinearizable", err)
+			}
+		})
+	}
+}
+
+// twoWinners is a store that lets a second racer win an update: the first
+// update refused on an ETag that a racer just replaced is applied anyway, on
+// the new ETag (a store whose condition check and write are not atomic).
+type twoWinners struct {
+	lease.Store
+	mu     sync.Mutex
+	second map[string]bool // ETags that already let a second racer through
+}
+
+func (s *twoWinners) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	m, err := s.Store.Update(ctx, key, body, etag)
+	if !errors.Is(err, lease.ErrPreconditionFailed) {
+		return m, err
+	}
+	s.mu.Lock()
+	again := !s.second[etag]
+	s.second[etag] = true
+	s.mu.Unlock()
+	if !again {
+		return m, err
+	}
+	_, cur, gerr := s.Store.Get(ctx, key)
+	if gerr != nil {
+		return m, err
+	}
+	return s.Store.Update(ctx, key, body, cur.ETag)
+}
+
+// TestCheckLinearizableFailsOnTwoWinners runs the update race of the
+// conformance suite on a store that lets two racers win: the history is
+// not linearizable, and the checker says so.
+func TestCheckLinearizableFailsOnTwoWinners(t *testing.T) {
+	for _, racy := range []bool{false, true} {
+		var s lease.Store = NewMemStore()
+		if racy {
+			s = &twoWinners{Store: s, second: map[string]bool{}}
+		}
+		ctx := context.Background()
+		rec := NewRecorder()
+		base, err := rec.Wrap(Racers, s).Create(ctx, "u.json", []byte("base"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		winners, _ := race(t, Racers, func(i int) (lease.Meta, error) {
+			return rec.Wrap(i, s).Update(ctx, "u.json", racerBody(i), base.ETag)
+		})
+		if _, _, err := rec.Wrap(Racers, s).Get(ctx, "u.json"); err != nil {
+			t.Fatal(err)
+		}
+		err = rec.Check(linearizeTimeout)
+		switch {
+		case racy && len(winners) != 2:
+			t.Fatalf("the racy store let %d racers win, want 2", len(winners))
+		case racy && !errors.Is(err, ErrNotLinearizable):
+			t.Fatalf("two winners: Check = %v, want ErrNotLinearizable", err)
+		case !racy && err != nil:
+			t.Fatalf("one winner: Check = %v, want nil", err)
+		}
+		if racy {
+			t.Logf("two winners: %v", err)
+		}
+	}
+}
