@@ -38,9 +38,12 @@ func (r *Recorder) Calls() []Call {
 // Check checks the history so far with [CheckLinearizable].
 func (r *Recorder) Check(timeout time.Duration) error { return CheckLinearizable(r.Calls(), timeout) }
 
-func (r *Recorder) now() time.Duration { return time.Since(r.start) }
+// Now returns the recorder's clock: the time since it was created.
+func (r *Recorder) Now() time.Duration { return time.Since(r.start) }
 
-func (r *Recorder) add(c Call) {
+// Add records c, a call observed elsewhere (a proxy between a client and the
+// store), its times read from Now.
+func (r *Recorder) Add(c Call) {
 	r.mu.Lock()
 	r.calls = append(r.calls, c)
 	r.mu.Unlock()
@@ -54,9 +57,9 @@ type recordedStore struct {
 }
 
 func (s *recordedStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
-	start := s.r.now()
+	start := s.r.Now()
 	body, m, err := s.Store.Get(ctx, key)
-	c := Call{Client: s.client, Key: key, Op: OpGet, Start: start, End: s.r.now()}
+	c := Call{Client: s.client, Key: key, Op: OpGet, Start: start, End: s.r.Now()}
 	switch {
 	case err == nil:
 		c.Outcome, c.Got, c.ETag = OutcomeDone, ValueOf(body), m.ETag
@@ -65,21 +68,21 @@ func (s *recordedStore) Get(ctx context.Context, key string) ([]byte, lease.Meta
 	default:
 		return body, m, err // no answer: it constrains nothing
 	}
-	s.r.add(c)
+	s.r.Add(c)
 	return body, m, err
 }
 
 func (s *recordedStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
-	start := s.r.now()
+	start := s.r.Now()
 	m, err := s.Store.Create(ctx, key, body)
-	s.r.add(writeCall(s.client, key, OpCreate, body, "", start, s.r.now(), m, err))
+	s.r.Add(writeCall(s.client, key, OpCreate, body, "", start, s.r.Now(), m, err))
 	return m, err
 }
 
 func (s *recordedStore) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
-	start := s.r.now()
+	start := s.r.Now()
 	m, err := s.Store.Update(ctx, key, body, etag)
-	s.r.add(writeCall(s.client, key, OpUpdate, body, etag, start, s.r.now(), m, err))
+	s.r.Add(writeCall(s.client, key, OpUpdate, body, etag, start, s.r.Now(), m, err))
 	return m, err
 }
 

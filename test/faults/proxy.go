@@ -140,6 +140,7 @@ type Proxy struct {
 	heldPaths map[string]int // the same, by "OP path"
 	closed    bool
 	serveDone chan struct{}
+	rec       *recording // nil: no history is recorded (see Record)
 }
 
 // NewProxy starts a proxy to target (an http:// base URL) on a free port of
@@ -481,8 +482,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op 
 	if len(body) == 0 {
 		out.Body = http.NoBody
 	}
+	start := p.recordStart()
 	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
+		p.recordCall(op, r, body, start, 0, nil, nil)
 		if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
 			p.count(op, "client-gone")
 			return
@@ -494,10 +497,12 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op 
 	respBody, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
+		p.recordCall(op, r, body, start, 0, nil, nil)
 		p.count(op, "upstream-error")
 		writeS3Error(w, r, http.StatusBadGateway, "BadGateway", "the proxy could not read the server's answer: "+err.Error())
 		return
 	}
+	p.recordCall(op, r, body, start, resp.StatusCode, resp.Header, respBody)
 	code := fmt.Sprint(resp.StatusCode)
 	switch f.Action {
 	case SlowAnswer:

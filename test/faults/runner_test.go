@@ -30,6 +30,7 @@ import (
 	"github.com/nodeid/nodeid/health"
 	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
 )
@@ -93,8 +94,9 @@ type run struct {
 	h     *History
 
 	bucket string
-	prefix string      // of the lease objects in the bucket, or in etcd
-	store  lease.Store // straight to MinIO or etcd, for the poller and the checks
+	prefix string              // of the lease objects in the bucket, or in etcd
+	store  lease.Store         // straight to MinIO or etcd, for the poller and the checks
+	lin    *storetest.Recorder // the S3 history, for CheckHistory; nil on etcd
 
 	faultCtx    context.Context // ends with the fault phase
 	endFaults   context.CancelFunc
@@ -192,7 +194,7 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 	if _, err := st.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(r.bucket)}); err != nil {
 		t.Fatalf("create bucket %s: %v", r.bucket, err)
 	}
-	r.store = st
+	r.store = r.recordHistory(st)
 	return r
 }
 
@@ -202,7 +204,11 @@ func (r *run) newProxy(slot, gen int) (faultProxy, error) {
 	if r.sc.etcd {
 		return NewTCPProxy(r.suite.etcd.Endpoint)
 	}
-	return NewProxy(r.suite.minio.endpoint, r.sc.seed^uint64(slot)<<40^uint64(gen)<<20^0xfa17)
+	px, err := NewProxy(r.suite.minio.endpoint, r.sc.seed^uint64(slot)<<40^uint64(gen)<<20^0xfa17)
+	if err == nil {
+		r.recordProxy(px, slot, gen)
+	}
+	return px, err
 }
 
 // storeArgs returns the flags of a broker behind px that name its store.
@@ -264,6 +270,9 @@ func (r *run) execute() *Report {
 	r.finalScan()
 
 	rep := Check(r.h)
+	if r.lin != nil {
+		CheckHistory(rep, r.lin)
+	}
 	r.report(rep)
 	return rep
 }

@@ -1,0 +1,117 @@
+package faults
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nodeid/nodeid/lease/storetest"
+)
+
+// recording is where a Proxy records the requests it forwards.
+type recording struct {
+	rec    *storetest.Recorder
+	client int
+	keyOf  func(path string) (string, bool)
+}
+
+// Record makes the proxy record every Get and conditional write it forwards
+// to the server, as client's, in rec: sent upstream at Start, the server's
+// answer read at End, whatever the proxy then does with it (a dropped or
+// failed answer still tells the history what the server did). keyOf maps a
+// request's URL path to the object's key, false for paths outside the
+// history. A write whose answer never came from the server (a reset, a
+// client gone mid-request) is unknown. The history is checked with
+// storetest.CheckLinearizable (docs/faults.md, "Linearizability").
+func (p *Proxy) Record(rec *storetest.Recorder, client int, keyOf func(path string) (string, bool)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rec = &recording{rec: rec, client: client, keyOf: keyOf}
+}
+
+func (p *Proxy) recording() *recording {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rec
+}
+
+// recordStart is the recorder's clock now (zero when not recording).
+func (p *Proxy) recordStart() time.Duration {
+	if rc := p.recording(); rc != nil {
+		return rc.rec.Now()
+	}
+	return 0
+}
+
+// recordCall records one forwarded request: status 0 when the server's
+// answer was not read.
+func (p *Proxy) recordCall(op Op, r *http.Request, body []byte, start time.Duration, status int, h http.Header, respBody []byte) {
+	rc := p.recording()
+	if rc == nil {
+		return
+	}
+	key, ok := rc.keyOf(r.URL.Path)
+	if !ok {
+		return
+	}
+	c := storetest.Call{Client: rc.client, Key: key, Start: start, End: rc.rec.Now(), ETag: h.Get("ETag")}
+	switch op {
+	case OpGet:
+		c.Op = storetest.OpGet
+		switch status {
+		case http.StatusOK:
+			c.Outcome, c.Got = storetest.OutcomeDone, storetest.ValueOf(respBody)
+		case http.StatusNotFound:
+			c.Outcome = storetest.OutcomeMissing
+		default:
+			return // no answer: it constrains nothing
+		}
+	case OpCreate, OpUpdate:
+		c.Op, c.Value = storetest.OpCreate, storetest.ValueOf(body)
+		if op == OpUpdate {
+			c.Op, c.IfMatch = storetest.OpUpdate, r.Header.Get("If-Match")
+		}
+		switch status {
+		case http.StatusOK:
+			c.Outcome = storetest.OutcomeDone
+		case http.StatusPreconditionFailed, http.StatusNotFound:
+			c.Outcome = storetest.OutcomeRefused
+		case http.StatusConflict:
+			c.Outcome = storetest.OutcomeConflict
+		default:
+			c.Outcome = storetest.OutcomeUnknown
+		}
+	default:
+		return
+	}
+	if c.Outcome != storetest.OutcomeDone {
+		c.ETag = ""
+	}
+	rc.rec.Add(c)
+}
+
+// CheckLinearizable names the check that the store's history, as the S3
+// proxies and the test's own reads saw it, is linearizable
+// (storetest.CheckLinearizable).
+const CheckLinearizable = "linearizable"
+
+// LinearizeTimeout bounds the linearizability check of one key's history:
+// a run's keys have a few hundred operations each, checked in milliseconds
+// when they pass.
+const LinearizeTimeout = time.Minute
+
+// CheckHistory checks rec's history and adds what it finds to rep: a
+// violation if it is not linearizable (or the check ran out of time), and
+// the operations checked as the check's occasions.
+func CheckHistory(rep *Report, rec *storetest.Recorder) {
+	calls := rec.Calls()
+	if len(calls) == 0 {
+		return
+	}
+	start := time.Now()
+	if err := storetest.CheckLinearizable(calls, LinearizeTimeout); err != nil {
+		rep.add(CheckLinearizable, "%v", err)
+	}
+	rep.exercise(CheckLinearizable, len(calls))
+	rep.Notes = append(rep.Notes, fmt.Sprintf("linearizability: %d store operations checked in %v", len(calls), time.Since(start).Round(time.Millisecond)))
+}

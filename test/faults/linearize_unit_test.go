@@ -1,0 +1,116 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/s3store"
+	"github.com/nodeid/nodeid/s3store/s3fake"
+)
+
+// recordedProxy starts gofakes3 behind wrap (nil: none) behind a recording
+// Proxy, and returns the proxy, its history and a store through it.
+func recordedProxy(t *testing.T, wrap func(http.Handler) http.Handler) (*Proxy, *storetest.Recorder, *s3store.Store) {
+	t.Helper()
+	h, err := s3fake.NewHandler(s3fake.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrap != nil {
+		h = wrap(h)
+	}
+	backend := httptest.NewServer(h)
+	t.Cleanup(backend.Close)
+	p, err := NewProxy(backend.URL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	rec := storetest.NewRecorder()
+	root := "/" + s3fake.DefaultBucket + "/t/"
+	p.Record(rec, 1, func(path string) (string, bool) { return strings.CutPrefix(path, root) })
+	cfg := s3store.DefaultConfig()
+	cfg.Bucket, cfg.Prefix, cfg.Endpoint, cfg.UsePathStyle, cfg.Region = s3fake.DefaultBucket, "t/", p.URL(), true, "us-east-1"
+	cfg.AccessKeyID, cfg.SecretAccessKey = s3fake.AccessKeyID, s3fake.SecretAccessKey
+	cfg.RequestTimeout = 2 * time.Second
+	st, err := s3store.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, rec, st
+}
+
+// TestProxyRecordsHistory: the proxy records what the server did, an
+// answer it dropped included, and the history checks out.
+func TestProxyRecordsHistory(t *testing.T) {
+	p, rec, st := recordedProxy(t, nil)
+	ctx := ctxT(t, 10*time.Second)
+	m, err := st.Create(ctx, "k", []byte(`{"writeId":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, "k", []byte(`{"writeId":"b"}`), m.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, "k", []byte(`{"writeId":"c"}`), m.ETag); !errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Fatalf("stale update: %v, want ErrPreconditionFailed", err)
+	}
+	_, cur, err := st.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Inject(Fault{Action: DropAfterForward, Ops: []Op{OpUpdate}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, "k", []byte(`{"writeId":"d"}`), cur.ETag); err == nil {
+		t.Fatal("an update whose answer was dropped succeeded")
+	}
+	_ = p.Heal()
+	if got := body(t, st, "k"); got != `{"writeId":"d"}` {
+		t.Fatalf("object = %s, want the dropped update's", got)
+	}
+	var outcomes []string
+	for _, c := range rec.Calls() {
+		outcomes = append(outcomes, string(c.Op)+" "+c.Value+c.Got+" "+c.Outcome.String())
+	}
+	want := "create w:a done|update w:b done|update w:c refused|get w:b done|update w:d done|get w:d done"
+	if got := strings.Join(outcomes, "|"); got != want {
+		t.Fatalf("history:\n got  %s\n want %s", got, want)
+	}
+	if err := rec.Check(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestProxyHistoryCatchesTwoWinners: behind the proxy, a server that drops
+// If-Match lets two updates on one ETag win, and the recorded history is
+// not linearizable.
+func TestProxyHistoryCatchesTwoWinners(t *testing.T) {
+	ignoreIfMatch := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del("If-Match")
+			h.ServeHTTP(w, r)
+		})
+	}
+	_, rec, st := recordedProxy(t, ignoreIfMatch)
+	ctx := ctxT(t, 10*time.Second)
+	m, err := st.Create(ctx, "k", []byte(`{"writeId":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"b", "c"} {
+		if _, err := st.Update(ctx, "k", []byte(`{"writeId":"`+w+`"}`), m.ETag); err != nil {
+			t.Fatalf("update %s: %v", w, err)
+		}
+	}
+	if err := rec.Check(10 * time.Second); !errors.Is(err, storetest.ErrNotLinearizable) {
+		t.Fatalf("Check = %v, want ErrNotLinearizable", err)
+	}
+}
