@@ -17,7 +17,7 @@
 #     violation, so the one a mutation shows is the mutation's.
 #
 # With --full, the mutations run in the whole model (no restriction), and
-# VMAX defaults to 3 (about 12 M states for the protocol, 2 GB, minutes):
+# VMAX defaults to 3 (27 M states for the protocol, about 3 GB, 8.5 minutes):
 # what the test command leaves to exploration (spec/README.md).
 #
 # spin comes from $SPIN, else the PATH, else test/spin.sh (Debian's package, in
