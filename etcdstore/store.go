@@ -60,7 +60,7 @@ func New(cfg Config) (*Store, error) {
 		Username: cfg.Username, Password: cfg.Password, Logger: zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcdstore: connect to %v: %w", cfg.Endpoints, err)
+		return nil, fmt.Errorf("etcdstore: connect to %v: %w", cfg.Endpoints, refusal(err))
 	}
 	s := NewWithClient(cli, cfg.Prefix)
 	s.owned, s.pageSize, s.timeout = true, cfg.PageSize, cfg.RequestTimeout
@@ -85,7 +85,7 @@ func (s *Store) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if _, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
-		return fmt.Errorf("etcdstore: check %v: %w", s.cli.Endpoints(), err)
+		return fmt.Errorf("etcdstore: check %v: %w", s.cli.Endpoints(), refusal(err))
 	}
 	return nil
 }
@@ -187,7 +187,7 @@ func (s *Store) write(ctx context.Context, op, key string, body []byte, ttl time
 	resp, err := s.cli.Txn(ctx).If(cond).Then(clientv3.OpPut(s.full(key), string(body)), livenessOp).Commit()
 	switch {
 	case err != nil && definite(err):
-		return lease.Meta{}, fmt.Errorf("etcdstore: %s %s: %w", op, key, err)
+		return lease.Meta{}, fmt.Errorf("etcdstore: %s %s: %w", op, key, refusal(err))
 	case err != nil:
 		return lease.Meta{}, &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
 	case !resp.Succeeded:
@@ -270,19 +270,37 @@ func livenessOf(live bool) lease.Liveness {
 	return lease.LivenessExpired
 }
 
+// refusal returns err matching lease.ErrMisconfigured as well when etcd
+// refused this client (authentication failed, or its role may not touch the
+// key): retrying cannot help, so a start fails at once instead of retrying.
+func refusal(err error) error {
+	code := grpcCode(err)
+	if code == codes.PermissionDenied || code == codes.Unauthenticated ||
+		errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(rpctypes.Error(err), rpctypes.ErrAuthFailed) {
+		return fmt.Errorf("%w (%w: check the user, password and role's key range)", err, lease.ErrMisconfigured)
+	}
+	return err
+}
+
+// grpcCode returns the gRPC code of an etcd client error, codes.Unknown when
+// it has none.
+func grpcCode(err error) codes.Code {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code()
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
+	}
+	return codes.Unknown
+}
+
 // definite reports whether a transaction error means it was not applied: etcd
 // refused it (bad request, auth, a lease that ran out before it, no space).
 // Anything else (a timeout, a leader change, a lost connection) may have
 // been applied.
 func definite(err error) bool {
-	code := codes.Unknown
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		code = ee.Code()
-	} else if st, ok := status.FromError(err); ok {
-		code = st.Code()
-	}
-	switch code {
+	switch grpcCode(err) {
 	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied, codes.Unauthenticated,
 		codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented, codes.ResourceExhausted:
 		return true
