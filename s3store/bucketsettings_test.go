@@ -1,35 +1,16 @@
 package s3store_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/nodeid/nodeid/internal/logbuf"
 	"github.com/nodeid/nodeid/s3store"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the SDK's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCheckWarnsAboutBucketSettings: Check warns about a versioned bucket whose
 // noncurrent versions no lifecycle rule expires under the prefix, and about
@@ -96,7 +77,7 @@ func TestCheckWarnsAboutBucketSettings(t *testing.T) {
 					s3Error(w, 400, "InvalidRequest")
 				}
 			})
-			var logs lockedBuffer
+			var logs logbuf.Buffer
 			st := newStore(t, f.URL, func(c *s3store.Config) {
 				c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			})
