@@ -27,7 +27,6 @@ import (
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/health"
 	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
@@ -161,7 +160,7 @@ func randomHex(n int) string {
 // newRun prepares a run: a folder, a fresh bucket and a store on it.
 func newRun(t *testing.T, s *suite, sc scenario) *run {
 	t.Helper()
-	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{LossGrace: sc.lossGrace}, faults: map[string]int{}}
+	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{LossGrace: sc.lossGrace, RecoveriesReported: true}, faults: map[string]int{}}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("nodeid-faults-%s-%d-", sc.name, sc.seed))
 	if err != nil {
 		t.Fatal(err)
@@ -570,7 +569,7 @@ func (p *proc) record(start, end time.Duration, body []byte) {
 	p.node.Store(int64(a.NodeID))
 	p.version.Store(a.Version)
 	p.idsSent.Store(max(p.idsSent.Load(), int64(start)))
-	p.r.h.AddIDs(IDBatch{Broker: p.idx, Start: start, End: end, Node: a.NodeID, Version: a.Version, Runs: RunsOf(ids)})
+	p.r.h.AddIDs(IDBatch{Broker: p.idx, Start: start, End: end, Node: a.NodeID, Version: a.Version, Runs: RunsOf(ids), Recoveries: a.Recoveries})
 }
 
 // healthLoop polls /health every 50 ms without waiting for the previous
@@ -612,7 +611,7 @@ func (p *proc) healthLoop() {
 			if err != nil {
 				return
 			}
-			var body health.Response // a body that does not decode gives no reason: a fence's 503
+			var body node.HealthResponse // a body that does not decode gives no reason: a fence's 503 (and count 0, at most the true count)
 			_ = json.NewDecoder(resp.Body).Decode(&body)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
@@ -621,7 +620,7 @@ func (p *proc) healthLoop() {
 			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
 				return
 			}
-			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok, Reason: body.Reason})
+			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok, Reason: body.Reason, Recoveries: body.Recoveries})
 			for {
 				last := lastEnd.Load()
 				if int64(end) < last {
