@@ -81,8 +81,9 @@ func TestOutageEtcd(t *testing.T) {
 //  2. the store itself stopped (SIGKILL) and restarted after 0.3 s: each
 //     must recover (or never fence) and serve again, if the store was back
 //     within shortBound;
-//  3. the store stopped (SIGTERM) for longOutage: each holder must exit 3;
-//     their replacements take the expired IDs over once it is back.
+//  3. the store stopped (SIGTERM) for longOutage: each holder must declare
+//     its loss before the store is back (its log), and exit 3; their
+//     replacements take the expired IDs over once it is back.
 //
 // Then every check of Check; and, for the short phases: no broker exited, no
 // node ID changed holder or version (no acquisition), every broker answered
@@ -262,8 +263,11 @@ func checkOutagePhases(t *testing.T, r *run, phases []*outagePhase) {
 					t.Errorf("phase %q: %s did not exit (the store was away %v, past the renew deadline and the grace)", ph.what, b.Name, ph.back-ph.began)
 				case b.ExitCode != 3:
 					t.Errorf("phase %q: %s exited with %d, want 3 (lease lost): %s", ph.what, b.Name, b.ExitCode, b.ExitErr)
-				case b.ExitedAt > ph.back:
-					t.Errorf("phase %q: %s exited at %s, after the store came back at %s", ph.what, b.Name, fmtDur(b.ExitedAt), fmtDur(ph.back))
+				case b.LossLoggedAt == 0 || b.LossLoggedAt > ph.back:
+					// Its exit may come later: a leader resigns first,
+					// for up to its shutdown timeout.
+					t.Errorf("phase %q: %s did not log its loss before the store came back at %s (logged at %s)",
+						ph.what, b.Name, fmtDur(ph.back), fmtDur(b.LossLoggedAt))
 				}
 			}
 			continue
@@ -282,11 +286,19 @@ func checkOutagePhases(t *testing.T, r *run, phases []*outagePhase) {
 				fenced = fenced || !o.OK && o.Start > ph.began && o.End < ph.back+time.Second && classify(o) == healthFenced
 				served = served || o.OK && o.Start > ph.back
 			}
+			before, after := int64(-1), int64(-1) // the highest recovery counts of its IDs before the phase and after the store came back
 			for j := range h.IDs {
-				ids = ids || h.IDs[j].Broker == p.idx && h.IDs[j].Start > ph.back && h.IDs[j].Start < next
+				if o := &h.IDs[j]; o.Broker == p.idx && o.End < ph.began {
+					before = max(before, o.Recoveries)
+				} else if o.Broker == p.idx && o.Start > ph.back && o.Start < next {
+					ids, after = true, max(after, o.Recoveries)
+				}
 			}
 			if ph.jeopardy && !fenced {
 				t.Errorf("phase %q: %s never answered /health 503 for its fence: the outage did not put it in jeopardy", ph.what, b.Name)
+			}
+			if ph.jeopardy && ids && after <= before {
+				t.Errorf("phase %q: %s served again with recovery count %d, as before the phase (%d): no recovery counted", ph.what, b.Name, after, before)
 			}
 			if !served || !ids {
 				t.Errorf("phase %q: %s did not serve again after the store came back (/health 200: %v, /ids: %v)", ph.what, b.Name, served, ids)
