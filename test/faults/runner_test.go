@@ -27,7 +27,6 @@ import (
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/health"
 	"github.com/nodeid/nodeid/internal/brokerproc"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
@@ -66,6 +65,10 @@ type scenario struct {
 	// again; above 0 it may recover within the grace, and the checks allow
 	// it (the broker's default is the lease).
 	lossGrace time.Duration
+	// script, when set, drives the fault phase instead of the schedule and
+	// duration: it runs once the brokers are started, and the fault phase
+	// ends when it returns (the outage and storm scenarios).
+	script func(r *run)
 }
 
 func (sc *scenario) renewDeadline() time.Duration { return renewDeadlineFor(sc.lease) }
@@ -136,9 +139,14 @@ type proc struct {
 	node    atomic.Int64 // -1 until known
 	version atomic.Int64
 	healthy atomic.Bool // last /health answer read was 200
-	busy    atomic.Bool // a fault event owns it
-	paused  atomic.Bool
-	fate    atomic.Int32
+	// idsSent is when the last /ids request answered with IDs was sent
+	// (ns since the run's start); -1 until one was.
+	idsSent atomic.Int64
+	// okSent is the same for the last /health request answered 200.
+	okSent atomic.Int64
+	busy   atomic.Bool // a fault event owns it
+	paused atomic.Bool
+	fate   atomic.Int32
 }
 
 func (r *run) since() time.Duration { return time.Since(r.start) }
@@ -152,7 +160,7 @@ func randomHex(n int) string {
 // newRun prepares a run: a folder, a fresh bucket and a store on it.
 func newRun(t *testing.T, s *suite, sc scenario) *run {
 	t.Helper()
-	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{LossGrace: sc.lossGrace}, faults: map[string]int{}}
+	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{LossGrace: sc.lossGrace, RecoveriesReported: true}, faults: map[string]int{}}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("nodeid-faults-%s-%d-", sc.name, sc.seed))
 	if err != nil {
 		t.Fatal(err)
@@ -229,6 +237,9 @@ func (r *run) execute() *Report {
 	go r.poll()
 	for slot := range sc.brokers {
 		r.startSlot(slot)
+	}
+	if sc.script != nil {
+		sc.script(r)
 	}
 	for _, e := range sc.schedule {
 		if !sleepCtx(r.faultCtx, time.Until(r.start.Add(e.At))) {
@@ -344,6 +355,8 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		},
 	}
 	p.node.Store(-1)
+	p.idsSent.Store(-1)
+	p.okSent.Store(-1)
 	if params.Fault.Action != Forward {
 		// The broker starts behind a faulty proxy (to hit its acquisition);
 		// no other fault picks it meanwhile.
@@ -555,7 +568,8 @@ func (p *proc) record(start, end time.Duration, body []byte) {
 	}
 	p.node.Store(int64(a.NodeID))
 	p.version.Store(a.Version)
-	p.r.h.AddIDs(IDBatch{Broker: p.idx, Start: start, End: end, Node: a.NodeID, Version: a.Version, Runs: RunsOf(ids)})
+	p.idsSent.Store(max(p.idsSent.Load(), int64(start)))
+	p.r.h.AddIDs(IDBatch{Broker: p.idx, Start: start, End: end, Node: a.NodeID, Version: a.Version, Runs: RunsOf(ids), Recoveries: a.Recoveries})
 }
 
 // healthLoop polls /health every 50 ms without waiting for the previous
@@ -597,7 +611,7 @@ func (p *proc) healthLoop() {
 			if err != nil {
 				return
 			}
-			var body health.Response // a body that does not decode gives no reason: a fence's 503
+			var body node.HealthResponse // a body that does not decode gives no reason: a fence's 503 (and count 0, at most the true count)
 			_ = json.NewDecoder(resp.Body).Decode(&body)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
@@ -606,7 +620,7 @@ func (p *proc) healthLoop() {
 			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
 				return
 			}
-			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok, Reason: body.Reason})
+			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok, Reason: body.Reason, Recoveries: body.Recoveries})
 			for {
 				last := lastEnd.Load()
 				if int64(end) < last {
@@ -614,6 +628,9 @@ func (p *proc) healthLoop() {
 				}
 				if lastEnd.CompareAndSwap(last, int64(end)) {
 					p.healthy.Store(ok)
+					if ok {
+						p.okSent.Store(int64(start))
+					}
 					break
 				}
 			}
