@@ -62,7 +62,8 @@ type outageCase struct {
 	// the heal on S3, the new leader after a leader kill, the members
 	// healthy again after a quorum loss.
 	StoreBack ms `json:"storeBackMs"`
-	// Exited is how many brokers exited (the fleet's restarts, on ECS).
+	// Exited is how many brokers exited (the fleet's restarts, on ECS), up
+	// to a lease after every broker served again.
 	Exited    int   `json:"exited"`
 	ExitCodes []int `json:"exitCodes,omitempty"`
 	// Serving is the time from the store's return until every broker that
@@ -283,6 +284,9 @@ func (s *outageSetup) runCase(ctx context.Context, kind string, down time.Durati
 	}
 	c.DipIDs = meter.rate(start, end)
 	c.NoIDs = toMS(meter.idle(start, end, 100*time.Millisecond))
+	// A broker serving at the return whose renewal round was already
+	// failing may still lose its claim: count the exits a lease later.
+	time.Sleep(o.leaseDuration)
 	for _, b := range brokers {
 		select {
 		case <-b.p.Exited():
