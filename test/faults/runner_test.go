@@ -28,6 +28,7 @@ import (
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/internal/brokerproc"
+	"github.com/nodeid/nodeid/internal/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"
@@ -69,6 +70,10 @@ type scenario struct {
 	// duration: it runs once the brokers are started, and the fault phase
 	// ends when it returns (the outage and storm scenarios).
 	script func(r *run)
+	// cluster, with etcd: the brokers lease from this etcd cluster instead
+	// of the suite's server (scenarios_etcd3_test.go), each behind a
+	// TCPProxy per member.
+	cluster *etcdtest.Cluster
 }
 
 func (sc *scenario) renewDeadline() time.Duration { return renewDeadlineFor(sc.lease) }
@@ -179,7 +184,7 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 	r.gens = make([]int, sc.brokers)
 	if sc.etcd {
 		r.prefix = r.bucket + "/" // a namespace of the run's own in the suite's etcd
-		st, err := etcdstore.New(etcdstore.Config{Endpoints: []string{s.etcd.Endpoint}, Prefix: r.prefix, RequestTimeout: 2 * time.Second})
+		st, err := etcdstore.New(etcdstore.Config{Endpoints: r.etcdEndpoints(), Prefix: r.prefix, RequestTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,6 +212,9 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 // newProxy returns the proxy of a new broker: a TCPProxy to etcd, or the S3
 // Proxy to MinIO.
 func (r *run) newProxy(slot, gen int) (faultProxy, error) {
+	if r.sc.cluster != nil {
+		return newClusterProxy(r.sc.cluster)
+	}
 	if r.sc.etcd {
 		return NewTCPProxy(r.suite.etcd.Endpoint)
 	}
@@ -806,6 +814,9 @@ func (r *run) eligible(holders bool) []*proc {
 
 // apply runs one event of the schedule.
 func (r *run) apply(e Event) {
+	if r.applyCluster(e) {
+		return
+	}
 	if e.Kind == KindEtcd {
 		r.count(string(e.Kind))
 		sig := syscall.SIGTERM
