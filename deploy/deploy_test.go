@@ -284,7 +284,7 @@ func TestPolicies(t *testing.T) {
 	const objects = `"arn:aws:s3:::my-nodeid-bucket/nodeid/*"`
 	var iam policy
 	decodeFile(t, "iam-task-role-policy.json", &iam)
-	if iam.Version != "2012-10-17" || len(iam.Statement) != 2 {
+	if iam.Version != "2012-10-17" || len(iam.Statement) != 3 {
 		t.Fatalf("IAM policy: %+v", iam)
 	}
 	s := iam.Statement[0]
@@ -294,6 +294,11 @@ func TestPolicies(t *testing.T) {
 	s = iam.Statement[1]
 	if s.Effect != "Allow" || string(s.Action) != `"s3:ListBucket"` || s.Condition["StringLike"]["s3:prefix"] != "nodeid/*" {
 		t.Errorf("IAM list statement must be limited to the prefix: %+v", s)
+	}
+	s = iam.Statement[2]
+	if s.Effect != "Allow" || string(s.Action) != `["s3:GetBucketVersioning", "s3:GetBucketObjectLockConfiguration", "s3:GetLifecycleConfiguration"]` ||
+		string(s.Resource) != `"arn:aws:s3:::my-nodeid-bucket"` {
+		t.Errorf("IAM bucket-settings statement: only reads of the bucket's settings: %+v %s %s", s, s.Action, s.Resource)
 	}
 	if strings.Contains(mustRead(t, "iam-task-role-policy.json"), "Delete") {
 		t.Error("the task role must never delete lease objects")

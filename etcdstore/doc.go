@@ -21,4 +21,15 @@
 // connection) is an [*lease.UnknownOutcomeError]: the caller reads the object
 // back and looks for its writeId, as on S3. An etcd lease granted for a write
 // that did not land is left to run out.
+//
+// With several endpoints, a Store opened by New keeps one client per member
+// and sends its requests to one member while that member answers; a request
+// that ends without a definite answer (it hung until its timeout, its
+// connection broke, the member has no leader) moves the Store to the next
+// member, so the caller's retry (a read-back, the next renewal attempt) goes
+// elsewhere. Every request asks for a leader (clientv3.WithRequireLeader): a
+// member that lost its leader answers at once instead of holding the request.
+// A member elected away from a dead leader is found by the retry: no client
+// can do better while the cluster elects (about a second at etcd's default
+// election timeout), and nodeid's loss grace carries a holder over it.
 package etcdstore

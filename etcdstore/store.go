@@ -20,8 +20,8 @@ import (
 // Store is a [lease.Store] and [lease.LiveWriter] on etcd. It is safe for
 // concurrent use.
 type Store struct {
-	cli      *clientv3.Client
-	owned    bool // Close closes cli
+	members  *members
+	owned    bool // Close closes the members' clients
 	prefix   string
 	pageSize int
 	timeout  time.Duration // per request
@@ -55,37 +55,40 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: cfg.Endpoints, DialTimeout: cfg.DialTimeout, TLS: tc,
+	m, err := newMembers(clientv3.Config{
+		DialTimeout: cfg.DialTimeout, TLS: tc,
 		Username: cfg.Username, Password: cfg.Password, Logger: zap.NewNop(),
-	})
+	}, cfg.Endpoints)
 	if err != nil {
-		return nil, fmt.Errorf("etcdstore: connect to %v: %w", cfg.Endpoints, err)
+		return nil, fmt.Errorf("etcdstore: connect to %v: %w", cfg.Endpoints, refusal(err))
 	}
-	s := NewWithClient(cli, cfg.Prefix)
-	s.owned, s.pageSize, s.timeout = true, cfg.PageSize, cfg.RequestTimeout
+	s := &Store{members: m, owned: true, prefix: cfg.Prefix, pageSize: cfg.PageSize, timeout: cfg.RequestTimeout}
 	return s, nil
 }
 
 // NewWithClient returns a Store on an existing client under prefix; Close
-// leaves the client open.
+// leaves the client open. Its requests go where the client's balancer sends
+// them: only New keeps to one member and moves on when it hangs.
 func NewWithClient(cli *clientv3.Client, prefix string) *Store {
-	return &Store{cli: cli, prefix: prefix, pageSize: DefaultPageSize, timeout: defaultRequestTimeout}
+	return &Store{members: oneClient(cli), prefix: prefix, pageSize: DefaultPageSize, timeout: defaultRequestTimeout}
 }
 
-// WithPrefix returns a Store on the same client under another prefix. Closing
-// it does not close the client.
+// WithPrefix returns a Store on the same clients under another prefix.
+// Closing it does not close them.
 func (s *Store) WithPrefix(prefix string) *Store {
-	return &Store{cli: s.cli, prefix: prefix, pageSize: s.pageSize, timeout: s.timeout}
+	return &Store{members: s.members, prefix: prefix, pageSize: s.pageSize, timeout: s.timeout}
 }
 
 // Check reads one key of the prefix: it fails when etcd cannot be reached or
 // refuses this client (authentication, permissions).
 func (s *Store) Check(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := requestCtx(ctx, s.timeout)
 	defer cancel()
-	if _, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
-		return fmt.Errorf("etcdstore: check %v: %w", s.cli.Endpoints(), err)
+	i, cli := s.members.pick()
+	_, err := cli.Get(ctx, s.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	s.members.done(i, err)
+	if err != nil {
+		return fmt.Errorf("etcdstore: check %v: %w", s.members.endpoints(), refusal(err))
 	}
 	return nil
 }
@@ -95,7 +98,7 @@ func (s *Store) Close() error {
 	if !s.owned {
 		return nil
 	}
-	return s.cli.Close()
+	return s.members.close()
 }
 
 // Prefix returns the key prefix.
@@ -118,9 +121,11 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error)
 	if err := checkKey(key); err != nil {
 		return nil, lease.Meta{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := requestCtx(ctx, s.timeout)
 	defer cancel()
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(s.full(key)), clientv3.OpGet(s.live(key), clientv3.WithKeysOnly())).Commit()
+	i, cli := s.members.pick()
+	resp, err := cli.Txn(ctx).Then(clientv3.OpGet(s.full(key)), clientv3.OpGet(s.live(key), clientv3.WithKeysOnly())).Commit()
+	s.members.done(i, err)
 	if err != nil {
 		return nil, lease.Meta{}, fmt.Errorf("etcdstore: get %s: %w", key, err)
 	}
@@ -170,24 +175,27 @@ func (s *Store) write(ctx context.Context, op, key string, body []byte, ttl time
 	if err := ctx.Err(); err != nil {
 		return lease.Meta{}, err
 	}
+	i, cli := s.members.pick() // the grant and the transaction go to one member
 	livenessOp := clientv3.OpDelete(s.live(key))
 	if ttl > 0 {
 		// The lease is granted after the caller sent its write: etcd's
 		// clock runs its TTL from later than the send.
-		gctx, cancel := context.WithTimeout(ctx, s.timeout)
-		g, err := s.cli.Grant(gctx, ttlSeconds(ttl))
+		gctx, cancel := requestCtx(ctx, s.timeout)
+		g, err := cli.Grant(gctx, ttlSeconds(ttl))
 		cancel()
+		s.members.done(i, err)
 		if err != nil {
 			return lease.Meta{}, fmt.Errorf("etcdstore: %s %s: grant a lease of %v: %w", op, key, ttl, err)
 		}
 		livenessOp = clientv3.OpPut(s.live(key), "", clientv3.WithLease(g.ID))
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := requestCtx(ctx, s.timeout)
 	defer cancel()
-	resp, err := s.cli.Txn(ctx).If(cond).Then(clientv3.OpPut(s.full(key), string(body)), livenessOp).Commit()
+	resp, err := cli.Txn(ctx).If(cond).Then(clientv3.OpPut(s.full(key), string(body)), livenessOp).Commit()
+	s.members.done(i, err)
 	switch {
 	case err != nil && definite(err):
-		return lease.Meta{}, fmt.Errorf("etcdstore: %s %s: %w", op, key, err)
+		return lease.Meta{}, fmt.Errorf("etcdstore: %s %s: %w", op, key, refusal(err))
 	case err != nil:
 		return lease.Meta{}, &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
 	case !resp.Succeeded:
@@ -214,15 +222,17 @@ func (s *Store) list(ctx context.Context) (lease.Listing, error) {
 	from, rev := s.prefix, int64(0)
 	var keys []listedKey
 	live := map[string]bool{}
+	i, cli := s.members.pick() // every page from one member
 	for {
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(int64(s.pageSize)),
 			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		pctx, cancel := context.WithTimeout(ctx, s.timeout)
-		resp, err := s.cli.Get(pctx, from, opts...)
+		pctx, cancel := requestCtx(ctx, s.timeout)
+		resp, err := cli.Get(pctx, from, opts...)
 		cancel()
+		s.members.done(i, err)
 		if err != nil {
 			return lease.Listing{}, fmt.Errorf("etcdstore: list %s: %w", s.prefix, err)
 		}
@@ -270,19 +280,37 @@ func livenessOf(live bool) lease.Liveness {
 	return lease.LivenessExpired
 }
 
+// refusal returns err matching lease.ErrMisconfigured as well when etcd
+// refused this client (authentication failed, or its role may not touch the
+// key): retrying cannot help, so a start fails at once instead of retrying.
+func refusal(err error) error {
+	code := grpcCode(err)
+	if code == codes.PermissionDenied || code == codes.Unauthenticated ||
+		errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(rpctypes.Error(err), rpctypes.ErrAuthFailed) {
+		return fmt.Errorf("%w (%w: check the user, password and role's key range)", err, lease.ErrMisconfigured)
+	}
+	return err
+}
+
+// grpcCode returns the gRPC code of an etcd client error, codes.Unknown when
+// it has none.
+func grpcCode(err error) codes.Code {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code()
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
+	}
+	return codes.Unknown
+}
+
 // definite reports whether a transaction error means it was not applied: etcd
 // refused it (bad request, auth, a lease that ran out before it, no space).
 // Anything else (a timeout, a leader change, a lost connection) may have
 // been applied.
 func definite(err error) bool {
-	code := codes.Unknown
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		code = ee.Code()
-	} else if st, ok := status.FromError(err); ok {
-		code = st.Code()
-	}
-	switch code {
+	switch grpcCode(err) {
 	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied, codes.Unauthenticated,
 		codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented, codes.ResourceExhausted:
 		return true

@@ -1,7 +1,6 @@
 package gossip
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/logbuf"
 )
 
 func TestThreeNodesSeeEachOthersIDs(t *testing.T) {
@@ -288,24 +289,6 @@ func TestCrashedNodeDisappears(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer for a logger that several goroutines use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestCloseAfterLeaveTimeout: a leave that is not broadcast within
 // LeaveTimeout (on a loaded machine, the gossip loop may not get a core in
 // time) is logged, and Close still shuts down and returns nil. Neither member
@@ -318,7 +301,7 @@ func TestCloseAfterLeaveTimeout(t *testing.T) {
 		return c
 	}
 	b := start(t, quiet("b"))
-	var log lockedBuffer
+	var log logbuf.Buffer
 	cfg := quiet("a")
 	cfg.LeaveTimeout = time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))

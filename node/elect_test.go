@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,5 +120,50 @@ func TestElectValueValidated(t *testing.T) {
 				t.Fatalf("New = %v, want an error naming Node.ElectValue", err)
 			}
 		})
+	}
+}
+
+// TestCloseReleasesWhileTheResignHangs: a leader whose election writes hang
+// (the store answers nothing for the election's object) still releases its
+// node ID within Close's context: the resignation runs beside the release,
+// not before it, and is left to expire.
+func TestCloseReleasesWhileTheResignHangs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := storetest.NewMemStore()
+	store := storetest.NewFaultStore(mem)
+	cfg := testConfig("task-a", 4)
+	cfg.Elect = "jobs"
+	n, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSelf(t, ctx, n)
+	id := n.Status().NodeID
+	var electionWrites atomic.Int64
+	store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if strings.HasPrefix(key, "elections/") && (op == storetest.OpUpdate || op == storetest.OpCreate) {
+			electionWrites.Add(1)
+			return storetest.Fault{Delay: time.Hour} // until Close's context ends
+		}
+		return storetest.Fault{}
+	})
+	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+	defer ccancel()
+	if err := n.Close(cctx); err != nil {
+		t.Fatalf("Close: %v; want the release confirmed although the resignation hangs", err)
+	}
+	if electionWrites.Load() == 0 {
+		t.Fatal("the resignation wrote nothing: the test did not make it hang")
+	}
+	body, _, err := mem.Get(ctx, lease.RecordKey(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := lease.DecodeRecord(body, id); err != nil || r.Holder != "" {
+		t.Fatalf("node %d after Close: %+v %v; want it free", id, r, err)
 	}
 }

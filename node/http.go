@@ -51,12 +51,24 @@ func (n *Node) opsMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", n.handleStatus)
 	mux.HandleFunc("GET /leader", n.handleLeader)
-	mux.Handle("/health", health.Handler("health", n.HealthChecker()))
-	mux.Handle("/ready", health.Handler("ready", n.ReadyChecker()))
+	mux.Handle("/health", healthHandler("health", n.checkRecoveries))
+	mux.Handle("/ready", healthHandler("ready", n.checkReadyRecoveries))
 	if h := n.metrics.handler(); h != nil {
 		mux.Handle("GET /metrics", h)
 	}
 	return mux
+}
+
+// healthHandler is health.Handler for check, whose answers carry the claim's
+// count of recoveries read with the check (HealthResponse).
+func healthHandler(name string, check func() (int64, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		health.Serve(w, r, func() (any, int) {
+			k, err := check()
+			resp, code := health.NewResponse(name, err)
+			return HealthResponse{Response: resp, Recoveries: k}, code
+		})
+	})
 }
 
 // handleIDs serves GET /ids?n=K. The state is checked again after the IDs are
@@ -64,9 +76,10 @@ func (n *Node) opsMux() *http.ServeMux {
 // is lost, fenced or being released. A stalled generator (health 503 with
 // ErrStalled) is still tried, so that it is seen when it recovers.
 //
-// The body is written by hand (appendIDsHead, appendIDs), byte for byte what
-// encoding/json makes of an IDsResponse, into a pooled buffer: no string and
-// no reflection per ID.
+// The body is written by hand (appendIDsHead, appendIDs, appendIDsTail),
+// byte for byte what encoding/json makes of an IDsResponse, into a pooled
+// buffer: no string and no reflection per ID. Its recovery count is the one
+// read with the second check, the one that lets the IDs out.
 func (n *Node) handleIDs(w http.ResponseWriter, r *http.Request) {
 	k, err := parseCount(r.URL.Query())
 	if err != nil {
@@ -90,9 +103,10 @@ func (n *Node) handleIDs(w http.ResponseWriter, r *http.Request) {
 		body = appendIDs(body, rg, left == k)
 		left -= rg.N
 	}
-	body = append(body, "]}\n"...)
+	_, recoveries, err := n.stateRecoveries()
+	body = appendIDsTail(body, recoveries)
 	*buf = body
-	if _, err := n.state(); err != nil {
+	if err != nil {
 		n.refuse(w, err)
 		return
 	}
@@ -112,6 +126,17 @@ func appendIDsHead(dst []byte, nodeID int, version int64) []byte {
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, version, 10)
 	return append(dst, `,"ids":[`...)
+}
+
+// appendIDsTail appends the end of an IDsResponse body after its IDs: the
+// recovery count unless 0 (omitempty), and a newline.
+func appendIDsTail(dst []byte, recoveries int64) []byte {
+	dst = append(dst, ']')
+	if recoveries != 0 {
+		dst = append(dst, `,"recoveries":`...)
+		dst = strconv.AppendInt(dst, recoveries, 10)
+	}
+	return append(dst, "}\n"...)
 }
 
 // appendIDs appends the IDs of r as JSON strings, "123","124", preceded by a
@@ -185,11 +210,11 @@ func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
 // Status returns the node's status, the body of GET /status.
 func (n *Node) Status() StatusResponse {
 	s := StatusResponse{Task: n.cfg.Provider.TaskID, NodeID: -1, KnownNodes: map[string]int64{}, IDsIssued: n.issued.Load()}
-	state, err := n.state()
+	state, recoveries, err := n.stateRecoveries()
 	if err == nil {
 		err = n.stallErr()
 	}
-	s.State = state
+	s.State, s.Recoveries = state, recoveries
 	if err != nil && state != StateReleased {
 		s.Error = err.Error()
 	}

@@ -14,25 +14,27 @@ import (
 
 // The hand-written /ids body is byte for byte what encoding/json writes for
 // the same IDsResponse, across ranges whose decimal forms carry into more
-// digits, and split into several ranges as NextN returns them.
+// digits, and split into several ranges as NextN returns them, with and
+// without a recovery count.
 func TestIDsBodyMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	type tc struct {
-		node    int
-		version int64
-		ranges  []snowflake.Range
+		node       int
+		version    int64
+		ranges     []snowflake.Range
+		recoveries int64
 	}
 	cases := []tc{
-		{0, 0, []snowflake.Range{{First: 0, N: 1}}},
-		{1, 1, []snowflake.Range{{First: 0, N: 25}}},
-		{5, 3, []snowflake.Range{{First: 7, N: 5}}},                           // 7..11: one digit more
-		{1023, 1 << 40, []snowflake.Range{{First: 95, N: 1010}}},              // 95..1104: two carries
-		{7, 2, []snowflake.Range{{First: 999_999_999_999_999_990, N: 20}}},    // to 19 digits
-		{7, 2, []snowflake.Range{{First: 9_223_372_036_854_775_000, N: 808}}}, // up to MaxInt64
-		{3, 9, []snowflake.Range{{First: 249806480323117056, N: 4096}, {First: 249806480327311360, N: 4096}, {First: 249806480331505664, N: 1808}}},
+		{0, 0, []snowflake.Range{{First: 0, N: 1}}, 0},
+		{1, 1, []snowflake.Range{{First: 0, N: 25}}, 1},
+		{5, 3, []snowflake.Range{{First: 7, N: 5}}, 0},                           // 7..11: one digit more
+		{1023, 1 << 40, []snowflake.Range{{First: 95, N: 1010}}, 12},             // 95..1104: two carries
+		{7, 2, []snowflake.Range{{First: 999_999_999_999_999_990, N: 20}}, 0},    // to 19 digits
+		{7, 2, []snowflake.Range{{First: 9_223_372_036_854_775_000, N: 808}}, 0}, // up to MaxInt64
+		{3, 9, []snowflake.Range{{First: 249806480323117056, N: 4096}, {First: 249806480327311360, N: 4096}, {First: 249806480331505664, N: 1808}}, 0},
 	}
 	for range 200 {
-		c := tc{node: rng.IntN(1024), version: rng.Int64N(1 << 50)}
+		c := tc{node: rng.IntN(1024), version: rng.Int64N(1 << 50), recoveries: rng.Int64N(3)}
 		for range 1 + rng.IntN(4) {
 			c.ranges = append(c.ranges, snowflake.Range{First: snowflake.ID(rng.Int64N(1 << 62)), N: 1 + rng.IntN(3000)})
 		}
@@ -40,7 +42,7 @@ func TestIDsBodyMatchesEncodingJSON(t *testing.T) {
 	}
 	var buf []byte
 	for _, c := range cases {
-		want := IDsResponse{NodeID: c.node, Version: c.version, IDs: []string{}}
+		want := IDsResponse{NodeID: c.node, Version: c.version, IDs: []string{}, Recoveries: c.recoveries}
 		buf = appendIDsHead(buf[:0], c.node, c.version)
 		for i, r := range c.ranges {
 			buf = appendIDs(buf, r, i == 0)
@@ -48,7 +50,7 @@ func TestIDsBodyMatchesEncodingJSON(t *testing.T) {
 				want.IDs = append(want.IDs, strconv.FormatInt(id.Int64(), 10))
 			}
 		}
-		buf = append(buf, "]}\n"...)
+		buf = appendIDsTail(buf, c.recoveries)
 		wb, err := json.Marshal(want)
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +70,7 @@ func BenchmarkIDsBody(b *testing.B) {
 		for i := range 3 {
 			buf = appendIDs(buf, r, i == 0)
 		}
-		buf = append(buf, "]}\n"...)
+		buf = appendIDsTail(buf, 0)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(3*4096), "ns/id")
 }

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,8 +40,9 @@ func stepUntil(t *testing.T, clk *fakeclock.Clock, limit time.Duration, what str
 // jeopardy at its renew deadline: health fails with ErrJeopardy, /status and
 // nodeid_lease_jeopardy say so, the id file is taken down, and the node has
 // not ended. When the store answers again, the renewal on its last write
-// lands: the node serves again with the same version, the file is back, and
-// nodeid_lease_recoveries_total counts it.
+// lands: the node serves again with the same version, the file is back,
+// nodeid_lease_recoveries_total counts it, and the /health, /ids and /status
+// answers carry the recovery count (absent before: 0).
 func TestNodeJeopardyAndRecovery(t *testing.T) {
 	clk := fakeclock.New(time.Now().Round(time.Second))
 	fs := storetest.NewFaultStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
@@ -80,6 +83,9 @@ func TestNodeJeopardyAndRecovery(t *testing.T) {
 	if out := scrape(t, n); !strings.Contains(out, "nodeid_lease_jeopardy 1") || !strings.Contains(out, "nodeid_lease_jeopardies_total 1") {
 		t.Fatalf("metrics in jeopardy lack nodeid_lease_jeopardy 1 and nodeid_lease_jeopardies_total 1")
 	}
+	if code, body := get(n.Handler(), "/health"); code != http.StatusServiceUnavailable || strings.Contains(body, "recoveries") {
+		t.Fatalf("/health in jeopardy: %d %s, want 503 without a recovery count", code, body)
+	}
 
 	cut.Store(false)
 	stepUntil(t, clk, 2*time.Second, "recovered", func() bool { return n.Status().State == StateHeld })
@@ -98,6 +104,17 @@ func TestNodeJeopardyAndRecovery(t *testing.T) {
 	}
 	if out := scrape(t, n); !strings.Contains(out, "nodeid_lease_jeopardy 0") || !strings.Contains(out, "nodeid_lease_recoveries_total 1") {
 		t.Fatalf("metrics after the recovery lack nodeid_lease_jeopardy 0 and nodeid_lease_recoveries_total 1")
+	}
+	var h HealthResponse
+	if code, body := get(n.Handler(), "/health"); code != http.StatusOK || json.Unmarshal([]byte(body), &h) != nil || h.Status != "ok" || h.Recoveries != 1 {
+		t.Fatalf("/health after the recovery: %d %s, want 200 with recoveries 1", code, body)
+	}
+	var ids IDsResponse
+	if code, body := get(n.Handler(), "/ids?n=2"); code != http.StatusOK || json.Unmarshal([]byte(body), &ids) != nil || len(ids.IDs) != 2 || ids.Recoveries != 1 {
+		t.Fatalf("/ids after the recovery: %d %s, want 2 IDs with recoveries 1", code, body)
+	}
+	if st := n.Status(); st.Recoveries != 1 {
+		t.Fatalf("/status after the recovery: %+v, want recoveries 1", st)
 	}
 }
 

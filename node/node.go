@@ -312,7 +312,7 @@ func (n *Node) watch(claim *nodeid.Claim) {
 // Close stops the node, in this order: it fences (health 503, no more IDs),
 // removes the id file, waits IDFileGrace for the application to stop using
 // it, releases the node ID (free at once for a successor), and leaves
-// gossip. ctx bounds it: a release not confirmed by then leaves the lease to
+// gossip; an elector resigns meanwhile. ctx bounds it: a release not confirmed by then leaves the lease to
 // expire, which is safe. A Start in progress is ended first. Close is
 // idempotent; later calls return the first call's result. It returns an
 // error wrapping nodeid.ErrLeaseLost when the lease had been lost.
@@ -336,16 +336,39 @@ func (n *Node) close(ctx context.Context) error {
 	if childDone != nil {
 		<-childDone // Supervise stops its child (closing): the ID is released only once it is gone
 	}
-	if n.elector != nil {
+	resigned := n.resign(ctx)
+	endErr, err := n.release(ctx)
+	<-resigned
+	n.end(endErr)
+	return err
+}
+
+// resign stops the elector, if any, in the background (its leadership is a
+// lease of its own: a store that does not confirm the resignation must not
+// take the release's time): the channel closes when it is done.
+func (n *Node) resign(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if n.elector == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
 		if err := n.elector.stop(ctx); err != nil {
 			n.log.Warn("resign not confirmed; the leadership will expire", "election", n.cfg.Elect, "err", err)
 		}
-	}
+	}()
+	return done
+}
+
+// release fences and releases the node ID, if one is held, and leaves
+// gossip. It returns why the node ended (ErrClosed, or the loss) and Close's
+// error.
+func (n *Node) release(ctx context.Context) (endErr, err error) {
 	claim := n.claim.Load()
 	if claim == nil {
 		n.leaveGossip()
-		n.end(ErrClosed)
-		return nil
+		return ErrClosed, nil
 	}
 	n.log.Info("stopping: fencing and releasing the node ID", "nodeId", claim.NodeID(), "version", claim.Version())
 	if n.idFile.remove(n.log) && claim.Err() == nil { // a lost claim releases nothing: no grace to give
@@ -353,17 +376,15 @@ func (n *Node) close(ctx context.Context) error {
 		// waited for it, and no other may start): nobody to give a grace.
 		n.idFile.graceOver(n.idFile.childGone() || sleepCtx(ctx, n.cfg.IDFileGrace))
 	}
-	err := claim.Close(ctx)
+	err = claim.Close(ctx)
 	n.leaveGossip()
 	if lerr := claim.Err(); errors.Is(lerr, nodeid.ErrLeaseLost) {
-		n.end(lerr)
-		return lerr // lost before the release: nothing was ours to release
+		return lerr, lerr // lost before the release: nothing was ours to release
 	}
 	if err != nil {
 		err = fmt.Errorf("release: %w", err)
 	}
-	n.end(ErrClosed)
-	return err
+	return ErrClosed, err
 }
 
 // leaveGossip leaves the gossip cluster, if this node joined one.

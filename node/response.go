@@ -1,5 +1,7 @@
 package node
 
+import "github.com/nodeid/nodeid/health"
+
 // StatusResponse is the JSON body of GET /status (and Node.Status): a
 // contract that the demo, nodeidctl's tests and black-box tests rely on.
 type StatusResponse struct {
@@ -31,6 +33,9 @@ type StatusResponse struct {
 	// reading the store: itself while it leads. Omitted without --elect or
 	// while another node (or none) leads; GET /leader says which.
 	Leader *LeaderResponse `json:"leader,omitempty"`
+	// Recoveries counts the times the claim recovered from a fence that
+	// fell (as in IDsResponse); omitted while 0.
+	Recoveries int64 `json:"recoveries,omitempty"`
 	// IDsIssued counts the IDs this node handed out.
 	IDsIssued int64 `json:"idsIssued"`
 	// Ready reports the readiness check.
@@ -55,6 +60,22 @@ type IDsResponse struct {
 	NodeID  int      `json:"nodeId"`
 	Version int64    `json:"version"`
 	IDs     []string `json:"ids"`
+	// Recoveries counts the times the claim's fence fell and a write on
+	// its own last ETag lifted it (jeopardy, then recovered), read in the
+	// same instant as the validity that let these IDs out; omitted while
+	// 0. An answer of /health or /ids that was fenced, and a later one that
+	// was not, carry different counts: IDs with the count of an earlier
+	// fenced answer were issued between the fence and a recovery, which
+	// never happens.
+	Recoveries int64 `json:"recoveries,omitempty"`
+}
+
+// HealthResponse is the JSON body of GET /health and GET /ready: the health
+// package's answer with the claim's count of recoveries (as in IDsResponse),
+// read in the same instant as the check; omitted while 0.
+type HealthResponse struct {
+	health.Response
+	Recoveries int64 `json:"recoveries,omitempty"`
 }
 
 // ErrorResponse is the JSON body of a 400 or 503 from /ids, the same shape as

@@ -44,58 +44,81 @@ var (
 
 // state returns the node's state and, unless it is held, why it serves no IDs.
 func (n *Node) state() (string, error) {
+	s, _, err := n.stateRecoveries()
+	return s, err
+}
+
+// stateRecoveries is state with the claim's count of recoveries
+// (nodeid.Status.Recoveries, 0 before a claim), read in the same snapshot as
+// its validity: an answer that says "fenced" and a later one that says "held"
+// give different counts (see IDsResponse.Recoveries).
+func (n *Node) stateRecoveries() (string, int64, error) {
 	c := n.claim.Load()
 	if c == nil {
 		switch err := n.Err(); {
 		case errors.Is(err, ErrClosed):
-			return StateReleased, err // closed before an ID was held
+			return StateReleased, 0, err // closed before an ID was held
 		case err != nil:
-			return StateAcquiring, err // Start failed: why
+			return StateAcquiring, 0, err // Start failed: why
 		}
 		if w := n.waiting.Load(); w != nil {
-			return StateAcquiring, w.reason() // a cluster full, a store failing: why it waits
+			return StateAcquiring, 0, w.reason() // a cluster full, a store failing: why it waits
 		}
-		return StateAcquiring, ErrAcquiring
+		return StateAcquiring, 0, ErrAcquiring
 	}
-	if err := c.Err(); err != nil {
-		if errors.Is(err, nodeid.ErrClosed) {
-			return StateReleased, err
-		}
-		return StateLost, err
-	}
-	if n.stopping.Load() {
-		return StateFenced, ErrShuttingDown
-	}
-	if st := c.Status(); st.Jeopardy {
-		return StateJeopardy, fmt.Errorf("%w for %v: renewing on its last write until it recovers or the loss grace (%v) ends",
+	st := c.Status()
+	switch {
+	case errors.Is(st.Err, nodeid.ErrClosed):
+		return StateReleased, st.Recoveries, st.Err
+	case st.Err != nil:
+		return StateLost, st.Recoveries, st.Err
+	case n.stopping.Load():
+		return StateFenced, st.Recoveries, ErrShuttingDown
+	case st.Jeopardy:
+		return StateJeopardy, st.Recoveries, fmt.Errorf("%w for %v: renewing on its last write until it recovers or the loss grace (%v) ends",
 			nodeid.ErrJeopardy, st.Fenced.Round(time.Millisecond), n.cfg.Provider.LossGrace)
+	case !st.Valid:
+		return StateFenced, st.Recoveries, ErrFenced
 	}
-	if !c.Valid() {
-		return StateFenced, ErrFenced
-	}
-	return StateHeld, nil
+	return StateHeld, st.Recoveries, nil
 }
 
 // Check returns nil while the node serves IDs: the lease is held and valid,
 // the node is not closing, and the generator is not stalled. It is the
 // health check (liveness) of the node, and answers before Start.
 func (n *Node) Check() error {
-	if _, err := n.state(); err != nil {
-		return err
+	_, err := n.checkRecoveries()
+	return err
+}
+
+// checkRecoveries is Check with the claim's count of recoveries, read in the
+// same snapshot as its validity (stateRecoveries).
+func (n *Node) checkRecoveries() (int64, error) {
+	_, k, err := n.stateRecoveries()
+	if err != nil {
+		return k, err
 	}
-	return n.stallErr()
+	return k, n.stallErr()
 }
 
 // CheckReady returns Check's answer and, after taking over an expired lease,
 // the gossip readiness gate's: the readiness check of the node.
 func (n *Node) CheckReady() error {
-	if err := n.Check(); err != nil {
-		return err
+	_, err := n.checkReadyRecoveries()
+	return err
+}
+
+// checkReadyRecoveries is CheckReady with the claim's count of recoveries
+// (checkRecoveries).
+func (n *Node) checkReadyRecoveries() (int64, error) {
+	k, err := n.checkRecoveries()
+	if err != nil {
+		return k, err
 	}
 	if g := n.gate.Load(); g != nil {
-		return g.Check()
+		return k, g.Check()
 	}
-	return nil
+	return k, nil
 }
 
 // HealthChecker returns Check as a health.Checker, for /health: the

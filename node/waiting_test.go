@@ -1,48 +1,27 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/internal/logbuf"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
 )
-
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) count(sub string) int { return strings.Count(s.String(), sub) }
 
 // TestAcquireWaitingLogsAndReports: a round of Acquire that took no ID
 // turns the health reason into why (here a full cluster), and is logged at
 // once and then once per waitLogEvery, on the node's clock.
 func TestAcquireWaitingLogsAndReports(t *testing.T) {
 	clk := fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	cfg := testConfig("a", 2)
 	cfg.Provider.Clock = clk
 	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -68,7 +47,7 @@ func TestAcquireWaitingLogsAndReports(t *testing.T) {
 	} {
 		clk.Advance(step.advance)
 		n.acquireWaiting(i+1, full)
-		if got := logs.count(msg); got != step.logs {
+		if got := logs.Count(msg); got != step.logs {
 			t.Errorf("round %d: %d log lines, want %d", i+1, got, step.logs)
 		}
 	}
@@ -93,7 +72,7 @@ func TestFullClusterSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close(closeCtx(t))
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	cfg := testConfig("waiter", 1)
 	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	cfg.Provider.AcquireTimeout = time.Hour
@@ -110,7 +89,7 @@ func TestFullClusterSaysSo(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if logs.count("no node ID taken yet: still acquiring") == 0 || logs.count("cluster full") == 0 {
+	if logs.Count("no node ID taken yet: still acquiring") == 0 || logs.Count("cluster full") == 0 {
 		t.Errorf("no log line says why the node waits:\n%s", logs.String())
 	}
 	_ = waiter.Close(closeCtx(t))

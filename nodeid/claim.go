@@ -43,7 +43,11 @@ type Claim struct {
 	lastSent time.Time      // when the last successful write was sent (Clock.Now)
 	pending  []pendingWrite // writes whose outcome is unknown, since lastSent
 	fellAt   time.Time      // when the fence last fell with the claim held (Clock.Now); zero: up
-	err      error
+	// recoveries counts the fences lifted by a landed write (recovered).
+	// It changes with the lift, under mu: a snapshot of it and Valid under
+	// mu (Status) tells which side of a recovery the snapshot is on.
+	recoveries int64
+	err        error
 
 	done      chan struct{}
 	endOnce   sync.Once
@@ -220,7 +224,13 @@ type Status struct {
 	// Fenced is how long ago its fence fell then.
 	Jeopardy bool
 	Fenced   time.Duration
-	Err      error
+	// Recoveries counts the times a fence that fell was lifted by a write
+	// on the claim's own last ETag that landed (in jeopardy, or by time
+	// while the write was in flight). It is read in the same instant as
+	// Valid: a snapshot whose Valid is false and a later one whose Valid is
+	// true have different Recoveries.
+	Recoveries int64
+	Err        error
 }
 
 // Status returns a snapshot of the claim.
@@ -231,7 +241,7 @@ func (c *Claim) Status() Status {
 	st := Status{
 		NodeID: c.id, Version: c.version, Valid: c.Valid(), Floor: c.floor,
 		Reservation: c.reservation.Load(), SinceWrite: now.Sub(c.lastSent), Err: c.err,
-		Jeopardy: c.jeopardy.Load(),
+		Jeopardy: c.jeopardy.Load(), Recoveries: c.recoveries,
 	}
 	if st.Jeopardy && !c.fellAt.IsZero() {
 		st.Fenced = now.Sub(c.fellAt)

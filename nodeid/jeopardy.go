@@ -49,13 +49,16 @@ func (c *Claim) endangered(cause error) {
 }
 
 // recovered records that a landed write lifted a fence that had fallen (in
-// jeopardy, or by time while the write was in flight). Callers hold c.mu.
+// jeopardy, or by time while the write was in flight), and counts it. Callers
+// hold c.mu, under which the fence was lifted: Status sees the lift and the
+// count together.
 func (c *Claim) recovered(now time.Time) {
 	fenced := time.Duration(0)
 	if !c.fellAt.IsZero() {
 		fenced = now.Sub(c.fellAt)
 	}
 	c.fellAt = time.Time{}
+	c.recoveries++
 	c.jeopardy.Store(false)
 	c.p.log.Warn("lease recovered: a write on its last ETag landed; issuing IDs again", "nodeId", c.id, "version", c.version,
 		"fenced", fenced.String())

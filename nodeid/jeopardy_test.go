@@ -54,8 +54,8 @@ func (e *env) takeOver(id int) {
 // writer put the claim in jeopardy at the renew deadline: fenced at once
 // (Valid false, Check ErrJeopardy), not lost (Err nil, Done open). When the
 // store answers again, a renewal on its last ETag lands and recovers it: the
-// same version, valid until the new write's fence, a reservation from it, and
-// the observer hears both.
+// same version, valid until the new write's fence, a reservation from it, a
+// recovery counted in Status, and the observer hears both.
 func TestJeopardyAndRecovery(t *testing.T) {
 	e := newEnv(t)
 	rec := &recorder{}
@@ -71,11 +71,17 @@ func TestJeopardyAndRecovery(t *testing.T) {
 		t.Fatalf("in jeopardy: valid %v, Check %v, Err %v, done %v, ValidUntil %v", c.Valid(), c.Check(), c.Err(), isDone(c), c.ValidUntil())
 	}
 	reserved := c.Reservation()
+	if st := c.Status(); st.Valid || st.Recoveries != 0 {
+		t.Fatalf("in jeopardy: status %+v, want not valid, 0 recoveries", st)
+	}
 	cut.Store(false)
 	e.advance(time.Second, c)
 	if !c.Valid() || c.Check() != nil || c.Version() != 1 || c.Reservation() <= reserved {
 		t.Fatalf("after the store came back: valid %v, Check %v, version %d, reservation %d (was %d)",
 			c.Valid(), c.Check(), c.Version(), c.Reservation(), reserved)
+	}
+	if st := c.Status(); !st.Valid || st.Recoveries != 1 {
+		t.Fatalf("after the recovery: status %+v, want valid, 1 recovery", st)
 	}
 	if events := rec.list(); !slices.Contains(events, "jeopardy") || !slices.Contains(events, "recovered") || slices.Contains(events, "lost") {
 		t.Fatalf("observer events %v, want jeopardy and recovered, no loss", events)

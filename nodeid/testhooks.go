@@ -13,9 +13,12 @@ import (
 // suite. Provider.hooks is nil in production; every method is safe on a nil
 // *testHooks and then gives the production behaviour.
 type testHooks struct {
-	sequential  bool          // no goroutines: reads and creates one by one, no renewal loop
-	fenceExtra  time.Duration // bug: the fence stays up this much longer
-	ignoreFloor bool          // bug: a successor reports floor 0
+	sequential bool          // no goroutines: reads and creates one by one, no renewal loop
+	fenceExtra time.Duration // bug: the fence stays up this much longer
+	// renewDeadlineExtra (a bug): the renewals give up this much later than
+	// RenewDeadline, so that a holder only stops on evidence of a takeover.
+	renewDeadlineExtra time.Duration
+	ignoreFloor        bool // bug: a successor reports floor 0
 	// adoptAtReadBack (a bug): a pending write that a read-back finds landed
 	// is adopted as if sent when the read-back's answer arrived, not when it
 	// was sent: the fence runs from the wrong t0.
@@ -80,6 +83,15 @@ func (h *testHooks) extraFence() time.Duration {
 		return 0
 	}
 	return h.fenceExtra
+}
+
+// extraRenewDeadline returns how much later than RenewDeadline the renewals
+// give up: 0.
+func (h *testHooks) extraRenewDeadline() time.Duration {
+	if h == nil {
+		return 0
+	}
+	return h.renewDeadlineExtra
 }
 
 // floorIgnored reports whether a successor must report floor 0.

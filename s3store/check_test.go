@@ -30,6 +30,10 @@ func TestCheck(t *testing.T) {
 		want    string // "" = no error
 	}{
 		{"ok", func(w http.ResponseWriter, r *http.Request, _ int) {
+			if !r.URL.Query().Has("list-type") { // the bucket's settings: advice, see TestCheckWarnsAboutBucketSettings
+				s3Error(w, 403, "AccessDenied")
+				return
+			}
 			if r.URL.Query().Get("max-keys") != "1" || r.URL.Query().Get("prefix") != "nodeid/" {
 				t.Errorf("check query = %v", r.URL.Query())
 			}

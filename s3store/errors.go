@@ -87,7 +87,7 @@ func (s *Store) writeError(op, key string, err error) error {
 	case r.status == http.StatusPreconditionFailed || r.code == "PreconditionFailed":
 		return fmt.Errorf("s3store: %s %s: %w (HTTP %d %s)", op, key, lease.ErrPreconditionFailed, r.status, r.code)
 	case op == opUpdate && r.status == http.StatusNotFound && r.code == "NoSuchKey":
-		return fmt.Errorf("s3store: %s %s: the object does not exist: %w", op, key, lease.ErrPreconditionFailed)
+		return fmt.Errorf("s3store: %s %s: the object does not exist: %w (HTTP 404 NoSuchKey)", op, key, lease.ErrPreconditionFailed)
 	case r.status == http.StatusNotImplemented:
 		header := lease.CondIfNoneMatch
 		if op == opUpdate {

@@ -168,6 +168,9 @@ func (s *Store) Client() *s3.Client { return s.client }
 // does not speak S3; such errors match lease.ErrMisconfigured. Call it once at
 // start. It cannot check write permission
 // without writing; a refused write reports its missing permission the same way.
+// It also logs a warning for bucket settings that cost without breaking: a
+// versioned bucket whose noncurrent versions no lifecycle rule expires, Object
+// Lock (see deploy/README.md, "The lease bucket").
 func (s *Store) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -183,6 +186,7 @@ func (s *Store) Check(ctx context.Context) error {
 	if name := aws.ToString(out.Name); name != s.bucket {
 		return misconfigured(fmt.Errorf("s3store: check: %s answered a listing of bucket %q with one of %q: is it an S3 endpoint?", s.endpoint, s.bucket, name))
 	}
+	s.warnBucketSettings(ctx)
 	return nil
 }
 

@@ -146,10 +146,10 @@ func TestWriteAnswers(t *testing.T) {
 		want   map[string]string // op -> class
 		msg    string            // in the error text
 	}{
-		{412, "PreconditionFailed", map[string]string{"create": precondition, "update": precondition}, ""},
+		{412, "PreconditionFailed", map[string]string{"create": precondition, "update": precondition}, "HTTP 412 PreconditionFailed"},
 		// 409: not applied, and who won is unknown (AWS: re-read the ETag).
 		{409, "ConditionalRequestConflict", map[string]string{"create": conflict, "update": conflict}, "HTTP 409 ConditionalRequestConflict"},
-		{404, "NoSuchKey", map[string]string{"update": precondition}, ""},
+		{404, "NoSuchKey", map[string]string{"update": precondition}, "HTTP 404 NoSuchKey"},
 		{404, "NoSuchBucket", map[string]string{"create": misconfigured, "update": misconfigured}, `bucket "bucket" does not exist`},
 		{404, "XAdminUserNotFound", map[string]string{"create": misconfigured, "update": misconfigured}, "does not know the access key ID"},
 		{403, "AccessDenied", map[string]string{"create": misconfigured, "update": misconfigured}, "s3:PutObject on arn:aws:s3:::bucket/nodeid/*"},

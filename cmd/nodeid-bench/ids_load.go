@@ -278,7 +278,15 @@ func scanIDs(b []byte, runs []idRun) (d decoded, ok bool) {
 			rest = rest[1:]
 		}
 	}
-	rest, ok = bytes.CutPrefix(rest, []byte("]}"))
+	if rest, ok = bytes.CutPrefix(rest, []byte("]")); !ok {
+		return d, false
+	}
+	if r, found := bytes.CutPrefix(rest, []byte(`,"recoveries":`)); found { // after a recovery (issue 24)
+		if _, rest, ok = scanInt(r); !ok {
+			return d, false
+		}
+	}
+	rest, ok = bytes.CutPrefix(rest, []byte("}"))
 	return d, ok && len(bytes.TrimSpace(rest)) == 0
 }
 

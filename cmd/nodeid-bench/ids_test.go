@@ -76,7 +76,13 @@ func TestDecodeIDs(t *testing.T) {
 	if err != nil || d2.n != d.n || len(d2.runs) != len(d.runs) || d2.node != 3 {
 		t.Fatalf("slow decode = %+v, %v", d2, err)
 	}
+	// After a recovery the broker adds its count; the fast path takes it.
+	withCount := []byte(`{"nodeId":3,"version":7,"ids":["100","101"],"recoveries":2}`)
+	if d3, ok := scanIDs(withCount, nil); !ok || d3.n != 2 || d3.node != 3 {
+		t.Fatalf("fast decode with recoveries = %+v, %v", d3, ok)
+	}
 	for _, bad := range []string{
+		`{"nodeId":3,"version":7,"ids":["1"],"recoveries":}`,
 		`{"nodeId":3,"version":7,"ids":["100","100"]}`, // not increasing
 		`{"nodeId":3,"version":7,"ids":["101","100"]}`,
 		`{"nodeId":3,"version":7,"ids":["0100"]}`, // not canonical

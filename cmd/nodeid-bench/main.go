@@ -16,6 +16,7 @@
 //	nodeid-bench failover  a holder dies; how long until a waiting task holds its ID
 //	nodeid-bench steady    S3 requests and cost per node per hour while holding
 //	nodeid-bench ids       IDs per second through nodeid-broker serve's /ids, and its RSS
+//	nodeid-bench outage    the store down for D seconds under real brokers: exits, IDs/s, time to serve again
 package main
 
 import (
@@ -43,6 +44,7 @@ Commands:
   failover   a holder is cut off; time until a waiting task holds its ID
   steady     S3 requests per node per hour while holding, and the monthly cost
   ids        IDs per second through nodeid-broker serve's /ids?n=K, and its RSS
+  outage     the store down for D seconds under N brokers: exits, IDs/s dip, time to serve again
 
 Run "nodeid-bench COMMAND --help" for a command's flags. Every command takes
 --json for machine-readable output, and runs against an embedded S3 (gofakes3)
@@ -70,6 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = runSteady
 	case "ids":
 		cmd = runIDs
+	case "outage":
+		cmd = runOutage
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

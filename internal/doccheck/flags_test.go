@@ -20,7 +20,7 @@ var foreignFlags = map[string]string{
 	"data-dir": "etcd", "minio": "bench/nodeid-bench.sh", "port": "the example application", "help": "every command",
 	"capabilities": "aws cloudformation deploy", "parameter-overrides": "aws cloudformation deploy",
 	"stack-name": "aws cloudformation deploy", "template-file": "aws cloudformation deploy", "now": "systemctl",
-	"test": "node", "etcd": "the --etcd-* family",
+	"test": "node", "etcd": "the --etcd-* family", "lifecycle-configuration": "aws s3api put-bucket-lifecycle-configuration",
 }
 
 // otherVars are NODEID_ variables the docs name that are no flag: the

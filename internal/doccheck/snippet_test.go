@@ -75,6 +75,10 @@ func TestTryItSnippet(t *testing.T) {
 	cmd.Env = append(os.Environ(), "HOME="+cmd.Dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A snippet that ends early (bash -e stops at a failed command) leaves its
+	// background processes holding the output pipe: stop waiting for it then,
+	// so that the failure is reported (the cleanup kills the group).
+	cmd.WaitDelay = 5 * time.Second
 	t.Cleanup(func() {
 		if cmd.Process != nil {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -1,6 +1,8 @@
 // Package etcdtest starts a real etcd server, the pinned one that
 // test/etcd/install.sh builds, on 127.0.0.1 for a test: a single member on
-// free ports and a throwaway data folder, stopped when the test ends.
+// free ports and a throwaway data folder, stopped when the test ends; or a
+// cluster of several members (Cluster) whose members can be killed,
+// restarted and partitioned from their clients.
 //
 // The binary is NODEID_ETCD_BIN, else <NODEID_SERVER_CACHE or
 // ~/.cache/nodeid-servers>/bin/etcd, else etcd on PATH. Without one the test
@@ -11,11 +13,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,6 +58,8 @@ type Server struct {
 	// Endpoint is the client address, host:port.
 	Endpoint           string
 	clientURL, peerURL string
+	name               string // member name
+	initialCluster     string // --initial-cluster: name=peerURL,...
 	logPath            string
 	tls                *TLS
 
@@ -101,7 +107,17 @@ func Launch(bin, dir string) (*Server, error) { return LaunchTLS(bin, dir, nil) 
 
 // LaunchTLS is Launch, serving clients over TLS when t is not nil.
 func LaunchTLS(bin, dir string, t *TLS) (*Server, error) {
-	s := &Server{bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log"), tls: t}
+	s, err := newServer(bin, dir, "default", t)
+	if err != nil {
+		return nil, err
+	}
+	s.initialCluster = s.name + "=" + s.peerURL
+	return s, s.start()
+}
+
+// newServer returns member name on free ports, not started.
+func newServer(bin, dir, name string, t *TLS) (*Server, error) {
+	s := &Server{bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log"), tls: t, name: name}
 	cport, err := freePort()
 	if err != nil {
 		return nil, err
@@ -116,28 +132,67 @@ func LaunchTLS(bin, dir string, t *TLS) (*Server, error) {
 		scheme = "https://"
 	}
 	s.clientURL, s.peerURL = scheme+s.Endpoint, "http://127.0.0.1:"+pport
-	return s, s.start()
+	return s, nil
 }
 
+// freePort returns a port of 127.0.0.1 that is free now, below the kernel's
+// ephemeral range: a member restarted on its port must find it free, and
+// while it is down, a port of the ephemeral range may be taken by any
+// outgoing connection (seen: "bind: address already in use" on a restart,
+// with clients and peers dialing the member meanwhile).
 func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("free port: %w", err)
+	lo := ephemeralLow()
+	for range 100 {
+		port := freePortFloor + rand.IntN(lo-freePortFloor)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return fmt.Sprint(port), nil
 	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port), nil
+	return "", fmt.Errorf("free port: none free in [%d, %d) after 100 tries", freePortFloor, lo)
+}
+
+// freePortFloor is the lowest port freePort draws.
+const freePortFloor = 10000
+
+// ephemeralLow returns the first port of the kernel's ephemeral range
+// (Linux's ip_local_port_range; 32768, its default, elsewhere).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo <= freePortFloor+1000 {
+		return 32768
+	}
+	return lo
 }
 
 // start runs the member and waits until it answers /health.
 func (s *Server) start() error {
+	if err := s.spawn(); err != nil {
+		return err
+	}
+	return s.waitHealthy(60 * time.Second)
+}
+
+// spawn runs the member's process.
+func (s *Server) spawn() error {
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("etcd log: %w", err)
 	}
-	args := []string{"--name", "default", "--data-dir", filepath.Join(s.dir, "data"),
+	args := []string{"--name", s.name, "--data-dir", filepath.Join(s.dir, "data"),
 		"--listen-client-urls", s.clientURL, "--advertise-client-urls", s.clientURL,
 		"--listen-peer-urls", s.peerURL, "--initial-advertise-peer-urls", s.peerURL,
-		"--initial-cluster", "default=" + s.peerURL, "--log-level", "warn"}
+		"--initial-cluster", s.initialCluster, "--log-level", "warn"}
 	if t := s.tls; t != nil {
 		args = append(args, "--cert-file", t.CertFile, "--key-file", t.KeyFile)
 		if t.ClientCAFile != "" {
@@ -155,11 +210,20 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
-	deadline := time.Now().Add(60 * time.Second)
+	return nil
+}
+
+// waitHealthy waits until the spawned member answers /health (a member of a
+// cluster does once the cluster has a leader), killing it after timeout.
+func (s *Server) waitHealthy(timeout time.Duration) error {
+	s.mu.Lock()
+	exited := s.exited
+	s.mu.Unlock()
+	deadline := time.Now().Add(timeout)
 	for {
 		select {
 		case <-exited:
-			return fmt.Errorf("etcd exited at start:\n%s", s.Log())
+			return fmt.Errorf("etcd %s exited at start:\n%s", s.name, s.Log())
 		default:
 		}
 		if s.healthy() {
@@ -167,7 +231,7 @@ func (s *Server) start() error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop(syscall.SIGKILL)
-			return fmt.Errorf("etcd not healthy after 60 s:\n%s", s.Log())
+			return fmt.Errorf("etcd %s not healthy after %v:\n%s", s.name, timeout, s.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -21,11 +21,16 @@ const (
 	ScenarioNoFloor         = "nofloor"      // TestMutationNoFloor: handovers by SIGTERM, control and mutant
 	ScenarioNoFence         = "nofence"      // TestMutationNoFence: stalled leaders, control and mutant
 	ScenarioNoFloorEtcd     = "nofloor-etcd" // TestMutationNoFloorEtcd
+	ScenarioOutage          = "outage"       // TestOutage: store outages shorter and longer than the loss grace, MinIO
+	ScenarioOutageEtcd      = "outage-etcd"  // TestOutageEtcd: the same on etcd
+	ScenarioStorms          = "storms"       // TestStorms: 503 and 409 bursts, and a release answered 409
+	ScenarioFaultsEtcd3     = "faults-etcd3" // TestFaultsEtcd3: leader kill, member partition, quorum loss on three etcd members
 	corpusKnownFailingToken = "known-failing"
 )
 
 // Scenarios lists every scenario a corpus line may name.
-var Scenarios = []string{ScenarioFaults, ScenarioFaultsEtcd, ScenarioNoFloor, ScenarioNoFence, ScenarioNoFloorEtcd}
+var Scenarios = []string{ScenarioFaults, ScenarioFaultsEtcd, ScenarioNoFloor, ScenarioNoFence, ScenarioNoFloorEtcd,
+	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3}
 
 // CorpusEntry is one line of the corpus: a seed of a scenario, and why it is
 // there (the fault kinds and check cases it covers, or the bug it once

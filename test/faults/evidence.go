@@ -145,7 +145,65 @@ func checkHealth(h *History, r *Report) map[int]fenceEvidence {
 	}
 	r.exercise(CheckHealthFlap, len(after))
 	r.exercise(CheckAfterUnhealthy, len(after))
+	if h.RecoveriesReported {
+		checkRecoveryCounts(h, r)
+	}
 	return ev
+}
+
+// checkRecoveryCounts finds, when the brokers report their recovery count,
+// IDs and /health 200 answers issued between a fence and a recovery: an
+// answer with IDs (or a 200) to a request sent after a 503 for the fence with
+// the same count was read. The count changes in the same instant as the
+// fence is lifted, and never otherwise, so the broker was still fenced, with
+// no recovery since, when it let them out. (Without the count, a 200 after a
+// 503 may be a recovery, and IDs between them are allowed: the history alone
+// cannot place the recovery's instant.)
+func checkRecoveryCounts(h *History, r *Report) {
+	type epoch struct {
+		broker int
+		count  int64
+	}
+	firstOK := map[int]time.Duration{}
+	for _, o := range h.Health {
+		if t, ok := firstOK[o.Broker]; o.OK && (!ok || o.End < t) {
+			firstOK[o.Broker] = o.End
+		}
+	}
+	fenced := map[epoch]HealthObs{} // the first 503 for the fence of each count
+	for _, o := range h.Health {
+		ok, seen := firstOK[o.Broker]
+		if k := classify(o); k == healthOK || k == healthStalled || !seen || o.Start <= ok {
+			continue
+		}
+		e := epoch{o.Broker, o.Recoveries}
+		if f, ok := fenced[e]; !ok || o.End < f.End {
+			fenced[e] = o
+		}
+	}
+	recovered := map[int]bool{} // brokers asked after a fence that a recovery lifted
+	for i := range h.IDs {
+		b := &h.IDs[i]
+		f, ok := fenced[epoch{b.Broker, b.Recoveries}]
+		switch {
+		case ok && b.Start > f.End:
+			r.add(CheckAfterUnhealthy, "%s returned %d IDs (first %s) with recovery count %d, the count of its /health 503 read at %s (%s): issued between a fence and a recovery",
+				h.describeBatch(b), countIDs(b), describeID(b.Runs[0].First), b.Recoveries, fmtDur(f.End), f.Reason)
+		case b.Recoveries > 0:
+			for e, f := range fenced {
+				if e.broker == b.Broker && e.count < b.Recoveries && b.Start > f.End {
+					recovered[b.Broker] = true
+				}
+			}
+		}
+	}
+	for _, o := range h.Health {
+		if f, ok := fenced[epoch{o.Broker, o.Recoveries}]; ok && o.OK && o.Start > f.End {
+			r.add(CheckHealthFlap, "%s: /health 200 for a request sent at %s with recovery count %d, the count of its /health 503 read at %s (%s): no recovery in between",
+				h.name(o.Broker), fmtDur(o.Start), o.Recoveries, fmtDur(f.End), f.Reason)
+		}
+	}
+	r.exercise(CheckAfterUnhealthy+"/recovered", len(recovered))
 }
 
 // takenOver returns, per broker, the first evidence that another writer took

@@ -223,3 +223,84 @@ func TestCheckJeopardy(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRecoveryCounts: with the recovery count in every answer, the rule
+// "no IDs between the fence and the recovery" is exact. The broker of
+// jeopardy (fenced at 5 s, count 0) recovers: IDs and /health 200 with count
+// 1 after the fence's 503 are right, even when the IDs' request was sent
+// before the first 200 of the recovery (a broker may issue the moment it
+// recovers); IDs or a 200 with count 0 after that 503 were let out between
+// the fence and the recovery, even when a recovery (a 200) came later. A
+// history without the count (RecoveriesReported false) cannot tell, and
+// passes.
+func TestCheckRecoveryCounts(t *testing.T) {
+	recovered := func(h *History) {
+		h.AddHealth(HealthObs{Broker: 0, Start: s(6), End: s(6.01), OK: true, Recoveries: 1})
+		b := batch(t, 0, 0, 1, 6.5, 6.51, t0+6500, 100)
+		b.Recoveries = 1
+		h.AddIDs(b)
+	}
+	for _, c := range []struct {
+		name     string
+		reported bool
+		edit     func(h *History)
+		want     []string // the checks violated
+	}{
+		{"recovered", true, recovered, nil},
+		{"IDs the moment it recovered, before a 200", true, func(h *History) {
+			b := batch(t, 0, 0, 1, 5.6, 5.61, t0+5600, 100)
+			b.Recoveries = 1
+			h.AddIDs(b)
+			recovered(h)
+		}, nil},
+		{"IDs between the fence and the recovery", true, func(h *History) {
+			h.AddIDs(batch(t, 0, 0, 1, 5.6, 5.61, t0+5600, 100)) // count 0, the fence's
+			recovered(h)
+		}, []string{CheckAfterUnhealthy}},
+		{"IDs between the fence and the recovery, count not reported", false, func(h *History) {
+			h.AddIDs(batch(t, 0, 0, 1, 5.6, 5.61, t0+5600, 100))
+			recovered(h)
+		}, nil},
+		{"200 without a recovery", true, func(h *History) {
+			h.AddHealth(HealthObs{Broker: 0, Start: s(5.7), End: s(5.71), OK: true})
+			recovered(h)
+		}, []string{CheckHealthFlap}},
+		{"fenced again after a recovery, IDs with the new count", true, func(h *History) {
+			recovered(h)
+			h.AddHealth(HealthObs{Broker: 0, Start: s(7), End: s(7.01), Reason: reasonFenced, Recoveries: 1})
+			b := batch(t, 0, 0, 1, 7.5, 7.51, t0+7500, 100)
+			b.Recoveries = 1
+			h.AddIDs(b)
+		}, []string{CheckAfterUnhealthy}},
+		{"a stall is no fence", true, func(h *History) {
+			h.Health[1].Reason, h.Health[2].Reason = reasonStalled, reasonStalled
+			h.AddIDs(batch(t, 0, 0, 1, 5.6, 5.61, t0+5600, 100))
+		}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := jeopardy(t, true)
+			h.RecoveriesReported = c.reported
+			c.edit(h)
+			r := Check(h)
+			got := map[string]bool{}
+			for _, v := range r.Violations {
+				got[v.Check] = true
+			}
+			for _, w := range c.want {
+				if !got[w] {
+					t.Errorf("no %s violation", w)
+				}
+				delete(got, w)
+			}
+			for v := range got {
+				t.Errorf("unexpected %s violation", v)
+			}
+			if c.name == "recovered" && r.Exercised[CheckAfterUnhealthy+"/recovered"] != 1 {
+				t.Errorf("exercised %v, want %s/recovered=1", r.Exercised, CheckAfterUnhealthy)
+			}
+			if t.Failed() {
+				t.Logf("report: %s\n%s", r.Summary(), r.Details(5))
+			}
+		})
+	}
+}

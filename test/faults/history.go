@@ -41,6 +41,13 @@ type History struct {
 	// whose write on its own last ETag lands within the grace recovers,
 	// with the same version, and /health may answer 200 again.
 	LossGrace time.Duration
+	// RecoveriesReported: the brokers report their claim's count of
+	// recoveries in each /ids and /health answer (IDBatch.Recoveries,
+	// HealthObs.Recoveries), read in the same instant as the validity the
+	// answer reflects: an answer that was fenced and a later one that was
+	// not carry different counts. The checks then know which side of a
+	// recovery every answer is on.
+	RecoveriesReported bool
 }
 
 // Fate is what the scenario did to a broker.
@@ -114,6 +121,7 @@ type IDBatch struct {
 	Node       int
 	Version    int64
 	Runs       []Run
+	Recoveries int64 // the claim's count of recoveries (History.RecoveriesReported)
 }
 
 // HealthObs is one /health answer.
@@ -122,6 +130,7 @@ type HealthObs struct {
 	Start, End time.Duration
 	OK         bool   // 200; false: 503
 	Reason     string // a 503's reason (the JSON body's "reason")
+	Recoveries int64  // the claim's count of recoveries (History.RecoveriesReported)
 }
 
 // LeaseObs is one read of a lease object that decoded.

@@ -23,7 +23,7 @@ import (
 // Flags of the scenarios (go test -tags faults ./test/faults -seed 7 -duration 10m).
 var (
 	flagSeed     = flag.Uint64("seed", 0, "seed of the fault schedules and broker settings of every scenario run (0: replay the seeds of corpus.txt)")
-	flagDuration = flag.Duration("duration", 0, "length of TestFaults's fault phase (0: 60s, the CI run; longer for a soak, with -timeout 0)")
+	flagDuration = flag.Duration("duration", 0, "length of the fault phase of TestFaults and TestFaultsEtcd (0: 60s and 45s, the CI run; longer for a soak, with -timeout 0), and of TestStorms' 503 storm (0: 20s)")
 	flagBrokers  = flag.Int("brokers", 5, "brokers alive at once in TestFaults (the cluster has one node ID fewer)")
 	flagKinds    = flag.String("kinds", "", "comma-separated fault kinds of TestFaults (empty: the default kinds; \"all\": every kind, slow-writes included)")
 	flagKeep     = flag.Bool("keep", false, "keep the run folders (broker logs, schedule, report) even when the scenarios pass")

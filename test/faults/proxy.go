@@ -98,6 +98,10 @@ type Fault struct {
 	Prob float64
 	// Delay is how long SlowAnswer holds an answer.
 	Delay time.Duration
+	// Key limits the fault to requests whose URL path ends with it (an
+	// object's key: "nodeid/1.json"); empty means every path.
+	// Request-level actions only, as Ops.
+	Key string
 }
 
 func (f Fault) String() string {
@@ -114,6 +118,9 @@ func (f Fault) String() string {
 	}
 	if f.Delay > 0 {
 		s += fmt.Sprintf(" delay=%v", f.Delay)
+	}
+	if f.Key != "" {
+		s += " key=" + f.Key
 	}
 	return s
 }
@@ -395,7 +402,7 @@ func (p *Proxy) count(op Op, outcome string) {
 
 // decide returns the action for a request of op, its delay, and the channel a
 // black hole waits on.
-func (p *Proxy) decide(op Op) (Fault, time.Duration, <-chan struct{}) {
+func (p *Proxy) decide(op Op, path string) (Fault, time.Duration, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d := p.latency
@@ -406,7 +413,7 @@ func (p *Proxy) decide(op Op) (Fault, time.Duration, <-chan struct{}) {
 	if f.Action == Forward || f.Action == Refuse || f.Action == Reset {
 		return Fault{}, d, nil
 	}
-	if len(f.Ops) > 0 && !slices.Contains(f.Ops, op) {
+	if len(f.Ops) > 0 && !slices.Contains(f.Ops, op) || !strings.HasSuffix(path, f.Key) {
 		return Fault{}, d, nil
 	}
 	if f.Prob > 0 && f.Prob < 1 && p.rng.Float64() >= f.Prob {
@@ -425,7 +432,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.count(op, "client-error")
 		return
 	}
-	f, delay, healed := p.decide(op)
+	f, delay, healed := p.decide(op, r.URL.Path)
 	act := f.Action
 	ctx := r.Context()
 	if delay > 0 {

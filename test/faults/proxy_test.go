@@ -101,7 +101,7 @@ func TestProxyLatency(t *testing.T) {
 	p.SetLatency(150*time.Millisecond, 100*time.Millisecond)
 	jittered := false
 	for range 50 {
-		_, d, _ := p.decide(OpGet)
+		_, d, _ := p.decide(OpGet, "/b/k")
 		if d < 150*time.Millisecond || d >= 250*time.Millisecond {
 			t.Fatalf("delay %v with 150ms latency and 100ms jitter", d)
 		}
@@ -116,7 +116,7 @@ func TestProxyLatency(t *testing.T) {
 		t.Errorf("GET took %v with 150ms latency", d)
 	}
 	p.SetLatency(0, 0)
-	if _, d, _ := p.decide(OpGet); d != 0 {
+	if _, d, _ := p.decide(OpGet, "/b/k"); d != 0 {
 		t.Errorf("delay %v without latency", d)
 	}
 }
@@ -284,6 +284,32 @@ func TestProxyAnswers(t *testing.T) {
 				t.Errorf("counts %v", p.Counts())
 			}
 		})
+	}
+}
+
+// TestProxyKey: a fault with a Key answers only the requests on that object:
+// the 409 of a release, not of the election's resign.
+func TestProxyKey(t *testing.T) {
+	p, st := proxied(t)
+	var etags []string
+	for _, k := range []string{"1.json", "elections/jobs/1.json"} {
+		m, err := st.Create(ctxT(t, 5*time.Second), k, []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		etags = append(etags, m.ETag)
+	}
+	if err := p.Inject(Fault{Action: Conflict409, Ops: []Op{OpUpdate}, Key: "t/1.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctxT(t, 5*time.Second), "elections/jobs/1.json", []byte("y"), etags[1]); err != nil {
+		t.Fatalf("update of another key: %v", err)
+	}
+	if _, err := st.Update(ctxT(t, 5*time.Second), "1.json", []byte("y"), etags[0]); !errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Fatalf("update of the key: %v, want a 409", err)
+	}
+	if n := p.Counts()["PUT-update 409"]; n != 1 {
+		t.Errorf("counts %v", p.Counts())
 	}
 }
 

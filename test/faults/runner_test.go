@@ -27,8 +27,8 @@ import (
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/health"
 	"github.com/nodeid/nodeid/internal/brokerproc"
+	"github.com/nodeid/nodeid/internal/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/node"
@@ -67,6 +67,14 @@ type scenario struct {
 	// again; above 0 it may recover within the grace, and the checks allow
 	// it (the broker's default is the lease).
 	lossGrace time.Duration
+	// script, when set, drives the fault phase instead of the schedule and
+	// duration: it runs once the brokers are started, and the fault phase
+	// ends when it returns (the outage and storm scenarios).
+	script func(r *run)
+	// cluster, with etcd: the brokers lease from this etcd cluster instead
+	// of the suite's server (scenarios_etcd3_test.go), each behind a
+	// TCPProxy per member.
+	cluster *etcdtest.Cluster
 }
 
 func (sc *scenario) renewDeadline() time.Duration { return renewDeadlineFor(sc.lease) }
@@ -138,9 +146,14 @@ type proc struct {
 	node    atomic.Int64 // -1 until known
 	version atomic.Int64
 	healthy atomic.Bool // last /health answer read was 200
-	busy    atomic.Bool // a fault event owns it
-	paused  atomic.Bool
-	fate    atomic.Int32
+	// idsSent is when the last /ids request answered with IDs was sent
+	// (ns since the run's start); -1 until one was.
+	idsSent atomic.Int64
+	// okSent is the same for the last /health request answered 200.
+	okSent atomic.Int64
+	busy   atomic.Bool // a fault event owns it
+	paused atomic.Bool
+	fate   atomic.Int32
 }
 
 func (r *run) since() time.Duration { return time.Since(r.start) }
@@ -154,7 +167,7 @@ func randomHex(n int) string {
 // newRun prepares a run: a folder, a fresh bucket and a store on it.
 func newRun(t *testing.T, s *suite, sc scenario) *run {
 	t.Helper()
-	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{LossGrace: sc.lossGrace}, faults: map[string]int{}}
+	r := &run{t: t, sc: sc, suite: s, id: randomHex(3), h: &History{LossGrace: sc.lossGrace, RecoveriesReported: true}, faults: map[string]int{}}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("nodeid-faults-%s-%d-", sc.name, sc.seed))
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +186,7 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 	r.gens = make([]int, sc.brokers)
 	if sc.etcd {
 		r.prefix = r.bucket + "/" // a namespace of the run's own in the suite's etcd
-		st, err := etcdstore.New(etcdstore.Config{Endpoints: []string{s.etcd.Endpoint}, Prefix: r.prefix, RequestTimeout: 2 * time.Second})
+		st, err := etcdstore.New(etcdstore.Config{Endpoints: r.etcdEndpoints(), Prefix: r.prefix, RequestTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,6 +214,9 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 // newProxy returns the proxy of a new broker: a TCPProxy to etcd, or the S3
 // Proxy to MinIO.
 func (r *run) newProxy(slot, gen int) (faultProxy, error) {
+	if r.sc.cluster != nil {
+		return newClusterProxy(r.sc.cluster)
+	}
 	if r.sc.etcd {
 		return NewTCPProxy(r.suite.etcd.Endpoint)
 	}
@@ -235,6 +251,9 @@ func (r *run) execute() *Report {
 	go r.poll()
 	for slot := range sc.brokers {
 		r.startSlot(slot)
+	}
+	if sc.script != nil {
+		sc.script(r)
 	}
 	for _, e := range sc.schedule {
 		if !sleepCtx(r.faultCtx, time.Until(r.start.Add(e.At))) {
@@ -353,6 +372,8 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		},
 	}
 	p.node.Store(-1)
+	p.idsSent.Store(-1)
+	p.okSent.Store(-1)
 	if params.Fault.Action != Forward {
 		// The broker starts behind a faulty proxy (to hit its acquisition);
 		// no other fault picks it meanwhile.
@@ -564,7 +585,8 @@ func (p *proc) record(start, end time.Duration, body []byte) {
 	}
 	p.node.Store(int64(a.NodeID))
 	p.version.Store(a.Version)
-	p.r.h.AddIDs(IDBatch{Broker: p.idx, Start: start, End: end, Node: a.NodeID, Version: a.Version, Runs: RunsOf(ids)})
+	p.idsSent.Store(max(p.idsSent.Load(), int64(start)))
+	p.r.h.AddIDs(IDBatch{Broker: p.idx, Start: start, End: end, Node: a.NodeID, Version: a.Version, Runs: RunsOf(ids), Recoveries: a.Recoveries})
 }
 
 // healthLoop polls /health every 50 ms without waiting for the previous
@@ -606,7 +628,7 @@ func (p *proc) healthLoop() {
 			if err != nil {
 				return
 			}
-			var body health.Response // a body that does not decode gives no reason: a fence's 503
+			var body node.HealthResponse // a body that does not decode gives no reason: a fence's 503 (and count 0, at most the true count)
 			_ = json.NewDecoder(resp.Body).Decode(&body)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
@@ -615,7 +637,7 @@ func (p *proc) healthLoop() {
 			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
 				return
 			}
-			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok, Reason: body.Reason})
+			p.r.h.AddHealth(HealthObs{Broker: p.idx, Start: start, End: end, OK: ok, Reason: body.Reason, Recoveries: body.Recoveries})
 			for {
 				last := lastEnd.Load()
 				if int64(end) < last {
@@ -623,6 +645,9 @@ func (p *proc) healthLoop() {
 				}
 				if lastEnd.CompareAndSwap(last, int64(end)) {
 					p.healthy.Store(ok)
+					if ok {
+						p.okSent.Store(int64(start))
+					}
 					break
 				}
 			}
@@ -798,6 +823,9 @@ func (r *run) eligible(holders bool) []*proc {
 
 // apply runs one event of the schedule.
 func (r *run) apply(e Event) {
+	if r.applyCluster(e) {
+		return
+	}
 	if e.Kind == KindEtcd {
 		r.count(string(e.Kind))
 		sig := syscall.SIGTERM

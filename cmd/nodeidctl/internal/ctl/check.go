@@ -24,8 +24,10 @@ type CheckJSON struct {
 	// of this host's. Exit 0 when true, 1 when false.
 	OK bool `json:"ok"`
 	// Conditions is "ok" when both conditions were refused as they should be,
-	// "ignored" when one was applied, "inconclusive" when the probe could not
-	// tell.
+	// "ignored" when one was applied, "misconfigured" when the store's answer
+	// showed a configuration error that retrying cannot fix (denied access, an
+	// HTTP 501 to a conditional PUT: Problems says which), "inconclusive" when
+	// the probe could not tell (an unknown outcome, a timeout, a 5xx).
 	Conditions string `json:"conditions"`
 	// IgnoredCondition names the ignored condition ("If-None-Match" or
 	// "If-Match") when Conditions is "ignored".
@@ -93,7 +95,7 @@ func runCheck(a *app, ctx context.Context, cmd *command, args []string) error {
 		out.Conditions, out.IgnoredCondition = "ignored", ce.Condition
 		out.Problems = append(out.Problems, fmt.Sprintf("%s ignores %s: nodeid cannot run on it, two tasks could hold one node ID (%v)", storeName(&c), ce.Condition, perr))
 	case errors.Is(perr, lease.ErrMisconfigured):
-		out.Conditions = "inconclusive"
+		out.Conditions = "misconfigured"
 		out.Problems = append(out.Problems, fmt.Sprintf("the probe of %s failed on a configuration error (retrying will not help): %v", storeName(&c), perr))
 	case perr != nil:
 		out.Conditions = "inconclusive"
@@ -133,6 +135,8 @@ func printCheck(a *app, out *CheckJSON, r lease.ProbeResult) {
 		a.out("conditions:    ok (a second If-None-Match: * create and a replaced If-Match were refused; of two concurrent If-Match updates at most one applied)")
 	case "ignored":
 		a.out("conditions:    IGNORED: %s", out.IgnoredCondition)
+	case "misconfigured":
+		a.out("conditions:    not checked: a configuration error (below)")
 	default:
 		a.out("conditions:    inconclusive")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,14 @@ func TestCheck(t *testing.T) {
 		fs.Queue(storetest.OpUpdate, storetest.Fault{Err: storetest.Unknown(storetest.OpUpdate, lease.ProbeKey)})
 		code, j, errOut := runCheckOn(t, fs)
 		if code != ExitFailed || j.OK || j.Conditions != "inconclusive" || j.IgnoredCondition != "" || !strings.Contains(j.Problems[0], "could not tell") {
+			t.Fatalf("exit %d %+v %s", code, j, errOut)
+		}
+	})
+	t.Run("misconfigured", func(t *testing.T) {
+		fs := storetest.NewFaultStore(storetest.NewMemStore())
+		fs.Queue(storetest.OpUpdate, storetest.Fault{Err: fmt.Errorf("test: HTTP 501 NotImplemented: %w", lease.ErrMisconfigured)})
+		code, j, errOut := runCheckOn(t, fs)
+		if code != ExitFailed || j.OK || j.Conditions != "misconfigured" || !strings.Contains(j.Problems[0], "retrying will not help") {
 			t.Fatalf("exit %d %+v %s", code, j, errOut)
 		}
 	})
