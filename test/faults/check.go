@@ -29,7 +29,7 @@ const (
 // Checks lists every check of [Check], in the order of docs/faults.md.
 var Checks = []string{CheckDuplicate, CheckNodeBits, CheckSharedVersion, CheckVersionOrder, CheckTimestampOrder,
 	CheckAfterUnhealthy, CheckHealthFlap, CheckSuperseded, CheckExitCode, CheckRelease, CheckTwoLeaders, CheckTermOrder,
-	CheckCorrupt}
+	CheckCorrupt, CheckLinearizable}
 
 // Violation is one broken rule.
 type Violation struct {
