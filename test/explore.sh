@@ -13,7 +13,9 @@
 #    script takes up to one run (about 2 minutes) longer;
 #  - SCENARIO: the scenarios to run, in turn (default: faults faults-etcd
 #    faults faults-etcd nofloor nofence nofloor-etcd, the two fault
-#    scenarios twice as often as the mutation ones).
+#    scenarios twice as often as the mutation ones; also faults-etcd3,
+#    outage, outage-etcd and storms, fixed scripts whose seeds draw only the
+#    proxies' coin flips, the members and the brokers' settings).
 #
 # Each run is one scenario with one seed (`go test -tags faults -run
 # '^TestX$' ./test/faults -seed N`, from a test binary built once), with
@@ -52,6 +54,7 @@ seconds() {
 declare -A tests=(
 	[faults]=TestFaults [faults-etcd]=TestFaultsEtcd [nofloor]=TestMutationNoFloor
 	[nofence]=TestMutationNoFence [nofloor-etcd]=TestMutationNoFloorEtcd
+	[faults-etcd3]=TestFaultsEtcd3 [outage]=TestOutage [outage-etcd]=TestOutageEtcd [storms]=TestStorms
 )
 duration=30m
 scenarios=()
