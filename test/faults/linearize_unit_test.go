@@ -89,6 +89,42 @@ func TestProxyRecordsHistory(t *testing.T) {
 	}
 }
 
+// TestProxyRecordsNothingTheServerNeverGot: a write the proxy could not
+// send (the server refuses connections) is not in the history: it cannot
+// have landed, and as an unknown outcome it would only widen the check's
+// search.
+func TestProxyRecordsNothingTheServerNeverGot(t *testing.T) {
+	backend := httptest.NewServer(http.NotFoundHandler())
+	target := backend.URL
+	backend.Close() // nothing listens there any more
+	p, err := NewProxy(target, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	rec := storetest.NewRecorder()
+	p.Record(rec, 1, func(path string) (string, bool) { return strings.CutPrefix(path, "/"+s3fake.DefaultBucket+"/t/") })
+	req, err := http.NewRequest(http.MethodPut, p.URL()+"/"+s3fake.DefaultBucket+"/t/k", strings.NewReader(`{"writeId":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("If-Match", `"e1"`)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502 from the proxy", resp.StatusCode)
+	}
+	if n := p.Counts()["PUT-update upstream-error"]; n != 1 {
+		t.Fatalf("counts %v: the update did not reach the proxy's forward", p.Counts())
+	}
+	if calls := rec.Calls(); len(calls) != 0 {
+		t.Fatalf("history %+v, want nothing: the server never got the write", calls)
+	}
+}
+
 // TestProxyHistoryCatchesTwoWinners: behind the proxy, a server that drops
 // If-Match lets two updates on one ETag win, and the recorded history is
 // not linearizable.

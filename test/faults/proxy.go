@@ -471,6 +471,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// notSent reports whether a round trip's error shows the request never
+// reached the server: the connection could not be made (the server is
+// stopped). Recording such a write as of unknown outcome would only widen
+// the linearizability check's search (hundreds of them while the server is
+// down made it time out).
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
 // forward passes r to the server; f's action is Forward, DropAfterForward,
 // FailAfterForward or SlowAnswer.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op Op, f Fault) {
@@ -492,7 +502,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op 
 	start := p.recordStart()
 	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
-		p.recordCall(op, r, body, start, 0, nil, nil)
+		if !notSent(err) { // a request the server never got constrains nothing
+			p.recordCall(op, r, body, start, 0, nil, nil)
+		}
 		if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
 			p.count(op, "client-gone")
 			return
