@@ -1,0 +1,152 @@
+package nodeid
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/fakeclock"
+)
+
+// TestFaultClockRunsAtItsRate: every reading advances Rate seconds per real
+// second, the wall clock from the creation's reading plus Offset, and a sleep
+// of d lasts d/Rate.
+func TestFaultClockRunsAtItsRate(t *testing.T) {
+	real := fakeclock.New(start)
+	c := newFaultClock(ClockFault{Rate: 0.5, Offset: 2 * time.Second}, real)
+	real.Advance(10 * time.Second)
+	if got := c.Now().Sub(start); got != 5*time.Second {
+		t.Fatalf("Now advanced %v in 10 s at rate 0.5, want 5s", got)
+	}
+	if got, want := c.Wall(), start.Add(7*time.Second); !got.Equal(want) {
+		t.Fatalf("Wall = %v, want %v (start + offset 2 s + 5 s)", got, want)
+	}
+	if got := c.Host(); !got.Equal(c.Wall()) {
+		t.Fatalf("Host = %v, want the wall clock %v (no steps)", got, c.Wall())
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- c.Sleep(context.Background(), time.Second) }()
+	if err := real.WaitForSleepers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	real.Advance(2*time.Second - time.Nanosecond)
+	if real.Sleepers() != 1 {
+		t.Fatal("a sleep of 1 s at rate 0.5 ended before 2 s of real time")
+	}
+	real.Advance(time.Nanosecond)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep = %v", err)
+	}
+}
+
+// TestFaultClockSteps: the real-time clock (Host, and the suspension check's
+// reading) takes each step at its instant on the faulty clock, in any order
+// given; the wall clock never steps.
+func TestFaultClockSteps(t *testing.T) {
+	real := fakeclock.New(start)
+	c := newFaultClock(ClockFault{Rate: 2, Steps: []ClockStep{
+		{At: 4 * time.Second, By: -5 * time.Second},
+		{At: 2 * time.Second, By: 3 * time.Second},
+	}}, real)
+	for _, tt := range []struct {
+		real, shift time.Duration // real time since creation; the step sum then
+	}{
+		{0, 0},
+		{999 * time.Millisecond, 0},    // 1.998 s on the clock
+		{time.Second, 3 * time.Second}, // 2 s: the first step
+		{1999 * time.Millisecond, 3 * time.Second},
+		{2 * time.Second, -2 * time.Second}, // 4 s: the second step
+		{time.Hour, -2 * time.Second},
+	} {
+		real.Advance(tt.real - real.Now().Sub(start))
+		wall := start.Add(2 * tt.real)
+		if got := c.Wall(); !got.Equal(wall) {
+			t.Fatalf("after %v: Wall = %v, want %v (it never steps)", tt.real, got, wall)
+		}
+		if got, want := c.Host(), wall.Add(tt.shift); !got.Equal(want) {
+			t.Fatalf("after %v: Host = %v, want wall %+v", tt.real, got, tt.shift)
+		}
+		if got, want := c.suspendReading(c.Now()), wall.Add(tt.shift).UnixNano(); got != want {
+			t.Fatalf("after %v: suspendReading = %d, want %d", tt.real, got, want)
+		}
+	}
+}
+
+func TestClockFaultValidate(t *testing.T) {
+	for _, rate := range []float64{-0.5, math.NaN(), math.Inf(1)} {
+		if (ClockFault{Rate: rate}).Validate() == nil {
+			t.Errorf("rate %v validated", rate)
+		}
+	}
+	for _, rate := range []float64{0, 0.8, 1.25} {
+		if err := (ClockFault{Rate: rate}).Validate(); err != nil {
+			t.Errorf("rate %v: %v", rate, err)
+		}
+	}
+}
+
+// TestClockRateBound: a holder cut off from its store stops issuing before
+// the store can judge its lease expired (LeaseDuration of real time after
+// its last write was sent) while its clock's rate is above 1 -
+// SafetyMargin/LeaseDuration (docs/design.md section 6); below it, it still
+// issues then. At the local defaults (3 s lease, 0.5 s margin, 2 s renew
+// deadline) the bound is 0.833: the renewal loop gives up at 2 s and the
+// fence falls at 2.5 s, on the holder's clock.
+func TestClockRateBound(t *testing.T) {
+	for _, tt := range []struct {
+		rate          float64
+		validAtExpiry bool
+	}{
+		{1.25, false},
+		{1, false},
+		{0.9, false},
+		{0.85, false},
+		{0.5, true}, // beyond: it issues until 4 s of real time
+	} {
+		e := newEnv(t)
+		cfg := e.config("a")
+		cfg.Clock, cfg.ClusterSize = newFaultClock(ClockFault{Rate: tt.rate}, e.clk), 1
+		c, err := e.provider(cfg).Acquire(context.Background()) // its take is sent now
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.store.Kill(nil)
+		e.advance(cfg.LeaseDuration-time.Millisecond, c)
+		if got := c.Valid(); got != tt.validAtExpiry {
+			t.Errorf("rate %v: valid %v at the lease's expiry on the store's clock, want %v", tt.rate, got, tt.validAtExpiry)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the store is gone: nothing to release
+		_ = c.Close(ctx)
+	}
+}
+
+// TestStepForwardFencesTheClaim: a step of the real-time clock forward past
+// the fence (here an hour) fences the claim at once, as a suspension does
+// (docs/design.md section 4); the next renewal, which lands, recovers it.
+// The wall clock, which Snowflake timestamps are read from, does not move.
+func TestStepForwardFencesTheClaim(t *testing.T) {
+	e := newEnv(t)
+	clk := newFaultClock(ClockFault{Steps: []ClockStep{{At: 1500 * time.Millisecond, By: time.Hour}}}, e.clk)
+	cfg := e.config("a")
+	cfg.Clock, cfg.ClusterSize = clk, 1
+	c := e.acquire(e.provider(cfg))
+	e.advance(1400*time.Millisecond, c)
+	wall := clk.Wall()
+	if !c.Valid() {
+		t.Fatal("not valid before the step")
+	}
+	e.advance(200*time.Millisecond, c)
+	if c.Valid() {
+		t.Fatal("still valid after the real-time clock stepped an hour forward")
+	}
+	if got := clk.Wall().Sub(wall); got != 200*time.Millisecond {
+		t.Fatalf("the wall clock moved %v in 200 ms", got)
+	}
+	e.advance(time.Second, c) // the renewal at 2 s lands
+	if !c.Valid() || c.Status().Recoveries != 1 {
+		t.Fatalf("valid %v, recoveries %d after a renewal landed: want recovered once", c.Valid(), c.Status().Recoveries)
+	}
+}
