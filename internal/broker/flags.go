@@ -35,12 +35,12 @@ type serveConfig struct {
 	etcd                               etcdflag.Flags
 	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
-	httpAddr    string
-	opsAddr     string // "" for none
-	gossipAddr  string // "" when gossip is off
-	clockOffset time.Duration
-	logLevel    slog.Level
-	drainDelay  time.Duration
+	httpAddr   string
+	opsAddr    string     // "" for none
+	gossipAddr string     // "" when gossip is off
+	clock      debugClock // --debug-clock-*
+	logLevel   slog.Level
+	drainDelay time.Duration
 }
 
 // gossipOn reports whether --gossip-addr enables gossip.
@@ -112,7 +112,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.DurationVar(&grace, "id-file-grace", c.node.IDFileGrace, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID; above its re-read period (1s) with slack")
 	f.StringVar(&c.node.Elect, "elect", "", "campaign for the leadership of this election name beside the node ID; GET /leader says who leads (empty: none)")
 	f.StringVar(&c.node.ElectValue, "elect-value", "", "with --elect: a value published with the leadership, for example this broker's URL; GET /leader and nodeidctl leaders show the leader's (at most 4096 bytes; empty: none)")
-	f.DurationVar(&c.clockOffset, "debug-clock-offset", 0, "testing only: shift this broker's clocks (its wall clock: Snowflake timestamps and reservations; and the host's clock it assumes a supervised child or id-file reader stamps IDs with) by this much, to simulate a machine whose clock is off")
+	c.clock.bind(f)
 	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store honours If-None-Match: * and If-Match, also for a replaced ETag and two concurrent updates (it costs six requests on one object, probe.json under the prefix); only for a store known to honour both")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
 	f.DurationVar(&c.node.ShutdownTimeout, "shutdown-timeout", c.node.ShutdownTimeout, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
@@ -142,9 +142,8 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 		pc.LossGrace = lossGrace // 0: a lease
 	}
 	c.node.ReadyTimeout, c.node.IDFileGrace = readyTimeout, grace
-	pc.Clock = nodeid.SystemClock(c.clockOffset)
-	if off := c.clockOffset; off != 0 {
-		c.node.HostClock = func() time.Time { return time.Now().Add(off) } // the machine's clock, as a child reads it
+	if err := c.clock.apply(&c.node, f.Source); err != nil {
+		return c, err
 	}
 	if err := c.fill(f, join, key); err != nil {
 		return c, err
