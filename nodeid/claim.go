@@ -104,14 +104,27 @@ func (c *Claim) Reservation() int64 { return c.reservation.Load() }
 // SafetyMargin, t0 being when the last successful write was sent. Go's monotonic clock stands still
 // while the host (a VM) is suspended; on the system clock the deadline is
 // also kept on the host's real-time clock, which counts the suspension, so the
-// fence falls at once on resume (see suspendClock). It is cheap enough for
-// every ID: one clock reading.
+// fence falls at once on resume (see suspendClock), and stays down if that
+// clock then steps back: only a write that lands lifts a fence. It is cheap
+// enough for every ID: one clock reading.
 func (c *Claim) Valid() bool {
 	if c.jeopardy.Load() {
 		return c.p.hooks.validInJeopardy() && c.validUntil.Load() != math.MinInt64
 	}
 	now := c.p.clock.Now()
-	return int64(now.Sub(c.p.base)) < c.validUntil.Load() && !c.suspendFallen(now)
+	elapsed, until := int64(now.Sub(c.p.base)), c.validUntil.Load()
+	if elapsed >= until {
+		return false
+	}
+	if c.suspendFallen(now) {
+		// Bring the monotonic fence down too, so that a step back of the
+		// real-time clock (a strobe, NTP after a suspension) cannot lift
+		// it. A write that landed meanwhile moved until: the swap fails
+		// and leaves it.
+		c.validUntil.CompareAndSwap(until, elapsed)
+		return false
+	}
+	return true
 }
 
 // suspendFallen reports whether the deadline on the suspend-counting reading

@@ -150,3 +150,31 @@ func TestStepForwardFencesTheClaim(t *testing.T) {
 		t.Fatalf("valid %v, recoveries %d after a renewal landed: want recovered once", c.Valid(), c.Status().Recoveries)
 	}
 }
+
+// TestStepBackDoesNotLiftTheFence: a fence that the real-time clock brought
+// down stays down when that clock steps back (a strobe; NTP correcting a
+// clock after a suspension): only a write that lands lifts a fence. Found by
+// the clock faults of TestFaultsEtcd (seed 629954): the broker answered
+// /health 503 and then, 100 ms later, 200 with the same recovery count.
+func TestStepBackDoesNotLiftTheFence(t *testing.T) {
+	e := newEnv(t)
+	clk := newFaultClock(ClockFault{Steps: []ClockStep{
+		{At: 1500 * time.Millisecond, By: time.Hour},
+		{At: 1600 * time.Millisecond, By: -time.Hour},
+	}}, e.clk)
+	cfg := e.config("a")
+	cfg.Clock, cfg.ClusterSize = clk, 1
+	c := e.acquire(e.provider(cfg))
+	e.advance(1550*time.Millisecond, c)
+	if c.Valid() {
+		t.Fatal("valid after the real-time clock stepped an hour forward")
+	}
+	e.advance(100*time.Millisecond, c) // 1.65 s: the clock is back
+	if c.Valid() {
+		t.Fatal("valid again once the real-time clock stepped back, with no write landed")
+	}
+	e.advance(400*time.Millisecond, c) // the renewal at 2 s lands
+	if !c.Valid() || c.Status().Recoveries != 1 {
+		t.Fatalf("valid %v, recoveries %d after a renewal landed: want recovered once", c.Valid(), c.Status().Recoveries)
+	}
+}

@@ -186,6 +186,9 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	if fallen && c.p.cfg.LossGrace == NoLossGrace {
 		return
 	}
+	// The suspend-counting deadline first: Valid, seeing the new fence,
+	// must not judge it on the old one and bring it down (see Valid).
+	c.suspendUntil.Store(c.suspendDeadline(sent))
 	for {
 		cur := c.validUntil.Load()
 		if cur == math.MinInt64 {
@@ -195,7 +198,6 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 			break
 		}
 	}
-	c.suspendUntil.Store(c.suspendDeadline(sent))
 	if fallen && until > now {
 		c.recovered(nowT)
 	}
