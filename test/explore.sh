@@ -15,7 +15,8 @@
 #    faults faults-etcd nofloor nofence nofloor-etcd, the two fault
 #    scenarios twice as often as the mutation ones; also faults-etcd3,
 #    outage, outage-etcd and storms, fixed scripts whose seeds draw only the
-#    proxies' coin flips, the members and the brokers' settings).
+#    proxies' coin flips, the members and the brokers' settings, and clock,
+#    whose seed draws the brokers' clock rates, bumps and strobes).
 #
 # Each run is one scenario with one seed (`go test -tags faults -run
 # '^TestX$' ./test/faults -seed N`, from a test binary built once), with
@@ -55,6 +56,7 @@ declare -A tests=(
 	[faults]=TestFaults [faults-etcd]=TestFaultsEtcd [nofloor]=TestMutationNoFloor
 	[nofence]=TestMutationNoFence [nofloor-etcd]=TestMutationNoFloorEtcd
 	[faults-etcd3]=TestFaultsEtcd3 [outage]=TestOutage [outage-etcd]=TestOutageEtcd [storms]=TestStorms
+	[clock]=TestClockFaults
 )
 duration=30m
 scenarios=()

@@ -25,12 +25,13 @@ const (
 	ScenarioOutageEtcd      = "outage-etcd"  // TestOutageEtcd: the same on etcd
 	ScenarioStorms          = "storms"       // TestStorms: 503 and 409 bursts, and a release answered 409
 	ScenarioFaultsEtcd3     = "faults-etcd3" // TestFaultsEtcd3: leader kill, member partition, quorum loss on three etcd members
+	ScenarioClock           = "clock"        // TestClockFaults: clock rates, bumps and strobes within the bound, and a clock beyond it
 	corpusKnownFailingToken = "known-failing"
 )
 
 // Scenarios lists every scenario a corpus line may name.
 var Scenarios = []string{ScenarioFaults, ScenarioFaultsEtcd, ScenarioNoFloor, ScenarioNoFence, ScenarioNoFloorEtcd,
-	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3}
+	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock}
 
 // CorpusEntry is one line of the corpus: a seed of a scenario, and why it is
 // there (the fault kinds and check cases it covers, or the bug it once

@@ -48,8 +48,17 @@ type scenario struct {
 	gossip      bool
 	// offsets are the clock offsets brokers draw from (BrokerParams), unless
 	// offsetFor is set: then it gives the offset of the n-th broker started.
-	offsets     []time.Duration
-	offsetFor   func(n int) time.Duration
+	offsets   []time.Duration
+	offsetFor func(n int) time.Duration
+	// clockRates, when set, gives every broker a faulty clock: a rate drawn
+	// from it and real-time steps (DrawClockFault), unless clockFor is
+	// set: then it gives the clock of the n-th broker started.
+	clockRates []float64
+	clockFor   func(n int) ClockFault
+	// serialStart starts each slot's first broker once the one before it
+	// serves (or after 10 s), so that the first started holds the first
+	// node ID.
+	serialStart bool
 	startFaults bool // some replacement brokers start behind a faulty proxy
 	etcd        bool // the brokers lease from the suite's etcd (needEtcd), each behind a TCPProxy
 	schedule    []Event
@@ -251,6 +260,12 @@ func (r *run) execute() *Report {
 	go r.poll()
 	for slot := range sc.brokers {
 		r.startSlot(slot)
+		if sc.serialStart && slot < sc.brokers-1 {
+			r.mu.Lock()
+			p := r.slots[slot]
+			r.mu.Unlock()
+			waitFor(10*time.Second, func() bool { return p == nil || p.healthy.Load() || p.hasExited() })
+		}
 	}
 	if sc.script != nil {
 		sc.script(r)
@@ -350,6 +365,12 @@ func (r *run) startSlot(slot int) {
 	if r.sc.offsetFor != nil {
 		params.ClockOffset = r.sc.offsetFor(n)
 	}
+	if len(r.sc.clockRates) > 0 {
+		params.Clock = DrawClockFault(r.sc.seed, slot, gen, r.sc.clockRates, r.sc.duration)
+	}
+	if r.sc.clockFor != nil {
+		params.Clock = r.sc.clockFor(n)
+	}
 	if _, err := r.launch(slot, gen, params, join); err != nil {
 		r.t.Errorf("start broker s%d.g%d: %v", slot, gen, err)
 	}
@@ -404,6 +425,7 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"--log-level", "info",
 	)
 	args = append(args, "--loss-grace", sc.lossGrace.String())
+	args = append(args, params.Clock.Args()...)
 	if sc.gossip {
 		args = append(args, "--gossip-addr", "127.0.0.1:0", "--ready-timeout", "3s")
 		if join != "" {
@@ -447,7 +469,11 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 	r.slots[slot] = p // before its watcher can see it exit
 	r.all = append(r.all, p)
 	r.mu.Unlock()
-	r.note("started %s (pid %d, clock offset %v, proxy %s%s)", name, bp.Pid(), params.ClockOffset, px.URL(),
+	clock := ""
+	if params.Clock.Args() != nil {
+		clock = ", " + params.Clock.String()
+	}
+	r.note("started %s (pid %d, clock offset %v%s, proxy %s%s)", name, bp.Pid(), params.ClockOffset, clock, px.URL(),
 		map[bool]string{true: ", starts with " + params.Fault.String(), false: ""}[params.Fault.Action != Forward])
 	r.bg.Add(1)
 	go func() {

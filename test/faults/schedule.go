@@ -214,10 +214,12 @@ func FormatSchedule(events []Event) string {
 	return b.String()
 }
 
-// StartParams are the seeded settings of one broker: its clock offset, and a
+// StartParams are the seeded settings of one broker: its clock offset and
+// faults, and a
 // fault on its proxy from its start (to hit acquisitions), if any.
 type StartParams struct {
 	ClockOffset time.Duration
+	Clock       ClockFault // its rate and steps (DrawClockFault), if the scenario gives any
 	Fault       Fault
 	FaultFor    time.Duration
 }
