@@ -47,27 +47,19 @@ func (s *Store) warnBucketSettings(ctx context.Context) {
 // versioned reports whether versioning is enabled (not suspended) on the
 // bucket.
 func (s *Store) versioned(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	out, err := s.client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(s.bucket)})
-	if err != nil {
-		s.log.Debug("could not read the bucket's versioning", "err", err)
-		return false
-	}
-	return out.Status == types.BucketVersioningStatusEnabled
+	out, ok := readBucketSetting(ctx, s, "versioning", func(ctx context.Context) (*s3.GetBucketVersioningOutput, error) {
+		return s.client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(s.bucket)})
+	})
+	return ok && out.Status == types.BucketVersioningStatusEnabled
 }
 
 // objectLockEnabled reports whether the bucket has Object Lock enabled. A
 // bucket without it answers 404 ObjectLockConfigurationNotFoundError.
 func (s *Store) objectLockEnabled(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	out, err := s.client.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(s.bucket)})
-	if err != nil {
-		s.log.Debug("could not read the bucket's Object Lock configuration", "err", err)
-		return false
-	}
-	return out.ObjectLockConfiguration != nil && out.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled
+	out, ok := readBucketSetting(ctx, s, "Object Lock configuration", func(ctx context.Context) (*s3.GetObjectLockConfigurationOutput, error) {
+		return s.client.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(s.bucket)})
+	})
+	return ok && out.ObjectLockConfiguration != nil && out.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled
 }
 
 // noncurrentVersionsExpire reports whether an enabled lifecycle rule expires
@@ -75,14 +67,14 @@ func (s *Store) objectLockEnabled(ctx context.Context) bool {
 // the configuration could not be read (a bucket without one answers 404
 // NoSuchLifecycleConfiguration: known, and none covers).
 func (s *Store) noncurrentVersionsExpire(ctx context.Context) (covered, known bool) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	out, err := s.client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(s.bucket)})
-	if err != nil {
-		if inspect(err).code == "NoSuchLifecycleConfiguration" {
-			return false, true
+	out, ok := readBucketSetting(ctx, s, "lifecycle configuration", func(ctx context.Context) (*s3.GetBucketLifecycleConfigurationOutput, error) {
+		out, err := s.client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(s.bucket)})
+		if err != nil && inspect(err).code == "NoSuchLifecycleConfiguration" {
+			return &s3.GetBucketLifecycleConfigurationOutput{}, nil // no rules
 		}
-		s.log.Debug("could not read the bucket's lifecycle configuration", "err", err)
+		return out, err
+	})
+	if !ok {
 		return false, false
 	}
 	for _, r := range out.Rules {
@@ -91,6 +83,21 @@ func (s *Store) noncurrentVersionsExpire(ctx context.Context) (covered, known bo
 		}
 	}
 	return false, true
+}
+
+// readBucketSetting calls get within the store's timeout. A setting it
+// cannot read (access denied, a server without the API) is advice lost, not
+// a failure: the error is logged at debug level, naming what, and ok is
+// false.
+func readBucketSetting[T any](ctx context.Context, s *Store, what string, get func(context.Context) (T, error)) (out T, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	out, err := get(ctx)
+	if err != nil {
+		s.log.Debug("could not read the bucket's "+what, "err", err)
+		return out, false
+	}
+	return out, true
 }
 
 // coversPrefix reports whether rule applies to every key under prefix: its

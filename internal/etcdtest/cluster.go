@@ -13,17 +13,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/tcpgate"
 )
 
 // Cluster is a cluster of etcd members on 127.0.0.1, each on its own free
-// ports and data folder. Clients reach each member through a Gate in front
+// ports and data folder. Clients reach each member through a tcpgate.Gate in front
 // of its client port (Endpoints), so that a member can be partitioned from
 // its clients (Partition) while it stays in the cluster; the members talk
 // to each other directly on their peer ports, which no fault here cuts.
 type Cluster struct {
 	// Members are the members, in the order of Endpoints.
 	Members []*Server
-	gates   []*Gate
+	gates   []*tcpgate.Gate
 }
 
 // StartCluster starts a cluster of n members for t, or skips t as Start
@@ -63,7 +65,7 @@ func LaunchCluster(bin, dir string, n int) (*Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		g, err := NewGate(s.Endpoint)
+		g, err := tcpgate.New(s.Endpoint)
 		if err != nil {
 			c.Stop()
 			return nil, err
@@ -136,7 +138,9 @@ func (c *Cluster) Kill(sig syscall.Signal, members ...int) {
 func (c *Cluster) Partition(i int) { c.gates[i].Block() }
 
 // Heal ends member i's partition: the held bytes flow again.
-func (c *Cluster) Heal(i int) { c.gates[i].Unblock() }
+func (c *Cluster) Heal(i int) {
+	_ = c.gates[i].Heal() // fails only to listen again, and a blocked gate still listens
+}
 
 // Leader returns the index of the member that is leader, asking each running
 // member's /metrics (etcd_server_is_leader); -1 and an error when none is.

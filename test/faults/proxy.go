@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/s3wire"
+	"github.com/nodeid/nodeid/internal/tcpgate"
 )
 
 // Op is the kind of an S3 request, as the proxy counts them: s3wire's
@@ -303,16 +304,8 @@ func (p *Proxy) cutConns() {
 	}
 	p.mu.Unlock()
 	for _, c := range conns {
-		resetConn(c)
+		tcpgate.ResetConn(c)
 	}
-}
-
-// resetConn closes c with an RST rather than a FIN.
-func resetConn(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = c.Close()
 }
 
 // resetListener resets connections while the proxy's fault is Reset.
@@ -336,7 +329,7 @@ func (l *resetListener) Accept() (net.Conn, error) {
 		if !reset {
 			return c, nil
 		}
-		resetConn(c)
+		tcpgate.ResetConn(c)
 	}
 }
 
@@ -541,7 +534,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op 
 		p.count(op, "drop-after-forward "+code)
 		if hj, ok := w.(http.Hijacker); ok {
 			if c, _, err := hj.Hijack(); err == nil {
-				resetConn(c)
+				tcpgate.ResetConn(c)
 				return
 			}
 		}
