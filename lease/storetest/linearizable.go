@@ -202,8 +202,21 @@ func CheckLinearizable(calls []Call, timeout time.Duration) error {
 }
 
 // operations turns one key's calls into porcupine's operations.
+//
+// A write with an unknown outcome that no read returned stays open to the
+// end of the history, and left so, each one doubles the states the search
+// may visit from its start on: a few dozen (a store down while writes were
+// in flight) made a history of a hundred operations undecided within a
+// minute. But such a write, if it applied, set a value nobody read and
+// nobody could name in a later update (no answer carried its ETag): every
+// operation that observed the object's state (a read, a write that applied)
+// came before it. So it opens no earlier than the last of those operations
+// to start, which leaves the linearizations, and so the verdict, as they
+// were.
 func operations(calls []Call, names map[string]string, seen map[[2]string]time.Duration) []porcupine.Operation {
 	ops := make([]porcupine.Operation, 0, len(calls))
+	var open []int // the unknown writes no read returned, by index in ops
+	var lastObserved int64
 	for _, c := range calls {
 		in := casInput{op: c.Op, value: c.Value, etag: c.IfMatch}
 		if c.Op == OpUpdate {
@@ -216,9 +229,16 @@ func operations(calls []Call, names map[string]string, seen map[[2]string]time.D
 				out.outcome, end = OutcomeDone, int64(at)
 			} else {
 				end = math.MaxInt64
+				open = append(open, len(ops))
 			}
 		}
+		if out.outcome == OutcomeDone || out.outcome == OutcomeMissing { // it observed the state
+			lastObserved = max(lastObserved, int64(c.Start))
+		}
 		ops = append(ops, porcupine.Operation{ClientId: c.Client, Input: in, Call: int64(c.Start), Output: out, Return: end})
+	}
+	for _, i := range open {
+		ops[i].Call = max(ops[i].Call, lastObserved)
 	}
 	return ops
 }

@@ -2,9 +2,12 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +151,30 @@ func TestProxyHistoryCatchesTwoWinners(t *testing.T) {
 	}
 	if err := rec.Check(10 * time.Second); !errors.Is(err, storetest.ErrNotLinearizable) {
 		t.Fatalf("Check = %v, want ErrNotLinearizable", err)
+	}
+}
+
+var flagHistory = flag.String("history", "", "TestReplayStoreHistory: a run folder's store-history.json to check again (a failing run keeps its folder)")
+
+// TestReplayStoreHistory checks a recorded store history again, with
+// -history FILE (for a run whose linearizable check failed); without it,
+// it has nothing to do.
+func TestReplayStoreHistory(t *testing.T) {
+	if *flagHistory == "" {
+		t.Skip("no -history file")
+	}
+	b, err := os.ReadFile(*flagHistory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []storetest.Call
+	if err := json.Unmarshal(b, &calls); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = storetest.CheckLinearizable(calls, LinearizeTimeout)
+	t.Logf("%d calls checked in %v: %v", len(calls), time.Since(start), err)
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -305,6 +305,9 @@ func (r *run) execute() *Report {
 
 	rep := Check(r.h)
 	if r.lin != nil {
+		if b, err := json.Marshal(r.lin.Calls()); err == nil { // for -history, when a run fails
+			_ = os.WriteFile(filepath.Join(r.dir, "store-history.json"), b, 0o644)
+		}
 		CheckHistory(rep, r.lin)
 	}
 	r.report(rep)
