@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -22,31 +21,11 @@ import (
 // Proxy, and returns the proxy, its history and a store through it.
 func recordedProxy(t *testing.T, wrap func(http.Handler) http.Handler) (*Proxy, *storetest.Recorder, *s3store.Store) {
 	t.Helper()
-	h, err := s3fake.NewHandler(s3fake.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if wrap != nil {
-		h = wrap(h)
-	}
-	backend := httptest.NewServer(h)
-	t.Cleanup(backend.Close)
-	p, err := NewProxy(backend.URL, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
 	rec := storetest.NewRecorder()
 	root := "/" + s3fake.DefaultBucket + "/t/"
-	p.Record(rec, 1, func(path string) (string, bool) { return strings.CutPrefix(path, root) })
-	cfg := s3store.DefaultConfig()
-	cfg.Bucket, cfg.Prefix, cfg.Endpoint, cfg.UsePathStyle, cfg.Region = s3fake.DefaultBucket, "t/", p.URL(), true, "us-east-1"
-	cfg.AccessKeyID, cfg.SecretAccessKey = s3fake.AccessKeyID, s3fake.SecretAccessKey
-	cfg.RequestTimeout = 2 * time.Second
-	st, err := s3store.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, st := proxiedWith(t, wrap, func(p *Proxy) {
+		p.Record(rec, 1, func(path string) (string, bool) { return strings.CutPrefix(path, root) })
+	})
 	return p, rec, st
 }
 

@@ -19,11 +19,18 @@ import (
 
 // proxied starts an in-memory S3 (gofakes3) behind a Proxy and returns both
 // with an s3store.Store that goes through the proxy.
-func proxied(t *testing.T) (*Proxy, *s3store.Store) {
+func proxied(t *testing.T) (*Proxy, *s3store.Store) { return proxiedWith(t, nil, nil) }
+
+// proxiedWith is proxied with the server's handler wrapped by wrap, and
+// setup run on the proxy before the store is made (nil: none of either).
+func proxiedWith(t *testing.T, wrap func(http.Handler) http.Handler, setup func(*Proxy)) (*Proxy, *s3store.Store) {
 	t.Helper()
 	h, err := s3fake.NewHandler(s3fake.Config{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		h = wrap(h)
 	}
 	backend := httptest.NewServer(h)
 	t.Cleanup(backend.Close)
@@ -32,6 +39,9 @@ func proxied(t *testing.T) (*Proxy, *s3store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
+	if setup != nil {
+		setup(p)
+	}
 	cfg := s3store.DefaultConfig()
 	cfg.Bucket, cfg.Prefix, cfg.Endpoint, cfg.UsePathStyle, cfg.Region = s3fake.DefaultBucket, "t/", p.URL(), true, "us-east-1"
 	cfg.AccessKeyID, cfg.SecretAccessKey = s3fake.AccessKeyID, s3fake.SecretAccessKey
