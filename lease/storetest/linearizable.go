@@ -32,9 +32,16 @@ const (
 	// OutcomeConflict: a conditional write not applied because another was in
 	// progress (S3's 409): it says nothing about the condition.
 	OutcomeConflict
+	// OutcomeFailed: a write not applied by the store's own account, for a
+	// reason other than its condition: an error that is neither a refusal
+	// nor an unknown outcome, which the lease.Store contract says means the
+	// write did not happen (access denied; on etcd, a lease grant that failed
+	// before the write was sent). Like a conflict it says nothing about the
+	// condition; a read of its value shows the store's account false.
+	OutcomeFailed
 )
 
-var outcomeNames = [...]string{OutcomeDone: "done", OutcomeRefused: "refused", OutcomeMissing: "missing", OutcomeUnknown: "unknown", OutcomeConflict: "conflict"}
+var outcomeNames = [...]string{OutcomeDone: "done", OutcomeRefused: "refused", OutcomeMissing: "missing", OutcomeUnknown: "unknown", OutcomeConflict: "conflict", OutcomeFailed: "failed"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -43,28 +50,47 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
+// MarshalText names o ("done", "refused", ...), as in a [CallLog].
+func (o Outcome) MarshalText() ([]byte, error) {
+	if int(o) >= len(outcomeNames) {
+		return nil, fmt.Errorf("storetest: no outcome %d", int(o))
+	}
+	return []byte(outcomeNames[o]), nil
+}
+
+// UnmarshalText reads a name MarshalText wrote.
+func (o *Outcome) UnmarshalText(b []byte) error {
+	i := slices.Index(outcomeNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("storetest: no outcome %q", b)
+	}
+	*o = Outcome(i)
+	return nil
+}
+
 // Call is one operation on one object of a store, from its start to its end.
 // A history of them, from any number of clients, is checked by
 // [CheckLinearizable].
 type Call struct {
 	// Client names who made the call (a racer, a broker); for messages only.
-	Client int
-	Key    string
-	Op     Op // OpGet, OpCreate or OpUpdate
+	Client int    `json:"client"`
+	Key    string `json:"key"`
+	Op     Op     `json:"op"` // OpGet, OpCreate or OpUpdate
 	// Start is when the request was sent, End when its answer was read, on
 	// one clock for the whole history (End of an unknown write: when it was
-	// given up).
-	Start, End time.Duration
+	// given up); nanoseconds in JSON.
+	Start time.Duration `json:"start"`
+	End   time.Duration `json:"end"`
 	// Value is what a write wrote (see [ValueOf]).
-	Value string
+	Value string `json:"value,omitempty"`
 	// IfMatch is the ETag an update was conditional on.
-	IfMatch string
-	Outcome Outcome
+	IfMatch string  `json:"ifMatch,omitempty"`
+	Outcome Outcome `json:"outcome"`
 	// Got is the value a done read returned.
-	Got string
+	Got string `json:"got,omitempty"`
 	// ETag is the ETag a done read returned, or the one a done write produced
 	// (empty when its answer did not say).
-	ETag string
+	ETag string `json:"etag,omitempty"`
 }
 
 // ValueOf names the record in body: its writeId when it is a JSON object
@@ -127,7 +153,7 @@ var casModel = porcupine.NondeterministicModel{
 			return []any{st}
 		case out.outcome == OutcomeUnknown && holds:
 			return []any{in.value, st}
-		case out.outcome == OutcomeUnknown, out.outcome == OutcomeConflict:
+		case out.outcome == OutcomeUnknown, out.outcome == OutcomeConflict, out.outcome == OutcomeFailed:
 			return []any{st}
 		}
 		return nil
