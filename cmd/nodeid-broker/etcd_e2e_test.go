@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,8 +17,51 @@ import (
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/internal/etcdtest"
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/node"
 )
+
+// checkHistories reads the --debug-store-history files in dir back as one
+// history, checks that it has writes of the lease objects and that it is
+// linearizable (storetest.CheckLinearizable). The probe object is left out:
+// nodeidctl check writes it too, unrecorded.
+func checkHistories(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no history files in %s: %v", dir, err)
+	}
+	var all []storetest.Call
+	writes := 0
+	for i, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, err := storetest.ReadCallLog(f)
+		_ = f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range calls {
+			if c.Key == lease.ProbeKey {
+				continue
+			}
+			c.Client = i + 1
+			all = append(all, c)
+			if c.Op != storetest.OpGet && c.Outcome == storetest.OutcomeDone && c.Key == lease.RecordKey(0) {
+				writes++
+			}
+		}
+	}
+	if writes < 2 {
+		t.Fatalf("the histories of %d brokers have %d done writes of %s, want its take and renewals", len(files), writes, lease.RecordKey(0))
+	}
+	if err := storetest.CheckLinearizable(all, time.Minute); err != nil {
+		t.Fatalf("the brokers' store history (%d calls): %v", len(all), err)
+	}
+	t.Logf("the brokers' store history: %d calls, linearizable", len(all))
+}
 
 // readEtcdLease reads node id's lease record from etcd.
 func readEtcdLease(t *testing.T, st *etcdstore.Store, id int) (lease.Record, lease.Meta) {
@@ -50,9 +95,16 @@ func TestServeEtcd(t *testing.T) {
 	env := brokerEnv(t)
 	args := slices.Concat([]string{"--store", "etcd", "--etcd-endpoints", srv.Endpoint, "--cluster-size", "2"}, shortLease)
 	var ids idLedger
+	// Each broker records its store calls (--debug-store-history), checked
+	// together at the end: the wrapper must keep etcd's live writes (b's
+	// lease reads live below) and the history must be linearizable.
+	histories := t.TempDir()
+	recorded := func(name string) []string {
+		return append(slices.Clone(args), "--debug-store-history", filepath.Join(histories, name+".jsonl"))
+	}
 
-	a := startBroker(t, "a", env, args...)
-	b := startBroker(t, "b", env, args...)
+	a := startBroker(t, "a", env, recorded("a")...)
+	b := startBroker(t, "b", env, recorded("b")...)
 	as, bs := a.waitHeld(15*time.Second), b.waitHeld(15*time.Second)
 	if as.NodeID == bs.NodeID || as.Version != 1 || bs.Version != 1 {
 		t.Fatalf("a holds node %d version %d, b node %d version %d: want two IDs, version 1", as.NodeID, as.Version, bs.NodeID, bs.Version)
@@ -111,7 +163,7 @@ func TestServeEtcd(t *testing.T) {
 	if rec, _ := readEtcdLease(t, st, as.NodeID); rec.Holder != "" || rec.Version != as.Version {
 		t.Fatalf("after a's SIGTERM, lease %d = holder %q version %d; want free, version %d", as.NodeID, rec.Holder, rec.Version, as.Version)
 	}
-	c := startBroker(t, "c", env, args...)
+	c := startBroker(t, "c", env, recorded("c")...)
 	cs := c.waitHeld(10 * time.Second)
 	if cs.NodeID != as.NodeID || cs.Version != as.Version+1 {
 		t.Fatalf("c holds node %d version %d; want a's node %d with version %d", cs.NodeID, cs.Version, as.NodeID, as.Version+1)
@@ -126,7 +178,7 @@ func TestServeEtcd(t *testing.T) {
 	b.signal(syscall.SIGKILL)
 	b.waitExit(5 * time.Second)
 	killed := time.Now()
-	d := startBroker(t, "d", env, args...)
+	d := startBroker(t, "d", env, recorded("d")...)
 	if code, _, err := d.get("/ids"); err != nil || code != http.StatusServiceUnavailable {
 		t.Errorf("d's /ids while acquiring: HTTP %d %v; want 503", code, err)
 	}
@@ -143,4 +195,5 @@ func TestServeEtcd(t *testing.T) {
 	}
 	fetchIDs(t, d, ds.NodeID, &ids)
 	t.Logf("%d IDs from 4 brokers on etcd, none repeated", ids.len())
+	checkHistories(t, histories)
 }

@@ -54,9 +54,19 @@ func (b *broker) run(ctx context.Context) error {
 		return err
 	}
 	defer closeStore() // last: other brokers may use an embedded S3 until now, this one too
+	recorded, closeHistory, err := b.cfg.history.wrap(store)
+	if err != nil {
+		closeAll()
+		return err
+	}
+	defer func() {
+		if err := closeHistory(); err != nil {
+			b.log.Error("store history", "err", err)
+		}
+	}()
 	nc := b.cfg.node
 	nc.Logger = b.raw
-	n, err := node.New(store, nc)
+	n, err := node.New(recorded, nc)
 	if err != nil {
 		closeAll()
 		return envflag.Usagef("%v", err)

@@ -36,9 +36,10 @@ type serveConfig struct {
 	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
 	httpAddr   string
-	opsAddr    string     // "" for none
-	gossipAddr string     // "" when gossip is off
-	clock      debugClock // --debug-clock-*
+	opsAddr    string       // "" for none
+	gossipAddr string       // "" when gossip is off
+	clock      debugClock   // --debug-clock-*
+	history    debugHistory // --debug-store-history
 	logLevel   slog.Level
 	drainDelay time.Duration
 }
@@ -113,6 +114,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&c.node.Elect, "elect", "", "campaign for the leadership of this election name beside the node ID; GET /leader says who leads (empty: none)")
 	f.StringVar(&c.node.ElectValue, "elect-value", "", "with --elect: a value published with the leadership, for example this broker's URL; GET /leader and nodeidctl leaders show the leader's (at most 4096 bytes; empty: none)")
 	c.clock.bind(f)
+	c.history.bind(f)
 	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store honours If-None-Match: * and If-Match, also for a replaced ETag and two concurrent updates (it costs six requests on one object, probe.json under the prefix); only for a store known to honour both")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
 	f.DurationVar(&c.node.ShutdownTimeout, "shutdown-timeout", c.node.ShutdownTimeout, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")

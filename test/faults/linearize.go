@@ -1,8 +1,11 @@
 package faults
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/nodeid/nodeid/lease/storetest"
@@ -91,8 +94,8 @@ func (p *Proxy) recordCall(op Op, r *http.Request, body []byte, start time.Durat
 }
 
 // CheckLinearizable names the check that the store's history, as the S3
-// proxies and the test's own reads saw it, is linearizable
-// (storetest.CheckLinearizable).
+// proxies or the etcd brokers (--debug-store-history) and the test's own
+// reads saw it, is linearizable (storetest.CheckLinearizable).
 const CheckLinearizable = "linearizable"
 
 // LinearizeTimeout bounds the linearizability check of one key's history:
@@ -100,11 +103,39 @@ const CheckLinearizable = "linearizable"
 // when they pass.
 const LinearizeTimeout = time.Minute
 
+// AddBrokerHistory adds to rec, as client's, the calls a broker recorded in
+// the file at path (nodeid-broker --debug-store-history, a
+// storetest.CallLog on the host's monotonic clock, which rec must read too:
+// storetest.NewRecorderOn(storetest.MonotonicClock)), and returns how many.
+// A write still in flight when the broker died is a write of unknown
+// outcome; a last line cut short by a kill is ignored. A missing file (the
+// broker never opened its store) adds nothing.
+func AddBrokerHistory(rec *storetest.Recorder, client int, path string) (int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	calls, err := storetest.ReadCallLog(f)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, c := range calls {
+		c.Client = client
+		rec.Add(c)
+	}
+	return len(calls), nil
+}
+
 // CheckHistory checks rec's history and adds what it finds to rep: a
 // violation if it is not linearizable (or the check ran out of time), and
 // the operations checked as the check's occasions. Client 0 in rec is the
-// test's own reads, any other a broker's proxy.
-func CheckHistory(rep *Report, rec *storetest.Recorder) {
+// test's own reads, any other a broker's, recorded as by says ("through the
+// proxies", "by the brokers").
+func CheckHistory(rep *Report, rec *storetest.Recorder, by string) {
 	calls := rec.Calls()
 	if len(calls) == 0 {
 		return
@@ -114,12 +145,12 @@ func CheckHistory(rep *Report, rec *storetest.Recorder) {
 		rep.add(CheckLinearizable, "%v", err)
 	}
 	rep.exercise(CheckLinearizable, len(calls))
-	proxied := 0
+	brokers := 0
 	for _, c := range calls {
 		if c.Client != 0 {
-			proxied++
+			brokers++
 		}
 	}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("linearizability: %d store operations (%d through the proxies, %d the test's reads) checked in %v",
-		len(calls), proxied, len(calls)-proxied, time.Since(start).Round(time.Millisecond)))
+	rep.Notes = append(rep.Notes, fmt.Sprintf("linearizability: %d store operations (%d %s, %d the test's reads) checked in %v",
+		len(calls), brokers, by, len(calls)-brokers, time.Since(start).Round(time.Millisecond)))
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +157,75 @@ func TestReplayStoreHistory(t *testing.T) {
 	t.Logf("%d calls checked in %v: %v", len(calls), time.Since(start), err)
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBrokerHistoryCatchesTwoWinners: the etcd runs' path. Two brokers
+// record their store calls in files of their own (as --debug-store-history
+// does: storetest.Record into a storetest.CallLog on the host's monotonic
+// clock), the test its own reads; AddBrokerHistory reads the files back (the
+// last line of one cut short, as a kill leaves it) and CheckHistory checks
+// them. On a store that ignores If-Match both updates on one ETag win and
+// the check fails; on a correct one the second is refused and it passes.
+func TestBrokerHistoryCatchesTwoWinners(t *testing.T) {
+	now, err := storetest.MonotonicClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, racy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ignore-if-match=%v", racy), func(t *testing.T) {
+			var opts []storetest.MemOption
+			if racy {
+				opts = append(opts, storetest.IgnoreIfMatch())
+			}
+			st := storetest.NewMemStore(opts...)
+			dir := t.TempDir()
+			broker := func(name string) (lease.Store, *os.File) {
+				f, err := os.Create(filepath.Join(dir, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return storetest.Record(st, 1, storetest.NewCallLog(f, now)), f
+			}
+			b1, f1 := broker("b1")
+			b2, f2 := broker("b2")
+			rec := storetest.NewRecorderOn(now)
+			ctx := ctxT(t, 10*time.Second)
+			m, err := b1.Create(ctx, "k", []byte(`{"writeId":"a"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b1.Update(ctx, "k", []byte(`{"writeId":"b"}`), m.ETag); err != nil {
+				t.Fatal(err)
+			}
+			_, err = b2.Update(ctx, "k", []byte(`{"writeId":"c"}`), m.ETag)
+			if racy != (err == nil) {
+				t.Fatalf("the second update on one ETag: %v", err)
+			}
+			if _, _, err := rec.Wrap(0, st).Get(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f2.WriteString(`{"seq":9,"key":"k","op":"upd`); err != nil { // killed mid-line
+				t.Fatal(err)
+			}
+			for i, f := range []*os.File{f1, f2} {
+				_ = f.Close()
+				n, err := AddBrokerHistory(rec, 1+i, f.Name())
+				if err != nil || n != 2-i {
+					t.Fatalf("AddBrokerHistory(%s) = %d, %v; want %d calls", f.Name(), n, err, 2-i)
+				}
+			}
+			if n, err := AddBrokerHistory(rec, 3, filepath.Join(dir, "never-started")); n != 0 || err != nil {
+				t.Fatalf("a broker with no file: %d, %v; want nothing", n, err)
+			}
+			rep := &Report{}
+			CheckHistory(rep, rec, "by the brokers")
+			if got := rep.Count(CheckLinearizable); got != map[bool]int{false: 0, true: 1}[racy] {
+				t.Fatalf("%d violations of %s: %+v", got, CheckLinearizable, rep.Violations)
+			}
+			if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "4 store operations (3 by the brokers, 1 the test's reads)") {
+				t.Fatalf("notes %q", rep.Notes)
+			}
+		})
 	}
 }

@@ -113,7 +113,7 @@ type run struct {
 	bucket string
 	prefix string              // of the lease objects in the bucket, or in etcd
 	store  lease.Store         // straight to MinIO or etcd, for the poller and the checks
-	lin    *storetest.Recorder // the S3 history, for CheckHistory; nil on etcd
+	lin    *storetest.Recorder // the store's history, for CheckHistory
 
 	faultCtx    context.Context // ends with the fault phase
 	endFaults   context.CancelFunc
@@ -200,7 +200,7 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
-		r.store = st
+		r.store = r.recordHistory(st)
 		return r
 	}
 	cfg := s3store.DefaultConfig()
@@ -304,12 +304,7 @@ func (r *run) execute() *Report {
 	r.finalScan()
 
 	rep := Check(r.h)
-	if r.lin != nil {
-		if b, err := json.Marshal(r.lin.Calls()); err == nil { // for -history, when a run fails
-			_ = os.WriteFile(filepath.Join(r.dir, "store-history.json"), b, 0o644)
-		}
-		CheckHistory(rep, r.lin)
-	}
+	r.checkHistory(rep)
 	r.report(rep)
 	return rep
 }
@@ -428,6 +423,7 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"--log-level", "info",
 	)
 	args = append(args, "--loss-grace", sc.lossGrace.String())
+	args = append(args, r.historyArgs(name)...)
 	args = append(args, params.Clock.Args()...)
 	if sc.gossip {
 		args = append(args, "--gossip-addr", "127.0.0.1:0", "--ready-timeout", "3s")
