@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/nodeid"
 )
 
 // leaderOf serves GET /leader on n.
@@ -165,5 +167,66 @@ func TestCloseReleasesWhileTheResignHangs(t *testing.T) {
 	}
 	if r, err := lease.DecodeRecord(body, id); err != nil || r.Holder != "" {
 		t.Fatalf("node %d after Close: %+v %v; want it free", id, r, err)
+	}
+}
+
+// hungResign is a store whose election releases (a free record written under
+// elections/), once armed, answer nothing until their context ends; it
+// counts them.
+type hungResign struct {
+	lease.Store
+	armed  atomic.Bool
+	writes atomic.Int64
+}
+
+func (s *hungResign) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	var rec struct {
+		Holder string `json:"holder"`
+	}
+	if !s.armed.Load() || !strings.HasPrefix(key, "elections/") || json.Unmarshal(body, &rec) != nil || rec.Holder != "" {
+		return s.Store.Update(ctx, key, body, etag)
+	}
+	s.writes.Add(1)
+	<-ctx.Done()
+	return lease.Meta{}, &lease.UnknownOutcomeError{Op: "update", Key: key, Err: ctx.Err()}
+}
+
+// TestLostNodeResignsWithinOneAttempt: a leader that lost its node ID ends
+// at once. Its resignation, which the store does not answer, gets one store
+// attempt (StoreTimeout), not all of Close's context: one write, where the
+// release's retries would write again and again until the context ended.
+func TestLostNodeResignsWithinOneAttempt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := storetest.NewMemStore()
+	store := &hungResign{Store: mem}
+	cfg := testConfig("task-a", 1)
+	cfg.Elect = "jobs"
+	n, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSelf(t, ctx, n)
+	rec := readRecord(t, mem, 0)
+	rec.Holder, rec.Version, rec.WriteID = "thief", rec.Version+1, lease.NewWriteID()
+	body, err := rec.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.armed.Store(true)
+	mem.Put(lease.RecordKey(0), body)
+	select {
+	case <-n.Done():
+	case <-ctx.Done():
+		t.Fatal("the node did not notice the loss")
+	}
+	if err := n.Close(ctx); !errors.Is(err, nodeid.ErrLeaseLost) {
+		t.Fatalf("Close after the loss: %v, want ErrLeaseLost", err)
+	}
+	if got := store.writes.Load(); got != 1 {
+		t.Fatalf("the resignation wrote %d times; want one attempt", got)
 	}
 }

@@ -315,7 +315,9 @@ func (n *Node) watch(claim *nodeid.Claim) {
 // gossip; an elector resigns meanwhile. ctx bounds it: a release not confirmed by then leaves the lease to
 // expire, which is safe. A Start in progress is ended first. Close is
 // idempotent; later calls return the first call's result. It returns an
-// error wrapping nodeid.ErrLeaseLost when the lease had been lost.
+// error wrapping nodeid.ErrLeaseLost when the lease had been lost; the
+// resignation then gets one store attempt (nodeid.Config.StoreTimeout), not
+// all of ctx, so that a node that lost its ID ends at once.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() { n.closeErr = n.close(ctx) })
 	return n.closeErr
@@ -336,11 +338,25 @@ func (n *Node) close(ctx context.Context) error {
 	if childDone != nil {
 		<-childDone // Supervise stops its child (closing): the ID is released only once it is gone
 	}
-	resigned := n.resign(ctx)
+	rctx, cancelResign := n.resignContext(ctx)
+	defer cancelResign()
+	resigned := n.resign(rctx)
 	endErr, err := n.release(ctx)
 	<-resigned
 	n.end(endErr)
 	return err
+}
+
+// resignContext bounds the resignation. After a loss of the node ID the
+// node is to end at once (the broker exits 3), so the resignation gets one
+// store attempt (nodeid.Config.StoreTimeout), not all of ctx: a store that
+// does not answer leaves the leadership to expire, as when ctx ends.
+func (n *Node) resignContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	claim := n.claim.Load()
+	if claim == nil || !errors.Is(claim.Err(), nodeid.ErrLeaseLost) {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, n.provider.Load().Config().StoreTimeout)
 }
 
 // resign stops the elector, if any, in the background (its leadership is a
