@@ -45,6 +45,23 @@ func waitSelf(t *testing.T, ctx context.Context, nodes ...*Node) *Node {
 	}
 }
 
+// startLeader starts a node of task-a on a cluster of size that campaigns
+// for election "jobs" on store, and waits until it leads.
+func startLeader(t *testing.T, ctx context.Context, store lease.Store, size int) *Node {
+	t.Helper()
+	cfg := testConfig("task-a", size)
+	cfg.Elect = "jobs"
+	n, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSelf(t, ctx, n)
+	return n
+}
+
 // Two nodes campaign for one election: exactly one says self; closing it
 // hands over at once to the other, with a higher term.
 func TestElectLeaderAndHandOver(t *testing.T) {
@@ -134,16 +151,7 @@ func TestCloseReleasesWhileTheResignHangs(t *testing.T) {
 	defer cancel()
 	mem := storetest.NewMemStore()
 	store := storetest.NewFaultStore(mem)
-	cfg := testConfig("task-a", 4)
-	cfg.Elect = "jobs"
-	n, err := New(store, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitSelf(t, ctx, n)
+	n := startLeader(t, ctx, store, 4)
 	id := n.Status().NodeID
 	var electionWrites atomic.Int64
 	store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
@@ -200,24 +208,9 @@ func TestLostNodeResignsWithinOneAttempt(t *testing.T) {
 	defer cancel()
 	mem := storetest.NewMemStore()
 	store := &hungResign{Store: mem}
-	cfg := testConfig("task-a", 1)
-	cfg.Elect = "jobs"
-	n, err := New(store, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitSelf(t, ctx, n)
-	rec := readRecord(t, mem, 0)
-	rec.Holder, rec.Version, rec.WriteID = "thief", rec.Version+1, lease.NewWriteID()
-	body, err := rec.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startLeader(t, ctx, store, 1)
 	store.armed.Store(true)
-	mem.Put(lease.RecordKey(0), body)
+	steal(t, mem, 0)
 	select {
 	case <-n.Done():
 	case <-ctx.Done():

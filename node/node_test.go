@@ -53,6 +53,19 @@ func readRecord(t *testing.T, store lease.Store, id int) lease.Record {
 	return rec
 }
 
+// steal writes node id's lease record as taken by another task, with the
+// next version, behind its holder's back.
+func steal(t *testing.T, store *storetest.MemStore, id int) {
+	t.Helper()
+	rec := readRecord(t, store, id)
+	rec.Holder, rec.Version, rec.WriteID = "thief", rec.Version+1, lease.NewWriteID()
+	body, err := rec.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Put(lease.RecordKey(id), body)
+}
+
 func closeCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -176,13 +189,7 @@ func TestNodeLeaseLost(t *testing.T) {
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rec := readRecord(t, store, 0)
-	rec.Holder, rec.Version, rec.WriteID = "thief", rec.Version+1, lease.NewWriteID()
-	body, err := rec.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.Put(lease.RecordKey(0), body)
+	steal(t, store, 0)
 	select {
 	case <-n.Done():
 	case <-time.After(10 * time.Second):
