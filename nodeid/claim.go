@@ -101,12 +101,16 @@ func (c *Claim) Reservation() int64 { return c.reservation.Load() }
 
 // Valid reports whether IDs may be issued now: the claim is not fenced (nor in
 // jeopardy) and its own monotonic clock has not reached t0 + LeaseDuration -
-// SafetyMargin, t0 being when the last successful write was sent. Go's monotonic clock stands still
-// while the host (a VM) is suspended; on the system clock the deadline is
-// also kept on the host's real-time clock, which counts the suspension, so the
-// fence falls at once on resume (see suspendClock), and stays down if that
-// clock then steps back: only a write that lands lifts a fence. It is cheap
-// enough for every ID: one clock reading.
+// SafetyMargin, t0 being when the last successful write was sent. Go's
+// monotonic clock stands still while the host (a VM) is suspended; on the
+// system clock the deadline is also kept on the host's real-time clock,
+// which counts the suspension, so the fence falls at once on resume (see
+// suspendClock). Valid folds that deadline into the monotonic one whenever
+// the real-time clock has run ahead (see foldSlack), so a later step back of
+// that clock (NTP after a suspension, a strobe) can neither lift a fence that
+// fell nor put off one that a suspension brought nearer: only a write that
+// lands moves the fence out. It is cheap enough for every ID: one clock
+// reading.
 func (c *Claim) Valid() bool {
 	if c.jeopardy.Load() {
 		return c.p.hooks.validInJeopardy() && c.validUntil.Load() != math.MinInt64
@@ -116,16 +120,25 @@ func (c *Claim) Valid() bool {
 	if elapsed >= until {
 		return false
 	}
-	if c.suspendFallen(now) {
-		// Bring the monotonic fence down too, so that a step back of the
-		// real-time clock (a strobe, NTP after a suspension) cannot lift
-		// it. A write that landed meanwhile moved until: the swap fails
-		// and leaves it.
-		c.validUntil.CompareAndSwap(until, elapsed)
-		return false
+	if c.p.suspend == nil {
+		return true
 	}
-	return true
+	left := c.suspendUntil.Load() - c.p.suspend.suspendReading(now) // on the real-time reading
+	if left <= 0 || until-elapsed-left > int64(foldSlack) {
+		// Bring the monotonic fence to the real-time one. A write that
+		// landed meanwhile moved until: the swap fails and leaves it.
+		c.validUntil.CompareAndSwap(until, elapsed+max(left, 0))
+	}
+	return left > 0
 }
+
+// foldSlack is how far the real-time reading may run ahead of the monotonic
+// one, since the send of the last landed write, before Valid folds the
+// real-time deadline into the monotonic one. The two run at one rate (NTP
+// slews both) and part only at a suspension or a step, so on the hot path
+// Valid writes nothing; a step back can then put the fence off by at most
+// this much, which the safety margin covers.
+const foldSlack = time.Millisecond
 
 // suspendFallen reports whether the deadline on the suspend-counting reading
 // of now has passed.

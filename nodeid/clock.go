@@ -83,9 +83,12 @@ func (*systemClock) suspendReading(now time.Time) int64 { return now.UnixNano() 
 // (CLOCK_REALTIME, which time.Now reads anyway). CLOCK_BOOTTIME would not
 // step, but reading it is a system call (260 ns on this project's VMs against
 // 50 ns for time.Now), paid on every ID. The real-time clock can step: a step
-// forward larger than the time left on the fence fences early (the claim is
-// then lost: fail closed); a step back leaves the monotonic fence in charge,
-// as without this check.
+// forward larger than the time left on the fence fences early (fail closed:
+// the claim is in jeopardy until a write lands). Valid folds the real-time
+// deadline into the monotonic one whenever it is the nearer, so a later step
+// back changes nothing; a step back between the send of the last landed
+// write and the first Valid after a resume hides up to its size of the
+// suspension (docs/design.md section 5 states this assumption).
 type suspendClock interface {
 	Clock
 	suspendReading(now time.Time) int64

@@ -95,3 +95,32 @@ func TestShortSuspendKeepsTheClaim(t *testing.T) {
 		t.Fatalf("valid %v, err %v after a short suspend and renewals", c.Valid(), c.Err())
 	}
 }
+
+// TestStepBackAfterSuspendKeepsTheSuspension: a suspension shorter than the
+// time left on the fence brings the fence nearer by its length (the
+// real-time deadline comes first); a step back of the real-time clock after
+// the resume (NTP correcting it) must not put the fence off again, though
+// the monotonic clock never saw the suspension. Cut off from its store, the
+// claim must stop at t0 + LeaseDuration - SafetyMargin of real time.
+func TestStepBackAfterSuspendKeepsTheSuspension(t *testing.T) {
+	e := newEnv(t)
+	clk := &suspendingClock{Clock: e.clk}
+	cfg := e.config("a")
+	cfg.Clock, cfg.ClusterSize = clk, 1
+	c := e.acquire(e.provider(cfg)) // sent at 0: the fence at 2.5 s of real time
+	e.advance(500*time.Millisecond, c)
+	e.store.Kill(nil) // no renewal lands from here on
+	clk.suspend(time.Second)
+	if !c.Valid() {
+		t.Fatal("not valid after 1.5 s of real time")
+	}
+	clk.suspend(-time.Second) // the real-time clock steps back by the suspension
+	e.advance(900*time.Millisecond, c)
+	if !c.Valid() {
+		t.Fatal("not valid after 2.4 s of real time")
+	}
+	e.advance(200*time.Millisecond, c)
+	if c.Valid() {
+		t.Fatal("valid after 2.6 s of real time, past the fence: the step back put it off")
+	}
+}

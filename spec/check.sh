@@ -58,6 +58,8 @@ mutations=(
 	"WALLEXPIRY     $NARROW                    expiry judged on the taker's wall clock against expiresAt"
 	"RECOVERCHANGED $NARROW                    in jeopardy, renew on another writer's ETag after a 412"
 	"RACY           ANSWERED,NOCRASH           a store that lets a second racer win a take"
+	"NOFOLD         $NARROW                    Valid never folds the real-time deadline into the monotonic"
+	"LATCHONLY      $NARROW                    Valid folds the real-time deadline only once fallen (a4de56f)"
 )
 name() { echo "${1%% *}"; }
 world() { local r=${1#* }; r=${r#"${r%%[! ]*}"}; echo "${r%% *}"; }

@@ -21,7 +21,17 @@
  *     of its last landed write; a clock running slow within the rate bound
  *     makes it fall up to D ticks later in real time. The model takes the
  *     latest instant (a fence that falls sooner only stops a holder sooner);
- *   - jeopardy and recovery (the rule proposed in issue 19): a
+ *   - suspensions: a holder's host may be suspended (a VM paused) while it
+ *     has no write on the wire. It takes no step and its monotonic clock
+ *     stands still, so its fence on that clock does not move; the second
+ *     reading the fence is kept on (the real-time clock, which counts the
+ *     suspension) runs ahead by the suspended ticks (lag), and the claim is
+ *     valid only while both deadlines are ahead. Valid, at every tick the
+ *     claim runs and as it resumes, folds the nearer real-time deadline into
+ *     the monotonic one. The real-time clock may step back while the task
+ *     runs, by no more than it ran ahead: the first Valid after a resume sees
+ *     every suspended tick (the assumption of docs/design.md section 5);
+ * *   - jeopardy and recovery (the rule proposed in issue 19): a
  *     holder whose fence fell issues nothing and keeps renewing by CAS on its
  *     own last ETag; a CAS of its own that lands resumes the claim with the
  *     same version, fenced from that write's send time; a refusal, another
@@ -53,7 +63,8 @@
  *              no read-backs;
  *   NORELEASE  no task releases;
  *   NOCRASH    a claim ends only by a refusal (412): no crash, no final loss
- *              by the end of a grace.
+ *              by the end of a grace;
+ *   NOSUSPEND  no host is suspended (and no clock steps).
  */
 
 /* ---- parameters ---- */
@@ -142,6 +153,11 @@ typedef Task {
 	byte fence;     /* ticks until Valid turns false; 0: fallen */
 	short last = PAST;  /* the highest timestamp issued (the floor before any) */
 	short relRes = PAST; /* the reservation a release writes */
+#ifndef NOSUSPEND
+	bool susp;      /* its host is suspended: no step, the monotonic clock stands still */
+	byte lag;       /* ticks the real-time reading ran ahead of the monotonic one
+	                 * since the send of the claim's last landed write, at most FENCE */
+#endif
 };
 Task t[TASKS];
 
@@ -162,10 +178,28 @@ hidden byte j;
 hidden short ts, rv;
 #endif
 
+#ifdef NOSUSPEND
+#define LAG(i) 0
+#define running(i) true
+#else
+#define LAG(i) t[i].lag
+#define running(i) (!t[i].susp)
+#endif
+
+/* A write that lands was sent after the last resume (a task suspends with no
+ * write on the wire), so its deadlines start level. */
+#ifdef NOSUSPEND
+#define RESETLAG skip
+#else
+#define RESETLAG t[me].lag = 0
+#endif
+
+/* Valid: both deadlines ahead, the monotonic one (fence) and the one on the
+ * real-time reading (fence - lag). */
 #ifdef NOFENCE
 #define valid(i) (t[i].st == HOLD)   /* bug: the fence never falls */
 #else
-#define valid(i) (t[i].st == HOLD && t[i].fence > 0)
+#define valid(i) (t[i].st == HOLD && t[i].fence > LAG(i))
 #endif
 
 #define DEC(x) if :: x > PAST -> x-- :: else -> skip fi
@@ -178,9 +212,9 @@ hidden short ts, rv;
  * reservation to what was issued), so every claim issues at every instant it
  * may: when it is granted or re-armed, and at every tick. */
 #ifdef JEOPISSUE
-#define mayIssue(i) (t[i].st == HOLD)  /* bug: issues in jeopardy too */
+#define mayIssue(i) (t[i].st == HOLD && running(i))  /* bug: issues in jeopardy too */
 #else
-#define mayIssue(i) valid(i)
+#define mayIssue(i) (valid(i) && running(i))
 #endif
 inline issueBy(i) {
 	if
@@ -202,9 +236,36 @@ inline issueBy(i) {
 	fi
 }
 
-/* Real time advances by one tick; the store's clock with it. */
+/* observe: claim i checks Valid (it does at every tick it runs, and as it
+ * resumes), which folds the real-time deadline into the monotonic one when
+ * it is the nearer: fence - lag. */
+inline observe(i) {
+#if !defined(NOSUSPEND) && !defined(NOFOLD)
+	if
+	:: t[i].st == HOLD && t[i].lag > 0 ->
+#ifdef LATCHONLY
+		/* bug: a4de56f's rule: only a fallen real-time deadline is folded */
+		if :: t[i].fence <= t[i].lag -> t[i].fence = 0 :: else -> skip fi
+#else
+		t[i].fence = (t[i].fence > t[i].lag -> t[i].fence - t[i].lag : 0); t[i].lag = 0
+#endif
+	:: else -> skip
+	fi;
+#endif
+	skip
+}
+
+/* Real time advances by one tick; the store's clock with it. A suspended
+ * task's monotonic clock stands still; its real-time reading does not. */
 inline tickTask(i) {
+#ifndef NOSUSPEND
+	if
+	:: t[i].susp -> if :: t[i].st == HOLD && t[i].lag < FENCE -> t[i].lag++ :: else -> skip fi
+	:: else -> if :: t[i].fence > 0 -> t[i].fence-- :: else -> skip fi; observe(i)
+	fi;
+#else
 	if :: t[i].fence > 0 -> t[i].fence-- :: else -> skip fi;
+#endif
 	DEC(t[i].rRes); DEC(t[i].floor); DEC(t[i].res); DEC(t[i].last); DEC(t[i].relRes);
 	/* a send time matters only to a write its sender may still adopt */
 	if :: (w[i].pend || t[i].wait) && w[i].sent < FENCE -> w[i].sent++ :: else -> skip fi;
@@ -229,8 +290,15 @@ end:
 #endif
 		DEC(topLo); DEC(topHi); DEC(belowHi);
 		tickTask(0); tickTask(1);
-		issueBy(0); issueBy(1)
+		issueBy(0); issueBy(1);
+		assert(!valid(0) || !valid(1))  /* ONE */
 	}
+#ifndef NOSUSPEND
+	/* the real-time clock of a running task steps back, by no more than it
+	 * ran ahead */
+	:: d_step { t[0].lag > 0 && !t[0].susp -> t[0].lag--; assert(!valid(0) || !valid(1)) }
+	:: d_step { t[1].lag > 0 && !t[1].susp -> t[1].lag--; assert(!valid(0) || !valid(1)) }
+#endif
 	od
 }
 
@@ -349,7 +417,8 @@ inline endClaim() {
 	forget();
 	t[me].st = IDLE; t[me].planned = false; t[me].rCreate = false; t[me].rCur = false;
 	t[me].rVer = 0; t[me].rRes = PAST; t[me].ver = 0; t[me].cur = false;
-	t[me].floor = PAST; t[me].res = PAST; t[me].fence = 0; t[me].last = PAST; t[me].relRes = PAST
+	t[me].floor = PAST; t[me].res = PAST; t[me].fence = 0; t[me].last = PAST; t[me].relRes = PAST;
+	RESETLAG
 }
 
 #define assertAlone assert(!valid(me) || !valid(1 - me))  /* ONE */
@@ -368,6 +437,7 @@ inline claim() {
 #endif
 	t[me].res = w[me].res;
 	t[me].fence = FENCE - w[me].sent;
+	RESETLAG;
 	t[me].last = t[me].floor;
 	t[me].rCreate = false; t[me].rCur = false; t[me].rVer = 0; t[me].rRes = PAST;
 	forget();
@@ -387,6 +457,7 @@ inline commit(sentAgo) {
 	t[me].cur = w[me].prod;
 	t[me].res = w[me].res;
 	t[me].fence = FENCE - sentAgo;
+	RESETLAG;
 	forget();
 	assertAlone;
 	issueBy(me)
@@ -414,7 +485,7 @@ inline readBack() {
 		t[me].cur = w[me].prod;
 #ifdef RECOVERRELEASE
 		/* bug: the claim resumes although its release began */
-		t[me].st = HOLD; t[me].res = w[me].res; t[me].fence = FENCE - w[me].sent;
+		t[me].st = HOLD; t[me].res = w[me].res; t[me].fence = FENCE - w[me].sent; RESETLAG;
 		forget();
 		assertAlone;
 		issueBy(me)
@@ -439,8 +510,14 @@ active [TASKS] proctype task() {
 	t[me].off = (me == 0 -> OFF : 0);
 end:
 	do
+#ifndef NOSUSPEND
+	/* ---- suspend (a holder with no write on the wire) and resume, which
+	 * checks Valid at once ---- */
+	:: atomic { running(me) && t[me].st == HOLD && w[me].st == NONE && !t[me].wait -> t[me].susp = true }
+	:: atomic { t[me].susp -> t[me].susp = false; observe(me) }
+#endif
 	/* ---- acquire: read, then create or take by CAS ---- */
-	:: atomic { t[me].st == IDLE && !t[me].planned && !t[me].wait &&
+	:: atomic { running(me) && t[me].st == IDLE && !t[me].planned && !t[me].wait &&
 	            (!exists || (oVer < VMAX && (oHolder == 0 ||
 #ifdef WALLEXPIRY
 	             t[me].off > oExp))) ->  /* bug: expiry on the taker's wall clock, by expiresAt */
@@ -450,15 +527,15 @@ end:
 		t[me].planned = true; t[me].rCreate = !exists; t[me].rCur = exists;
 		t[me].rVer = oVer; t[me].rRes = (exists -> oRes : PAST)
 	}
-	:: atomic { t[me].st == IDLE && t[me].planned && maySend ->
+	:: atomic { running(me) && t[me].st == IDLE && t[me].planned && maySend ->
 		rv = t[me].off + L; rv = MAX(t[me].rRes, rv);
 		send(t[me].rCreate, t[me].rCur, me + 1, t[me].rVer + 1, rv);
 		t[me].st = TAKING; t[me].planned = false
 	}
-	:: atomic { t[me].st == TAKING && w[me].st == LANDED -> claim() }
-	:: atomic { t[me].st == TAKING && w[me].st == REFUSED -> endClaim() }
+	:: atomic { running(me) && t[me].st == TAKING && w[me].st == LANDED -> claim() }
+	:: atomic { running(me) && t[me].st == TAKING && w[me].st == REFUSED -> endClaim() }
 #ifndef ANSWERED
-	:: atomic { t[me].st == TAKING ->  /* no answer: read back, ours if it carries our writeId */
+	:: atomic { running(me) && t[me].st == TAKING ->  /* no answer: read back, ours if it carries our writeId */
 		if
 		:: w[me].inStore -> claim()
 		:: else -> endClaim()  /* if it lands after all, no one holds it: it expires */
@@ -467,11 +544,11 @@ end:
 #endif
 
 	/* ---- hold: renew by CAS on the last ETag (issuing is issueBy's) ---- */
-	:: atomic { t[me].st == HOLD && maySend ->
+	:: atomic { running(me) && t[me].st == HOLD && maySend ->
 		rv = t[me].off + L; rv = MAX(t[me].res, rv); send(false, t[me].cur, me + 1, t[me].ver, rv)
 	}
-	:: atomic { t[me].st == HOLD && t[me].wait && w[me].st == LANDED -> commit(w[me].sent) }
-	:: atomic { t[me].st == HOLD && t[me].wait && w[me].st == REFUSED ->
+	:: atomic { running(me) && t[me].st == HOLD && t[me].wait && w[me].st == LANDED -> commit(w[me].sent) }
+	:: atomic { running(me) && t[me].st == HOLD && t[me].wait && w[me].st == REFUSED ->
 #ifdef RECOVERCHANGED
 		if
 		:: t[me].fence == 0 -> forget(); t[me].cur = true  /* bug: renew on another writer's ETag */
@@ -482,27 +559,27 @@ end:
 #endif
 	}
 #ifndef ANSWERED
-	:: atomic { t[me].st == HOLD && t[me].wait ->  /* no answer: pending */
+	:: atomic { running(me) && t[me].st == HOLD && t[me].wait ->  /* no answer: pending */
 		w[me].pend = true; t[me].wait = false
 	}
-	:: atomic { t[me].st == HOLD && !t[me].wait && w[me].pend -> readBack() }
+	:: atomic { running(me) && t[me].st == HOLD && !t[me].wait && w[me].pend -> readBack() }
 #endif
 
 	/* ---- release: fence, then CAS free with the reservation lowered ---- */
 #ifndef NORELEASE
-	:: atomic { t[me].st == HOLD && !t[me].wait ->
+	:: atomic { running(me) && t[me].st == HOLD && !t[me].wait ->
 		t[me].st = RELEASING;             /* fenced: Valid is false from here on */
 		t[me].fence = 0;
 		t[me].relRes = MAX(t[me].floor, MIN(t[me].res, t[me].last))
 	}
-	:: atomic { t[me].st == RELEASING && maySend ->
+	:: atomic { running(me) && t[me].st == RELEASING && maySend ->
 		rv = t[me].relRes; send(false, t[me].cur, 0, t[me].ver, rv)
 	}
-	:: atomic { t[me].st == RELEASING && t[me].wait && w[me].st == LANDED -> endClaim() }
-	:: atomic { t[me].st == RELEASING && t[me].wait && w[me].st == REFUSED -> endClaim() }
+	:: atomic { running(me) && t[me].st == RELEASING && t[me].wait && w[me].st == LANDED -> endClaim() }
+	:: atomic { running(me) && t[me].st == RELEASING && t[me].wait && w[me].st == REFUSED -> endClaim() }
 #ifndef ANSWERED
-	:: atomic { t[me].st == RELEASING && t[me].wait -> w[me].pend = true; t[me].wait = false }
-	:: atomic { t[me].st == RELEASING && !t[me].wait && w[me].pend -> readBack() }
+	:: atomic { running(me) && t[me].st == RELEASING && t[me].wait -> w[me].pend = true; t[me].wait = false }
+	:: atomic { running(me) && t[me].st == RELEASING && !t[me].wait && w[me].pend -> readBack() }
 #endif
 #endif
 
@@ -510,7 +587,7 @@ end:
 	 * version), or Close's context over: the claim ends; its write on the
 	 * wire may still land ---- */
 #ifndef NOCRASH
-	:: atomic { t[me].st != IDLE || t[me].planned -> endClaim() }
+	:: atomic { running(me) && (t[me].st != IDLE || t[me].planned) -> endClaim() }
 #endif
 	od
 }
