@@ -123,7 +123,11 @@ func (c *Claim) Valid() bool {
 	if c.p.suspend == nil {
 		return true
 	}
-	left := c.suspendUntil.Load() - c.p.suspend.suspendReading(now) // on the real-time reading
+	su := c.suspendUntil.Load()
+	if su == math.MinInt64 {
+		return false // fenced since until was read (fence stores both)
+	}
+	left := su - c.p.suspend.suspendReading(now) // on the real-time reading
 	if left <= 0 || until-elapsed-left > int64(foldSlack) {
 		// Bring the monotonic fence to the real-time one. A write that
 		// landed meanwhile moved until: the swap fails and leaves it.
