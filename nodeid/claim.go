@@ -120,14 +120,10 @@ func (c *Claim) Valid() bool {
 	if elapsed >= until {
 		return false
 	}
-	if c.p.suspend == nil {
+	left, ok := c.suspendLeft(now)
+	if !ok {
 		return true
 	}
-	su := c.suspendUntil.Load()
-	if su == math.MinInt64 {
-		return false // fenced since until was read (fence stores both)
-	}
-	left := su - c.p.suspend.suspendReading(now) // on the real-time reading
 	if left <= 0 || until-elapsed-left > int64(foldSlack) {
 		// Bring the monotonic fence to the real-time one. A write that
 		// landed meanwhile moved until: the swap fails and leaves it.
@@ -144,10 +140,25 @@ func (c *Claim) Valid() bool {
 // this much, which the safety margin covers.
 const foldSlack = time.Millisecond
 
+// suspendLeft returns the time left, in nanoseconds, until the deadline on
+// the suspend-counting reading of now (0 once fenced: fence stores both
+// deadlines, this one last), and false when the Clock has no such reading.
+func (c *Claim) suspendLeft(now time.Time) (int64, bool) {
+	if c.p.suspend == nil {
+		return 0, false
+	}
+	until := c.suspendUntil.Load()
+	if until == math.MinInt64 {
+		return 0, true
+	}
+	return until - c.p.suspend.suspendReading(now), true
+}
+
 // suspendFallen reports whether the deadline on the suspend-counting reading
 // of now has passed.
 func (c *Claim) suspendFallen(now time.Time) bool {
-	return c.p.suspend != nil && c.p.suspend.suspendReading(now) >= c.suspendUntil.Load()
+	left, ok := c.suspendLeft(now)
+	return ok && left <= 0
 }
 
 // ValidUntilOn returns when the fence falls (ValidUntil) on another clock,

@@ -31,7 +31,7 @@
  *     the monotonic one. The real-time clock may step back while the task
  *     runs, by no more than it ran ahead: the first Valid after a resume sees
  *     every suspended tick (the assumption of docs/design.md section 5);
- * *   - jeopardy and recovery (the rule proposed in issue 19): a
+ *   - jeopardy and recovery (the rule proposed in issue 19): a
  *     holder whose fence fell issues nothing and keeps renewing by CAS on its
  *     own last ETag; a CAS of its own that lands resumes the claim with the
  *     same version, fenced from that write's send time; a refusal, another
@@ -202,6 +202,8 @@ hidden short ts, rv;
 #define valid(i) (t[i].st == HOLD && t[i].fence > LAG(i))
 #endif
 
+#define assertAlone assert(!valid(0) || !valid(1))  /* ONE (two tasks) */
+
 #define DEC(x) if :: x > PAST -> x-- :: else -> skip fi
 #define MAX(a, b) (a > b -> a : b)
 #define MIN(a, b) (a < b -> a : b)
@@ -258,14 +260,12 @@ inline observe(i) {
 /* Real time advances by one tick; the store's clock with it. A suspended
  * task's monotonic clock stands still; its real-time reading does not. */
 inline tickTask(i) {
-#ifndef NOSUSPEND
 	if
-	:: t[i].susp -> if :: t[i].st == HOLD && t[i].lag < FENCE -> t[i].lag++ :: else -> skip fi
-	:: else -> if :: t[i].fence > 0 -> t[i].fence-- :: else -> skip fi; observe(i)
-	fi;
-#else
-	if :: t[i].fence > 0 -> t[i].fence-- :: else -> skip fi;
+	:: running(i) -> if :: t[i].fence > 0 -> t[i].fence-- :: else -> skip fi; observe(i)
+#ifndef NOSUSPEND
+	:: else -> if :: t[i].st == HOLD && t[i].lag < FENCE -> t[i].lag++ :: else -> skip fi
 #endif
+	fi;
 	DEC(t[i].rRes); DEC(t[i].floor); DEC(t[i].res); DEC(t[i].last); DEC(t[i].relRes);
 	/* a send time matters only to a write its sender may still adopt */
 	if :: (w[i].pend || t[i].wait) && w[i].sent < FENCE -> w[i].sent++ :: else -> skip fi;
@@ -291,13 +291,13 @@ end:
 		DEC(topLo); DEC(topHi); DEC(belowHi);
 		tickTask(0); tickTask(1);
 		issueBy(0); issueBy(1);
-		assert(!valid(0) || !valid(1))  /* ONE */
+		assertAlone
 	}
 #ifndef NOSUSPEND
 	/* the real-time clock of a running task steps back, by no more than it
 	 * ran ahead */
-	:: d_step { t[0].lag > 0 && !t[0].susp -> t[0].lag--; assert(!valid(0) || !valid(1)) }
-	:: d_step { t[1].lag > 0 && !t[1].susp -> t[1].lag--; assert(!valid(0) || !valid(1)) }
+	:: d_step { t[0].lag > 0 && !t[0].susp -> t[0].lag--; assertAlone }
+	:: d_step { t[1].lag > 0 && !t[1].susp -> t[1].lag--; assertAlone }
 #endif
 	od
 }
@@ -420,8 +420,6 @@ inline endClaim() {
 	t[me].floor = PAST; t[me].res = PAST; t[me].fence = 0; t[me].last = PAST; t[me].relRes = PAST;
 	RESETLAG
 }
-
-#define assertAlone assert(!valid(me) || !valid(1 - me))  /* ONE */
 
 /* A take of ours landed: a new claim, fenced from the take's send time. */
 inline claim() {
