@@ -215,8 +215,9 @@ func TestWaiterTakesAnExpiredLeaseAtTheFirstPossibleLook(t *testing.T) {
 	_, deadMeta := e.record(dead.NodeID())
 
 	var (
-		mu   sync.Mutex
-		gets []string // keys read by the waiter, "LIST" for a listing
+		mu     sync.Mutex
+		gets   []string  // keys read by the waiter, "LIST" for a listing
+		tookAt time.Time // when the waiter first wrote: its take
 	)
 	spy := storetest.NewFaultStore(e.store)
 	spy.SetInjector(func(op storetest.Op, key string) storetest.Fault {
@@ -227,66 +228,95 @@ func TestWaiterTakesAnExpiredLeaseAtTheFirstPossibleLook(t *testing.T) {
 			gets = append(gets, key)
 		case storetest.OpList:
 			gets = append(gets, "LIST")
+		case storetest.OpUpdate:
+			if tookAt.IsZero() {
+				tookAt = e.clk.Now()
+			}
 		}
 		return storetest.Fault{}
 	})
 	ch := acquireAsync(e.providerOn(spy, wcfg))
-	for {
-		select {
-		case r := <-ch:
-			if r.err != nil {
-				t.Fatalf("Acquire: %v", r.err)
-			}
-			defer r.c.Close(context.Background())
-			if r.c.NodeID() != dead.NodeID() || !r.c.TookOverExpired() {
-				t.Fatalf("took node %d (expired %v), want the dead holder's %d", r.c.NodeID(), r.c.TookOverExpired(), dead.NodeID())
-			}
-			// Expired once Date - Last-Modified > 3 s + 1 s + 1 s: at the
-			// first whole second past that, 6 s after the last write here.
-			first := lease.FirstExpiredDate(deadMeta.LastModified, 3*time.Second, time.Second)
-			if took := e.clk.Now(); took.Before(first) || took.After(first.Add(100*time.Millisecond)) {
-				t.Fatalf("taken at %v after the last write, want at %v (the backoff alone waits at least 10 s)",
-					took.Sub(deadMeta.LastModified), first.Sub(deadMeta.LastModified))
-			}
+	var r acquireResult
+	for r.c == nil && r.err == nil {
+		r = e.stepAcquire(ch, holders, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			last := 0
-			for i, k := range gets {
-				if k == "LIST" {
-					last = i
-				}
-			}
-			if tail := gets[last+1:]; len(tail) != 1 || tail[0] != lease.RecordKey(dead.NodeID()) {
-				t.Fatalf("the taking round read %v after its listing, want only %s", tail, lease.RecordKey(dead.NodeID()))
-			}
-			manifestReads := 0
-			for _, k := range gets {
-				if k == lease.ManifestKey {
-					manifestReads++
-				}
-			}
-			if manifestReads != 1 {
-				t.Fatalf("the manifest was read %d times in %v, want once (unchanged ETag in the listings)", manifestReads, gets)
-			}
-			return
-		default:
-		}
-		running := 1 // the waiter
-		for _, c := range holders {
-			select {
-			case <-c.loopDone:
-			default:
-				running++
-			}
-		}
-		if e.clk.Sleepers() < running {
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		next, ok := e.clk.NextWake()
-		if !ok || e.clk.Now().Sub(start) > time.Minute {
-			t.Fatalf("nothing to wake at %v", e.clk.Now().Sub(start))
-		}
-		e.clk.Advance(next.Sub(e.clk.Now()))
+			return !tookAt.IsZero()
+		})
 	}
+	if r.err != nil {
+		t.Fatalf("Acquire: %v", r.err)
+	}
+	defer r.c.Close(context.Background())
+	if r.c.NodeID() != dead.NodeID() || !r.c.TookOverExpired() {
+		t.Fatalf("took node %d (expired %v), want the dead holder's %d", r.c.NodeID(), r.c.TookOverExpired(), dead.NodeID())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Expired once Date - Last-Modified > 3 s + 1 s + 1 s: at the first
+	// whole second past that, 6 s after the last write here.
+	first := lease.FirstExpiredDate(deadMeta.LastModified, 3*time.Second, time.Second)
+	if tookAt.Before(first) || tookAt.After(first.Add(100*time.Millisecond)) {
+		t.Fatalf("taken at %v after the last write, want at %v (the backoff alone waits at least 10 s)",
+			tookAt.Sub(deadMeta.LastModified), first.Sub(deadMeta.LastModified))
+	}
+	last := 0
+	for i, k := range gets {
+		if k == "LIST" {
+			last = i
+		}
+	}
+	if tail := gets[last+1:]; len(tail) != 1 || tail[0] != lease.RecordKey(dead.NodeID()) {
+		t.Fatalf("the taking round read %v after its listing, want only %s", tail, lease.RecordKey(dead.NodeID()))
+	}
+	manifestReads := 0
+	for _, k := range gets {
+		if k == lease.ManifestKey {
+			manifestReads++
+		}
+	}
+	if manifestReads != 1 {
+		t.Fatalf("the manifest was read %d times in %v, want once (unchanged ETag in the listings)", manifestReads, gets)
+	}
+}
+
+// stepAcquire moves the fake clock to its next wake-up once the waiter behind
+// ch and every holder still renewing sleep on it, and returns Acquire's result
+// if it came (else the zero result: call again). Once wrote reports that the
+// waiter wrote its take, it moves the clock no more and waits for the result:
+// Acquire returns with no time passing, while its claim's renewal loop,
+// already asleep, would pass for the waiter asleep.
+func (e *env) stepAcquire(ch <-chan acquireResult, holders []*Claim, wrote func() bool) acquireResult {
+	e.t.Helper()
+	if wrote() {
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(10 * time.Second):
+			e.t.Fatal("Acquire did not return after its take")
+		}
+	}
+	select {
+	case r := <-ch:
+		return r
+	default:
+	}
+	running := 1 // the waiter
+	for _, c := range holders {
+		select {
+		case <-c.loopDone:
+		default:
+			running++
+		}
+	}
+	if e.clk.Sleepers() < running {
+		time.Sleep(time.Millisecond)
+		return acquireResult{}
+	}
+	next, ok := e.clk.NextWake()
+	if !ok || e.clk.Now().Sub(start) > time.Minute {
+		e.t.Fatalf("nothing to wake at %v", e.clk.Now().Sub(start))
+	}
+	e.clk.Advance(next.Sub(e.clk.Now()))
+	return acquireResult{}
 }
