@@ -1,0 +1,226 @@
+package node
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// TestReview4ReleaseCoversIDFileReaderAfterHostStrobe: an id-file reader
+// stamps its IDs with the host's clock, below the file's validUntilMs. The
+// host's clock steps forward (within the reservation's headroom), the reader
+// issues an ID at that reading, and the clock steps back again before the
+// node reads it (the node reads the host's clock only at an id-file write,
+// i.e. once per renewal, when no child runs). The reader stops at the
+// removal of the file and gets its grace; the release then lowers the
+// reservation to max(generator, HostClock.High), and High never saw the
+// excursion. A successor takes the free record with that floor and issues,
+// under the same node ID, the very ID the reader issued.
+//
+// docs/design.md section 5 says the release keeps the reservation "at or
+// above the highest reading of the host's clock anyone may have taken"; the
+// only bound on the reader's readings that does not depend on the node
+// observing them is the highest validUntilMs written (maxValidMs), which
+// lowestRelease drops once the grace is over.
+func TestReview4ReleaseCoversIDFileReaderAfterHostStrobe(t *testing.T) {
+	clk := fakeclock.New(time.Now().Round(time.Second))
+	mem := storetest.NewMemStore(storetest.WithClock(clk.Now))
+	var off atomic.Int64
+	host := func() time.Time { return clk.Wall().Add(time.Duration(off.Load())) }
+
+	path := filepath.Join(t.TempDir(), "id.json")
+	cfg := testConfig("a", 1)
+	cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, host, path, 10*time.Millisecond
+	a, err := New(mem, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := readIDFile(t, path)
+
+	// The host's clock strobes forward by 2 s (inside the 3 s lease's
+	// reservation headroom): the reader, following the id-file rules, issues
+	// one ID at that reading.
+	off.Store(int64(2 * time.Second))
+	appMs := host().UnixMilli()
+	if appMs <= f.FloorMs || appMs >= f.ValidUntilMs {
+		t.Fatalf("setup: the reader may not issue at %d (floor %d, validUntil %d)", appMs, f.FloorMs, f.ValidUntilMs)
+	}
+	layout := cfg.Provider.Layout
+	appID, err := layout.Compose(snowflake.Parts{TimeMs: appMs, NodeID: int64(f.NodeID), Seq: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off.Store(0) // ... and steps back before any renewal read it
+
+	if err := a.Close(closeCtx(t)); err != nil { // removes the file, grace, release
+		t.Fatal(err)
+	}
+	rec := readRecord(t, mem, f.NodeID)
+	if rec.ReservedUntilMs >= appMs {
+		return // the successor's floor covers the reader's IDs
+	}
+
+	// A successor takes the free record; its floor is the released
+	// reservation. Once its clock reaches the reader's reading it issues.
+	cfgB := testConfig("b", 1)
+	cfgB.Provider.Clock, cfgB.HostClock = clk, clk.Wall
+	b, err := New(mem, cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(closeCtx(t)) })
+	clk.Advance(time.Duration(appMs-clk.Wall().UnixMilli()) * time.Millisecond)
+	id, err := b.Next()
+	if err != nil {
+		t.Fatalf("successor Next: %v", err)
+	}
+	t.Fatalf("release wrote reservation %d, below the reader's timestamp %d (its file said validUntilMs %d): the successor (floor %d) issued %d, the reader's ID %d (duplicate: %v)",
+		rec.ReservedUntilMs, appMs, f.ValidUntilMs, b.Claim().Floor(), id, appID, id == appID)
+}
+
+// TestReview4RecoveryKeepsTheIDFileUp: the watcher learns of a jeopardy (the
+// fenced channel: take the file down) and of the recovery that follows (the
+// renewed channel: write it again) on two channels of one slot each, and
+// serves them with one select, which picks at random among ready cases. When
+// both are pending at once (the watcher was busy: here, a slow id-file write,
+// an fsync, while a renewal round gave up and the next attempt landed), it
+// writes the file back first half of the time and then takes it down: the
+// lease is held and valid, /health is 200, but the id file is gone until the
+// next renewal, and the application cannot use the ID meanwhile.
+func TestReview4RecoveryKeepsTheIDFileUp(t *testing.T) {
+	for i := range 12 {
+		clk := fakeclock.New(time.Now().Round(time.Second))
+		fs := storetest.NewFaultStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
+		var cut atomic.Bool
+		fs.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+			if cut.Load() && (op == storetest.OpUpdate || op == storetest.OpGet) {
+				return storetest.Fault{Err: storetest.Unknown(op, key)}
+			}
+			return storetest.Fault{}
+		})
+		path := filepath.Join(t.TempDir(), "id.json")
+		cfg := testConfig("a", 1)
+		cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, clk.Wall, path, 10*time.Millisecond
+		n, err := New(fs, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c := n.Claim()
+		// A renewal whose id-file rewrite is slow (the test holds the file's
+		// lock): the watcher is busy with it.
+		n.idFile.mu.Lock()
+		start := clk.Now()
+		stepUntil(t, clk, 2*time.Second, "renewed", func() bool {
+			return clk.Now().After(start) && c.Status().SinceWrite == 0 && len(n.renewed) == 0
+		})
+		for deadline := time.Now().Add(5 * time.Second); len(n.renewed) != 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the watcher did not take the renewal")
+			}
+		}
+		// Meanwhile the store blips: jeopardy, then the recovery.
+		cut.Store(true)
+		stepUntil(t, clk, 5*time.Second, "in jeopardy", func() bool { return c.Status().Jeopardy })
+		cut.Store(false)
+		stepUntil(t, clk, 2*time.Second, "recovered", func() bool { return c.Status().Recoveries > 0 && c.Valid() })
+		n.idFile.mu.Unlock()
+		for deadline := time.Now().Add(5 * time.Second); len(n.renewed)+len(n.fenced) != 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the watcher did not take the signals")
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // the watcher's last write or removal
+		_, statErr := os.Stat(path)
+		valid := n.Check() == nil
+		_ = n.Close(closeCtx(t))
+		if valid && statErr != nil {
+			t.Fatalf("run %d: the lease recovered and the node serves (Check nil), but the id file is gone: %v", i, statErr)
+		}
+	}
+}
+
+// TestReview4IDFileWrittenAfterARecovery: Start writes the id file once the
+// host's clock is past the floor, and skips it when the claim is not Valid at
+// that instant; refresh rewrites only a file written before (!f.written:
+// return). Before jeopardy a claim not Valid then was about to end, and the
+// node with it. Now it recovers: a store blip (or a suspension, or a step of
+// the real-time clock) that puts the claim in jeopardy while Start waits for
+// the floor leaves a node that serves (/health 200, the same version) for
+// the rest of its life with no id file: the application never gets the ID,
+// and nothing replaces the task.
+func TestReview4IDFileWrittenAfterARecovery(t *testing.T) {
+	clk := fakeclock.New(time.Now().Round(time.Second))
+	mem := storetest.NewMemStore(storetest.WithClock(clk.Now))
+	fs := storetest.NewFaultStore(mem)
+	var cut atomic.Bool
+	fs.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if cut.Load() && (op == storetest.OpUpdate || op == storetest.OpGet) {
+			return storetest.Fault{Err: storetest.Unknown(op, key)}
+		}
+		return storetest.Fault{}
+	})
+	// A predecessor released node 0 keeping its reservation (a Claim closed
+	// without SetIssuedFunc): the floor is 300 ms ahead when b takes it.
+	pc := nodeid.DefaultLocalConfig()
+	pc.TaskID, pc.ClusterSize, pc.Clock = "p", 1, clk
+	p, err := nodeid.New(mem, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pclaim, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pclaim.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(pc.LeaseDuration - 300*time.Millisecond)
+
+	path := filepath.Join(t.TempDir(), "id.json")
+	cfg := testConfig("b", 1)
+	cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, clk.Wall, path, 10*time.Millisecond
+	n, err := New(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- n.Start(context.Background()) }()
+	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
+	for deadline := time.Now().Add(5 * time.Second); n.Claim() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no claim")
+		}
+	}
+	// While Start waits for the floor, the store blips: jeopardy.
+	cut.Store(true)
+	stepUntil(t, clk, 5*time.Second, "in jeopardy", func() bool { return n.Claim().Status().Jeopardy })
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	cut.Store(false)
+	stepUntil(t, clk, 2*time.Second, "recovered", func() bool { return n.Status().State == StateHeld })
+	// Renewals go on; the watcher has every chance to write the file.
+	end := clk.Now().Add(3 * time.Second)
+	stepUntil(t, clk, 4*time.Second, "three more renewals", func() bool { return !clk.Now().Before(end) })
+	time.Sleep(50 * time.Millisecond)
+	if _, err := os.Stat(path); err != nil && n.Check() == nil && n.Claim().Status().Recoveries > 0 {
+		t.Fatalf("the node serves (Check nil, version %d, recovered) but the id file was never written: %v", n.Version(), err)
+	}
+}
