@@ -42,7 +42,11 @@ type Claim struct {
 	rec      lease.Record   // the last record written
 	lastSent time.Time      // when the last successful write was sent (Clock.Now)
 	pending  []pendingWrite // writes whose outcome is unknown, since lastSent
-	fellAt   time.Time      // when the fence last fell with the claim held (Clock.Now); zero: up
+	// lastSuspendFence is suspendDeadline(lastSent): that write's fence on
+	// the suspend-counting reading, kept when the fence falls (Close's
+	// read-back proof, freedByOurRelease, needs it then).
+	lastSuspendFence int64
+	fellAt           time.Time // when the fence last fell with the claim held (Clock.Now); zero: up
 	// recoveries counts the fences lifted by a landed write (recovered).
 	// It changes with the lift, under mu: a snapshot of it and Valid under
 	// mu (Status) tells which side of a recovery the snapshot is on.
@@ -63,10 +67,10 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID), from: from,
 		done: make(chan struct{}), loopDone: make(chan struct{}),
 	}
-	c.rec, c.etag, c.lastSent = rec, etag, sent
+	c.rec, c.etag, c.lastSent, c.lastSuspendFence = rec, etag, sent, c.suspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
 	c.validUntil.Store(int64(c.deadline(sent)))
-	c.suspendUntil.Store(c.suspendDeadline(sent))
+	c.suspendUntil.Store(c.lastSuspendFence)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	p.hooks.newClaimed(c)

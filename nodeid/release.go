@@ -101,8 +101,9 @@ func (c *Claim) lastWriteFree() bool {
 // free record. The rule: the read-back saw a version above ours (not a
 // recreated object), a release write of ours is pending (sent, outcome
 // unknown), and the read-back's answer arrived, on this task's monotonic
-// clock, less than LeaseDuration - SafetyMargin after the send of our last
-// confirmed held write. A successor takes by CAS on the record with our
+// clock and on its suspend-counting reading (withinLastFence), less than
+// LeaseDuration - SafetyMargin after the send of our last confirmed held
+// write. A successor takes by CAS on the record with our
 // version; taking it expired needs Date - Last-Modified > lease + 1 s +
 // clockMargin on the store's clock, so it cannot happen before that instant
 // (the argument of the fence). The record it took was then free, and only a
@@ -121,5 +122,17 @@ func (c *Claim) freedByOurRelease(err error) bool {
 	for _, pw := range c.pending {
 		released = released || pw.rec.Free()
 	}
-	return released && te.seen.Sub(c.lastSent) < c.p.cfg.LeaseDuration-c.p.cfg.SafetyMargin
+	return released && c.withinLastFence(te.seen)
+}
+
+// withinLastFence reports whether seen, a reading of the Clock, is before
+// the fence of the last landed write: less than LeaseDuration - SafetyMargin
+// after its send on the monotonic clock and, where the Clock has one, on the
+// suspend-counting reading (a host suspended in between let that much more
+// real time pass: the store's clock went on). Callers hold c.mu.
+func (c *Claim) withinLastFence(seen time.Time) bool {
+	if seen.Sub(c.lastSent) >= c.p.cfg.LeaseDuration-c.p.cfg.SafetyMargin {
+		return false
+	}
+	return c.p.suspend == nil || c.p.suspend.suspendReading(seen) < c.lastSuspendFence
 }

@@ -3,12 +3,14 @@ package nodeid
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/fakeclock"
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
 )
 
 // suspendingClock is a fake clock whose monotonic readings stand still while
@@ -122,5 +124,124 @@ func TestStepBackAfterSuspendKeepsTheSuspension(t *testing.T) {
 	e.advance(200*time.Millisecond, c)
 	if c.Valid() {
 		t.Fatal("valid after 2.6 s of real time, past the fence: the step back put it off")
+	}
+}
+
+// stampedSuspendClock is a suspendingClock whose readings carry their
+// suspend-counting reading, as the system clock's readings carry the
+// real-time one: suspendReading of a reading taken before a suspension does
+// not count it. The count rides in the reading's Location, which
+// differences and comparisons ignore.
+type stampedSuspendClock struct {
+	*fakeclock.Clock
+	suspended atomic.Int64 // ns spent suspended
+}
+
+func (c *stampedSuspendClock) Now() time.Time {
+	return c.Clock.Now().In(time.FixedZone(strconv.FormatInt(c.suspended.Load(), 10), 0))
+}
+
+func (c *stampedSuspendClock) suspendReading(now time.Time) int64 {
+	ns, err := strconv.ParseInt(now.Location().String(), 10, 64)
+	if err != nil {
+		panic("stampedSuspendClock: a reading it did not take: " + now.String())
+	}
+	return now.UnixNano() + ns
+}
+
+// TestWriteSentBeforeASuspensionIsNoRecovery: a renewal sent just before
+// the host is suspended for longer than the lease lands, and its answer
+// comes after the resume. Its fence on the real-time reading passed during
+// the suspension, so the claim stays fenced (it issues nothing until a write
+// sent after the resume lands): that write is no recovery, and is not
+// counted as one.
+func TestWriteSentBeforeASuspensionIsNoRecovery(t *testing.T) {
+	e := newEnv(t)
+	clk := &stampedSuspendClock{Clock: e.clk}
+	cfg := e.config("a")
+	cfg.Clock, cfg.ClusterSize = clk, 1
+	var recovered atomic.Int64
+	cfg.Observer = recoveryCounter{n: &recovered}
+	c := e.acquire(e.provider(cfg))
+	// The next renewal lands and its answer is lost; the host is suspended
+	// for an hour while it is in flight. Everything after it fails.
+	var renewals atomic.Int64
+	e.store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if op != storetest.OpUpdate {
+			return storetest.Fault{}
+		}
+		if renewals.Add(1) == 1 {
+			clk.suspended.Add(int64(time.Hour))
+			return storetest.Fault{Landed: true}
+		}
+		return storetest.Fault{Err: storetest.ErrInjected}
+	})
+	e.advance(1500*time.Millisecond, c) // the renewal at 1 s, its read-back
+	if renewals.Load() == 0 {
+		t.Fatal("setup: no renewal was sent")
+	}
+	if st := c.Status(); c.Valid() || st.Recoveries != 0 || recovered.Load() != 0 {
+		t.Fatalf("valid %v, %d recoveries (observer %d) after a write sent before the suspension landed: want fenced, none",
+			c.Valid(), st.Recoveries, recovered.Load())
+	}
+}
+
+// recoveryCounter is an Observer that counts recoveries.
+type recoveryCounter struct {
+	NopObserver
+	n *atomic.Int64
+}
+
+func (o recoveryCounter) Recovered(int, time.Duration) { o.n.Add(1) }
+
+// TestReleaseReadBackCountsTheSuspension: freedByOurRelease proves
+// that a successor took our *free* record (so our release landed) from the
+// read-back's answer arriving less than LeaseDuration - SafetyMargin after
+// our last held write was sent, on the monotonic clock alone. A host
+// suspended between the release's send and its read-back (the claim's fence
+// counts suspensions: Valid reads the real-time clock too) breaks the proof:
+// an hour passed in real time, the held record expired on the store's clock
+// and another task took it, while our release never landed. Close must then
+// report the loss (docs/design.md 7.5: "Past that instant ... Close reports
+// ErrLeaseLost"), not a release.
+func TestReleaseReadBackCountsTheSuspension(t *testing.T) {
+	e := newEnv(t)
+	clk := &suspendingClock{Clock: e.clk}
+	cfg := e.config("a")
+	cfg.Clock, cfg.ClusterSize = clk, 1
+	c := e.acquire(e.provider(cfg))
+	id := c.NodeID()
+
+	// The release's write leaves and its answer is lost; it did not land.
+	e.store.Queue(storetest.OpUpdate, storetest.Fault{Err: storetest.Unknown(storetest.OpUpdate, lease.RecordKey(id))})
+	// Before its read-back the host is suspended for an hour; meanwhile the
+	// held record expired on the store's clock and another task took it.
+	var once atomic.Bool
+	e.store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if op == storetest.OpGet && once.CompareAndSwap(false, true) {
+			clk.suspend(time.Hour)
+			r, m, err := e.mem.Get(context.Background(), key)
+			if err != nil {
+				t.Error(err)
+				return storetest.Fault{}
+			}
+			rec, _ := lease.DecodeRecord(r, id)
+			if rec.Free() {
+				t.Error("setup: the release landed")
+			}
+			rec.Holder, rec.Version, rec.WriteID = "other", rec.Version+1, lease.NewWriteID()
+			body, _ := rec.Encode()
+			if _, err := e.mem.Update(context.Background(), key, body, m.ETag); err != nil {
+				t.Error(err)
+			}
+		}
+		return storetest.Fault{}
+	})
+	err := c.Close(context.Background())
+	if r, _ := e.record(id); r.Free() || r.Holder != "other" {
+		t.Fatalf("setup: record %+v", r)
+	}
+	if !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("Close = %v: reported released, but our release never landed: another task took the held record after it expired during the suspension", err)
 	}
 }

@@ -178,6 +178,7 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 // leaves the claim fenced. Callers hold c.mu.
 func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
+	c.lastSuspendFence = c.suspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
 	until := int64(c.deadline(sent))
 	nowT := c.p.clock.Now()
@@ -188,7 +189,7 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	}
 	// The suspend-counting deadline first: Valid, seeing the new fence,
 	// must not judge it on the old one and bring it down (see Valid).
-	c.suspendUntil.Store(c.suspendDeadline(sent))
+	c.suspendUntil.Store(c.lastSuspendFence)
 	for {
 		cur := c.validUntil.Load()
 		if cur == math.MinInt64 {
@@ -198,7 +199,10 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 			break
 		}
 	}
-	if fallen && until > now {
+	// A recovery lifts the fence on both clocks: a write sent before a
+	// suspension longer than the time left lands with its suspend-counting
+	// deadline passed, and Valid brings the fence down again at once.
+	if fallen && until > now && !c.suspendFallen(nowT) {
 		c.recovered(nowT)
 	}
 }
