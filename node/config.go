@@ -36,20 +36,33 @@ type Config struct {
 	// IDFile, when set, is the path of a JSON file naming the held node ID
 	// (see IDFile), for an application in another process that issues IDs
 	// itself: written once the wall clock is past the ID's floor,
-	// rewritten after every renewal with a later validUntilMs, removed the
-	// moment the node fences. Its directory must exist and be writable.
-	// Empty: no file.
+	// rewritten with a later validUntilMs every IDFileHorizon/4 and after
+	// every renewal, taken down while the lease is in jeopardy, removed
+	// the moment the node fences. Its directory must exist and be
+	// writable. Empty: no file.
 	IDFile string
+
+	// IDFileHorizon is how far past the host's clock each write of the id
+	// file lets the application issue IDs: validUntilMs is at most the
+	// host's clock at the write plus this (and never past the fence). It
+	// bounds what the application may have issued, whatever the host's
+	// clock did, by a time that is soon in the past: the release keeps the
+	// reservation at the highest validUntilMs written, so a successor
+	// waits for none of it when IDFileGrace is at least IDFileHorizon. It
+	// also bounds how long the application issues after the node crashed
+	// or froze. At least 2 s, so that 3/4 of it exceeds the application's
+	// re-read period (1 s) with slack. Default 3 s.
+	IDFileHorizon time.Duration
 
 	// IDFileGrace is, on Close, the time between removing the id file and
 	// releasing the lease, for the application to notice and stop: it must
 	// exceed the application's re-read period of the file with slack (the
-	// documented period is 1 s). Until the grace has passed the release
-	// keeps the reservation at the last validUntilMs written, so a
-	// successor never starts below what the application may still use.
-	// With a supervised child (Supervise, RunChild), the child is the file's
-	// reader: once it has exited there is no grace to give, and Close skips
-	// it. Default 3 s.
+	// documented period is 1 s). The release keeps the reservation at the
+	// highest validUntilMs written, at most IDFileHorizon after the last
+	// write: a grace of at least IDFileHorizon leaves a successor nothing
+	// to wait for. With a supervised child (Supervise, RunChild), the child
+	// is the file's reader: once it has exited there is no grace to give,
+	// and Close skips it. Default 3 s.
 	IDFileGrace time.Duration
 
 	// Elect, when set, is an election this node campaigns for beside its
@@ -123,12 +136,18 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// MinIDFileHorizon is the least Config.IDFileHorizon: the node rewrites the
+// id file every quarter of it, and the rest must exceed the application's
+// re-read period of the file (1 s) with slack.
+const MinIDFileHorizon = 2 * time.Second
+
 // DefaultConfig returns the defaults documented on each field, with
 // nodeid.DefaultConfig as the provider's configuration and no gossip, id
 // file or metrics registry.
 func DefaultConfig() Config {
 	return Config{
 		Provider:        nodeid.DefaultConfig(),
+		IDFileHorizon:   3 * time.Second,
 		IDFileGrace:     3 * time.Second,
 		ShutdownTimeout: 10 * time.Second,
 		ReadyTimeout:    10 * time.Second,
@@ -164,6 +183,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	check(c.IDFileGrace >= 0, "IDFileGrace", "%v is negative", c.IDFileGrace)
+	check(c.IDFile == "" || c.IDFileHorizon >= MinIDFileHorizon, "IDFileHorizon", "%v is below %v: the application re-reads the file every second", c.IDFileHorizon, MinIDFileHorizon)
 	check(c.ShutdownTimeout >= 0, "ShutdownTimeout", "%v is negative", c.ShutdownTimeout)
 	check(c.ReadyTimeout >= 0, "ReadyTimeout", "%v is negative", c.ReadyTimeout)
 	check(c.MaxReservationWait >= 0, "MaxReservationWait", "%v is negative", c.MaxReservationWait)

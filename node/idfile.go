@@ -20,8 +20,9 @@ import (
 // application in another process reads it, uses the node ID while the file
 // exists with that content and its clock is before ValidUntilMs, issues only
 // timestamps above FloorMs, re-reads it at least every second, and stops the
-// moment either ends. The node rewrites the file after every renewal, with a
-// later ValidUntilMs.
+// moment either ends (the clients in clients/ do all of this). The node
+// rewrites the file every Config.IDFileHorizon/4 and after every renewal,
+// with a later ValidUntilMs.
 type IDFileContent struct {
 	NodeID  int   `json:"nodeId"`
 	Version int64 `json:"version"`
@@ -33,33 +34,38 @@ type IDFileContent struct {
 	FloorMs int64 `json:"floorMs"`
 	// ValidUntilMs, in Unix ms on the host's clock, is when the node's own
 	// fence falls unless a renewal succeeds first, capped by the lease's
-	// reservation: a node that crashed or froze cannot remove the file, but
-	// the application stops here by itself, before another task can take
-	// the lease, and below the floor any successor starts from.
+	// reservation and by Config.IDFileHorizon past the write: a node that
+	// crashed or froze cannot remove the file, but the application stops
+	// here by itself, before another task can take the lease, and below the
+	// floor any successor starts from.
 	ValidUntilMs int64 `json:"validUntilMs"`
 }
 
-// idFileContentOf returns the id file of claim now. ValidUntilMs is the
-// claim's fence moved onto the host's clock, which the application stamps
-// its IDs with, and capped by the reservation (Claim.ValidUntilOn); 0 once
+// idFileContentOf returns the id file of claim at host, the host's clock
+// now. ValidUntilMs is the claim's fence moved onto the host's clock, which
+// the application stamps its IDs with, capped by the reservation
+// (Claim.ValidUntilOn) and by host + horizon (Config.IDFileHorizon); 0 once
 // the claim is fenced.
-func idFileContentOf(claim *nodeid.Claim, host *nodeid.HostClock) IDFileContent {
-	return IDFileContent{NodeID: claim.NodeID(), Version: claim.Version(), FloorMs: claim.Floor(), ValidUntilMs: claim.ValidUntilOn(host.Read())}
+func idFileContentOf(claim *nodeid.Claim, host time.Time, horizon time.Duration) IDFileContent {
+	return IDFileContent{
+		NodeID: claim.NodeID(), Version: claim.Version(), FloorMs: claim.Floor(),
+		ValidUntilMs: min(claim.ValidUntilOn(host), host.Add(horizon).UnixMilli()),
+	}
 }
 
-// idFileState is the node's id file: what was written, and whether it is
-// known to be gone. Its methods serialise on mu.
+// idFileState is the node's id file: what was written, and whether it may be
+// written again. Its methods serialise on mu.
 type idFileState struct {
-	path string // "" for none
+	path    string        // "" for none
+	horizon time.Duration // Config.IDFileHorizon
 
-	mu         sync.Mutex
-	up         bool  // written and not removed since: refreshes rewrite it
-	written    bool  // written at least once
-	retired    bool  // removed for good: never written again
-	childRan   bool  // a supervised child (Supervise) used the ID with the host's clock
-	removedOK  bool  // the last removal succeeded: the file is known to be gone
-	graceDone  bool  // the application had its grace after the removal
-	maxValidMs int64 // the highest ValidUntilMs written
+	mu          sync.Mutex
+	floorPassed bool  // Start saw the host's clock past the floor: the file may be written
+	up          bool  // written and not removed since
+	written     bool  // written at least once
+	retired     bool  // removed for good: never written again
+	childRan    bool  // a supervised child (Supervise) used the ID with the host's clock
+	maxValidMs  int64 // the highest ValidUntilMs written
 }
 
 // prepare checks the file's directory and removes a file left by an earlier
@@ -81,26 +87,20 @@ func (f *idFileState) prepare(log *slog.Logger) error {
 	return nil
 }
 
-// writeOnceFloorPassed writes the file once the host's clock is past the
-// claim's floor (the predecessor's reservation), so that an application
-// generating IDs itself with that clock never repeats one of its
-// predecessor's. It returns nil without writing when ctx ends or the claim
-// ends first.
+// writeOnceFloorPassed waits until the host's clock is past the claim's floor
+// (the predecessor's reservation), so that an application generating IDs
+// itself with that clock never repeats one of its predecessor's, and then
+// writes the file if the claim is valid: a claim in jeopardy then gets it at
+// its recovery (sync). It returns nil without writing when ctx ends or the
+// claim ends first, and the error of the first write.
 func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger) error {
 	if !waitFloorPassed(ctx, claim, host, log, "writing the id file") {
 		return nil // the watcher reports a loss; Close releases the claim
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.retired || !claim.Valid() {
-		return nil
-	}
-	c := idFileContentOf(claim, host)
-	if err := f.writeLocked(c); err != nil {
-		return err
-	}
-	log.Info("id file written", "path", f.path, "nodeId", c.NodeID, "version", c.Version, "validUntilMs", c.ValidUntilMs)
-	return nil
+	f.floorPassed = true
+	return f.syncLocked(claim, host, log, true)
 }
 
 // waitFloorPassed waits until the host's clock is past the claim's floor (the
@@ -124,51 +124,61 @@ func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *nodeid.Host
 	}
 }
 
-// refresh rewrites the file after a renewal, with the later validUntilMs, or
-// writes it again after a recovery took it down. A failure only logs: the
-// file on disk expires earlier, which stops the application early, never
-// late.
-func (f *idFileState) refresh(claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger) {
+// sync brings the file in line with the claim now: written, with a fresh
+// validUntilMs, while the claim is valid and serving is true; taken down
+// otherwise (jeopardy: the application stops at its next read, and at
+// validUntilMs anyway). It does nothing before the floor has passed
+// (writeOnceFloorPassed) or once the file is removed for good. It is called
+// at every renewal, jeopardy and recovery, and every horizon/4: whatever
+// order those signals come in, the file follows the claim's latest state. A
+// failure only logs: the file on disk expires earlier, which stops the
+// application early, never late.
+func (f *idFileState) sync(claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger, serving bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.written || f.retired { // not written yet (the floor), or removed for good
-		return
+	if err := f.syncLocked(claim, host, log, serving); err != nil {
+		log.Error("could not write the id file: the application will stop at its last validUntilMs", "path", f.path, "err", err)
 	}
-	c := idFileContentOf(claim, host)
-	if err := f.writeLocked(c); err != nil {
-		log.Error("could not refresh the id file: the application will stop at its old validUntilMs", "path", f.path, "err", err)
-		return
-	}
-	log.Debug("id file refreshed", "validUntilMs", c.ValidUntilMs)
 }
 
-func (f *idFileState) writeLocked(c IDFileContent) error {
+func (f *idFileState) syncLocked(claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger, serving bool) error {
+	if f.path == "" || !f.floorPassed || f.retired {
+		return nil
+	}
+	if !serving || !claim.Valid() {
+		f.takeDownLocked(log)
+		return nil
+	}
+	c := idFileContentOf(claim, host.Read(), f.horizon)
+	first, back := !f.written, f.written && !f.up
 	if err := writeIDFile(f.path, c); err != nil {
 		return err
 	}
 	f.up, f.written = true, true
 	f.maxValidMs = max(f.maxValidMs, c.ValidUntilMs)
+	switch {
+	case first:
+		log.Info("id file written", "path", f.path, "nodeId", c.NodeID, "version", c.Version, "validUntilMs", c.ValidUntilMs)
+	case back:
+		log.Info("id file written again: the lease recovered", "path", f.path, "validUntilMs", c.ValidUntilMs)
+	default:
+		log.Debug("id file refreshed", "validUntilMs", c.ValidUntilMs)
+	}
 	return nil
 }
 
-// takeDown removes the file while the lease is in jeopardy: the application
-// stops at its next read (and at validUntilMs anyway); refresh writes it
-// again after a recovery.
-func (f *idFileState) takeDown(log *slog.Logger) {
-	if f.path == "" {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// takeDownLocked removes the file while the claim is not valid; sync writes
+// it again once it is.
+func (f *idFileState) takeDownLocked(log *slog.Logger) {
 	if !f.up {
 		return
 	}
 	f.up = false
 	if _, err := removeIDFile(f.path); err != nil {
-		log.Error("could not take the id file down in jeopardy: the application stops at its validUntilMs", "path", f.path, "err", err)
+		log.Error("could not take the id file down while the lease is not valid: the application stops at its validUntilMs", "path", f.path, "err", err)
 		return
 	}
-	log.Warn("id file taken down: the lease is in jeopardy", "path", f.path)
+	log.Warn("id file taken down: the lease is not valid (jeopardy)", "path", f.path)
 }
 
 // remove removes the file for good and reports whether it had been written
@@ -181,22 +191,13 @@ func (f *idFileState) remove(log *slog.Logger) bool {
 	defer f.mu.Unlock()
 	f.up, f.retired = false, true
 	removed, err := removeIDFile(f.path)
-	f.removedOK = err == nil
 	switch {
 	case err != nil:
-		log.Error("could not remove the id file: the release keeps the reservation at its last validUntilMs", "path", f.path, "err", err)
+		log.Error("could not remove the id file: the application stops at its validUntilMs, which the release covers", "path", f.path, "err", err)
 	case removed:
 		log.Info("id file removed", "path", f.path)
 	}
 	return f.written
-}
-
-// graceOver records whether the application had its full grace after the
-// removal.
-func (f *idFileState) graceOver(complete bool) {
-	f.mu.Lock()
-	f.graceDone = complete
-	f.mu.Unlock()
 }
 
 // childGone reports whether a supervised child used the ID; Close asks once
@@ -217,30 +218,32 @@ func (f *idFileState) childStarted() {
 }
 
 // lowestRelease returns the reservation a release may write, given last, the
-// highest timestamp the node's own generator issued. The application may have
-// issued IDs with the host's clock up to the highest reading of it anyone
-// took (host.High) while it used the file (or ran as the supervised child,
-// dead by now): at or above that, even when it is above the reservation (a
-// step forward of the host clock), so that a successor's floor covers them.
-// And if the file is not known to be gone, or the application did not get
-// its grace, up to the last validUntilMs it read.
+// highest timestamp the node's own generator issued. An application that
+// read the file issued only timestamps below the validUntilMs it read, and
+// none at or past the highest one written (maxValidMs), whatever its clock
+// did: the release keeps the reservation there, so a successor's floor
+// covers its IDs even after a host clock that stepped forward and back
+// between two writes, which no reading of the node saw. The horizon keeps
+// that bound close: by the end of the grace it is in the past
+// (Config.IDFileHorizon). A supervised child (dead by now) issued with the
+// host's clock up to the highest reading anyone took (host.High), at or
+// above that even when it is above the reservation (a step forward of the
+// host clock).
 func (f *idFileState) lowestRelease(last int64, host *nodeid.HostClock) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.written && !f.childRan {
 		return last
 	}
-	last = max(last, host.High().UnixMilli())
-	if f.written && (!f.removedOK || !f.graceDone) {
-		last = max(last, f.maxValidMs)
-	}
-	return last
+	return max(last, host.High().UnixMilli(), f.maxValidMs)
 }
 
 // writeIDFile writes the file atomically: a temporary file in the same
-// directory, synced, then renamed over path, so a reader sees the old content,
-// the new content or no file, never a partial one. The file is readable by
-// all (the application may run as another user).
+// directory, then renamed over path, so a reader sees the old content, the
+// new content or no file, never a partial one. The file is readable by all
+// (the application may run as another user). It is not synced to disk: it
+// is rewritten every IDFileHorizon/4, and it speaks for this process's claim
+// only, which a crash of the host ends (a new node removes a file left over).
 func writeIDFile(path string, c IDFileContent) error {
 	body, err := json.Marshal(c)
 	if err != nil {
@@ -257,9 +260,6 @@ func writeIDFile(path string, c IDFileContent) error {
 	if err == nil {
 		err = tmp.Chmod(0o644)
 	}
-	if err == nil {
-		err = tmp.Sync()
-	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -268,10 +268,6 @@ func writeIDFile(path string, c IDFileContent) error {
 	}
 	if err != nil {
 		return fmt.Errorf("id file: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil { // make the rename durable; best effort
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

@@ -359,10 +359,9 @@ func (o observers) AcquireWaiting(round int, err error, next time.Duration) {
 }
 
 // nodeEvents passes the provider's events on (to the metrics and the
-// caller's observer), signals without blocking each successful renewal and
-// recovery on the node's renewed channel (the id file is refreshed, or
-// written again) and each entry into jeopardy on its fenced channel (the id
-// file is taken down), and tells the node why an acquisition waits.
+// caller's observer), signals without blocking each successful renewal,
+// recovery and entry into jeopardy on the node's claimChanged channel (the
+// id file follows the claim), and tells the node why an acquisition waits.
 type nodeEvents struct {
 	observers
 	n *Node
@@ -371,19 +370,19 @@ type nodeEvents struct {
 // Renewed implements nodeid.Observer.
 func (e nodeEvents) Renewed(id int, latency time.Duration) {
 	e.observers.Renewed(id, latency)
-	signal(e.n.renewed)
+	signal(e.n.claimChanged)
 }
 
 // Recovered implements nodeid.Observer: the id file is written again.
 func (e nodeEvents) Recovered(id int, fenced time.Duration) {
 	e.observers.Recovered(id, fenced)
-	signal(e.n.renewed)
+	signal(e.n.claimChanged)
 }
 
 // Jeopardy implements nodeid.Observer: the id file is taken down.
 func (e nodeEvents) Jeopardy(id int, err error) {
 	e.observers.Jeopardy(id, err)
-	signal(e.n.fenced)
+	signal(e.n.claimChanged)
 }
 
 // signal sends on ch, a channel with a buffer of one, unless a signal waits

@@ -48,9 +48,13 @@ type Node struct {
 	waitLogged   time.Time // Clock.Now of the last "still acquiring" log line
 
 	idFile  idFileState
-	elector *elector      // nil unless Config.Elect
-	renewed chan struct{} // a renewal or a recovery succeeded (buffered 1): refresh the id file
-	fenced  chan struct{} // the lease entered jeopardy (buffered 1): take the id file down
+	elector *elector // nil unless Config.Elect
+	// claimChanged is signalled (buffered 1) at each renewal, jeopardy and
+	// recovery: the watcher brings the id file in line with the claim.
+	claimChanged chan struct{}
+	// idFileRefresh is how often the watcher rewrites the id file besides
+	// the claim's signals: Config.IDFileHorizon/4.
+	idFileRefresh time.Duration
 
 	mu          sync.Mutex         // guards the fields below
 	started     bool               // Start was called
@@ -81,12 +85,12 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),
-		host:    nodeid.NewHostClock(cfg.HostClock, cfg.Provider.Clock),
-		renewed: make(chan struct{}, 1), fenced: make(chan struct{}, 1),
-		startDone: make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
+		host:         nodeid.NewHostClock(cfg.HostClock, cfg.Provider.Clock),
+		claimChanged: make(chan struct{}, 1),
+		startDone:    make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
 		done: make(chan struct{}),
 	}
-	n.idFile.path = cfg.IDFile
+	n.idFile.path, n.idFile.horizon, n.idFileRefresh = cfg.IDFile, cfg.IDFileHorizon, cfg.IDFileHorizon/4
 	m, err := newMetrics(cfg.Metrics, n)
 	if err != nil {
 		return nil, err
@@ -278,25 +282,27 @@ func (n *Node) activate(claim *nodeid.Claim) {
 		"tookOverExpired", claim.TookOverExpired())
 }
 
-// watch refreshes the id file after each renewal until the claim ends or
-// Close begins: it takes the file down when the lease enters jeopardy, and
-// writes it again after a recovery. On a loss it removes the id file and ends
-// the node. The id file is written and removed only by Start, watch and
-// Close, one after the other, so a refresh never brings back a file removed
-// for good.
+// watch keeps the id file in line with the claim until the claim ends or
+// Close begins: at each renewal, jeopardy and recovery, and every
+// IDFileHorizon/4, it writes the file with a fresh validUntilMs while the
+// claim is valid, and takes it down while it is not. On a loss it removes
+// the id file for good and ends the node. The id file is written and removed
+// only by Start, watch and Close, one after the other, so a refresh never
+// brings back a file removed for good.
 func (n *Node) watch(claim *nodeid.Claim) {
 	defer close(n.watchDone)
+	var tick <-chan time.Time
+	if n.cfg.IDFile != "" {
+		t := time.NewTicker(n.idFileRefresh)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
-		case <-n.renewed:
-			if claim.Valid() && !n.stopping.Load() {
-				n.idFile.refresh(claim, n.host, n.log)
-			}
-		case <-n.fenced:
-			n.idFile.takeDown(n.log)
+		case <-n.claimChanged:
+		case <-tick:
 		case <-claim.Done():
 			n.idFile.remove(n.log)
-			n.idFile.graceOver(false)
 			err := claim.Err()
 			if errors.Is(err, nodeid.ErrLeaseLost) {
 				n.log.Error("lease lost: stopped issuing IDs", "nodeId", claim.NodeID(), "version", claim.Version(), "err", err)
@@ -306,6 +312,7 @@ func (n *Node) watch(claim *nodeid.Claim) {
 		case <-n.closing:
 			return
 		}
+		n.idFile.sync(claim, n.host, n.log, !n.stopping.Load())
 	}
 }
 
@@ -387,10 +394,11 @@ func (n *Node) release(ctx context.Context) (endErr, err error) {
 		return ErrClosed, nil
 	}
 	n.log.Info("stopping: fencing and releasing the node ID", "nodeId", claim.NodeID(), "version", claim.Version())
-	if n.idFile.remove(n.log) && claim.Err() == nil { // a lost claim releases nothing: no grace to give
-		// A supervised child, the file's reader, is gone by now (Close
-		// waited for it, and no other may start): nobody to give a grace.
-		n.idFile.graceOver(n.idFile.childGone() || sleepCtx(ctx, n.cfg.IDFileGrace))
+	if n.idFile.remove(n.log) && claim.Err() == nil && !n.idFile.childGone() {
+		// The application stops at its next read. A supervised child, the
+		// file's reader, is gone by now (Close waited for it, and no other
+		// may start), and a lost claim releases nothing: no grace to give.
+		sleepCtx(ctx, n.cfg.IDFileGrace)
 	}
 	err = claim.Close(ctx)
 	n.leaveGossip()

@@ -203,16 +203,18 @@ func TestNodeLeaseLost(t *testing.T) {
 	}
 }
 
-// TestIDFileReservation: on Close the release lowers the reservation to the
-// release time when the id file is known to be gone, but never below the
-// last validUntilMs written when the file could not be removed (the
-// application may go on using the ID until then).
+// TestIDFileReservation: on Close the release never lowers the reservation
+// below the highest validUntilMs written (the application may use the ID
+// until then, whether the file could be removed or not), and with a grace
+// as long as IDFileHorizon that is no later than the release time.
 func TestIDFileReservation(t *testing.T) {
 	for _, removable := range []bool{true, false} {
 		store := storetest.NewMemStore()
 		path := filepath.Join(t.TempDir(), "id.json")
 		cfg := testConfig("a", 1)
-		cfg.IDFile, cfg.IDFileGrace = path, 50*time.Millisecond
+		// A grace as long as the horizon: the highest validUntilMs written
+		// is in the past by the release.
+		cfg.IDFile, cfg.IDFileHorizon, cfg.IDFileGrace = path, MinIDFileHorizon, MinIDFileHorizon
 		n, err := New(store, cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -14,9 +14,10 @@ import (
 // bookkeeping around it, kept in step with node/idfile.go and
 // node/supervise.go.
 const (
-	simIDFileGrace = 1500 * time.Millisecond // node.Config.IDFileGrace, for 4 s leases
-	simKillMargin  = 100 * time.Millisecond  // node.ChildConfig.KillMargin
-	simPoll        = 50 * time.Millisecond   // the supervisor's deadlinePoll
+	simIDFileGrace   = 1500 * time.Millisecond // node.Config.IDFileGrace, for 4 s leases
+	simIDFileHorizon = simIDFileGrace          // node.Config.IDFileHorizon, no more than the grace
+	simKillMargin    = 100 * time.Millisecond  // node.ChildConfig.KillMargin
+	simPoll          = 50 * time.Millisecond   // the supervisor's deadlinePoll
 )
 
 // simApp is an application outside the node that stamps Snowflake IDs with
@@ -33,14 +34,15 @@ type simApp struct {
 	c     *nodeid.Claim // the claim it serves
 
 	// The node's side: the id file and the child.
-	file       simFile // what the file says, while up
-	up         bool    // the file exists
-	written    bool    // written at least once
-	graceDone  bool    // the application had its grace after the removal
-	maxValidMs int64   // the highest validUntilMs written
-	running    bool    // the child runs
-	childRan   bool
-	fenceReal  time.Time // the supervisor's fence, on the host's clock
+	file        simFile // what the file says, while up
+	up          bool    // the file exists
+	written     bool    // written at least once
+	floorPassed bool    // the host's clock was past the floor: the file may be written
+	retired     bool    // removed for good
+	maxValidMs  int64   // the highest validUntilMs written
+	running     bool    // the child runs
+	childRan    bool
+	fenceReal   time.Time // the supervisor's fence, on the host's clock
 
 	// The application's side.
 	read        simFile // the file as last read
@@ -95,7 +97,9 @@ func (a *simApp) awaitFloor() {
 		t.s.schedule(t.s.now+simPoll, t, false, a.awaitFloor)
 		return
 	}
-	a.writeFile()
+	a.floorPassed = true
+	a.sync()
+	t.s.schedule(t.s.now+simIDFileHorizon/4, t, false, a.tick)
 	if a.child {
 		a.running, a.childRan = true, true
 		a.refreshFence()
@@ -104,17 +108,42 @@ func (a *simApp) awaitFloor() {
 }
 
 // writeFile writes the id file: validUntilMs is the fence on the host's
-// clock, capped by the reservation.
+// clock, capped by the reservation and by the horizon.
 func (a *simApp) writeFile() {
-	a.file = simFile{nodeID: a.c.NodeID(), version: a.c.Version(), validUntilMs: a.c.ValidUntilOn(a.t.host.Read()), floorMs: a.c.Floor()}
+	host := a.t.host.Read()
+	until := min(a.c.ValidUntilOn(host), host.Add(simIDFileHorizon).UnixMilli())
+	a.file = simFile{nodeID: a.c.NodeID(), version: a.c.Version(), validUntilMs: until, floorMs: a.c.Floor()}
 	a.up, a.written = true, true
 	a.maxValidMs = max(a.maxValidMs, a.file.validUntilMs)
 }
 
+// sync is node's idFileState.sync: once the floor has passed and until the
+// file is removed for good, it is written while the claim is valid and
+// taken down while it is not.
+func (a *simApp) sync() {
+	if !a.floorPassed || a.retired {
+		return
+	}
+	if a.c.Valid() {
+		a.writeFile()
+	} else {
+		a.up = false
+	}
+}
+
+// tick is the node's refresh of the file, every horizon/4.
+func (a *simApp) tick() {
+	if a.retired || isDone(a.c) {
+		return
+	}
+	a.sync()
+	a.t.s.schedule(a.t.s.now+simIDFileHorizon/4, a.t, false, a.tick)
+}
+
 // renewed rewrites the file after a renewal.
 func (a *simApp) renewed(c *nodeid.Claim) {
-	if a.up && c.Valid() {
-		a.writeFile()
+	a.sync()
+	if a.up {
 		a.refreshFence()
 	}
 }
@@ -149,19 +178,19 @@ func (a *simApp) supervise() {
 // fenced: the claim entered jeopardy. The file is removed (the reader stops at
 // its next read, and at validUntilMs anyway); the child is killed at the
 // supervisor's next poll (the fence is down).
-func (a *simApp) fenced() { a.up = false }
+func (a *simApp) fenced() { a.sync() }
 
 // recovered: a write lifted the fence of the claim in jeopardy; the file is
 // written again, if it was before.
 func (a *simApp) recovered() {
-	if a.written && a.c != nil && !a.stopped {
-		a.writeFile()
+	if a.c != nil && !a.stopped {
+		a.sync()
 	}
 }
 
 // lost: the node's claim ended lost. It removes the file and stops the child.
 func (a *simApp) lost() {
-	a.up = false
+	a.up, a.retired = false, true
 	if a.child {
 		a.running, a.stopped = false, true
 	}
@@ -173,10 +202,10 @@ func (a *simApp) stop() {
 	if a.child {
 		a.running, a.stopped = false, true
 	}
-	if a.up {
-		a.up = false
+	wasUp := a.up
+	a.up, a.retired = false, true
+	if wasUp {
 		a.t.s.wait(a.t, simIDFileGrace, nil)
-		a.graceDone = true
 	}
 }
 
@@ -187,11 +216,7 @@ func (a *simApp) lowestRelease(last int64) int64 {
 	if !a.written && !a.childRan {
 		return last
 	}
-	last = max(last, a.t.host.High().UnixMilli())
-	if a.written && !a.graceDone {
-		last = max(last, a.maxValidMs)
-	}
-	return last
+	return max(last, a.t.host.High().UnixMilli(), a.maxValidMs)
 }
 
 // gone reports whether the application will issue nothing more.

@@ -109,8 +109,9 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&key, "gossip-key", "", "base64 of a 16, 24 or 32-byte key that encrypts gossip (AES-GCM); every broker needs the same (empty: plain text)")
 	f.DurationVar(&c.node.MaxIssueStall, "max-issue-stall", 0, "how long the generator may fail to issue IDs (a clock behind the floor, a reservation no renewal raises) before health fails and the task is replaced (0: the lesser of 30s and 2 x lease-duration)")
 	f.DurationVar(&readyTimeout, "ready-timeout", c.node.ReadyTimeout, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")
-	f.StringVar(&c.node.IDFile, "id-file", "", "write {\"nodeId\":..,\"version\":..,\"floorMs\":..,\"validUntilMs\":..} to this file (atomically) once the lease is held, rewrite it after every renewal, and remove it the moment the broker fences: for sidecar use")
-	f.DurationVar(&grace, "id-file-grace", c.node.IDFileGrace, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID; above its re-read period (1s) with slack")
+	f.StringVar(&c.node.IDFile, "id-file", "", "write {\"nodeId\":..,\"version\":..,\"floorMs\":..,\"validUntilMs\":..} to this file (atomically) once the lease is held, rewrite it every id-file-horizon/4 and after every renewal, and remove it the moment the broker fences: for sidecar use")
+	f.DurationVar(&c.node.IDFileHorizon, "id-file-horizon", c.node.IDFileHorizon, "with --id-file: how far past the host's clock each write lets the application issue IDs (validUntilMs at most now + this): how long it goes on after the broker crashed, and what a release covers; a duration such as 3s, at least 2s")
+	f.DurationVar(&grace, "id-file-grace", c.node.IDFileGrace, "with --id-file, on shutdown: time between removing the file and releasing the lease, for the application to stop using the ID; above its re-read period (1s) with slack, and at least id-file-horizon or a successor waits for the rest")
 	f.StringVar(&c.node.Elect, "elect", "", "campaign for the leadership of this election name beside the node ID; GET /leader says who leads (empty: none)")
 	f.StringVar(&c.node.ElectValue, "elect-value", "", "with --elect: a value published with the leadership, for example this broker's URL; GET /leader and nodeidctl leaders show the leader's (at most 4096 bytes; empty: none)")
 	c.clock.bind(f)
@@ -160,7 +161,7 @@ var fieldFlags = map[string]string{
 	"ClusterSize": "cluster-size", "LeaseDuration": "lease-duration", "RenewInterval": "renew-interval",
 	"RenewDeadline": "renew-deadline", "SafetyMargin": "safety-margin", "ClockMargin": "clock-margin",
 	"MaxLeaseDuration": "max-lease-duration", "AcquireTimeout": "acquire-timeout", "Order": "order",
-	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.ReadyTimeout": "ready-timeout", "Node.ShutdownTimeout": "shutdown-timeout",
+	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.IDFileHorizon": "id-file-horizon", "Node.ReadyTimeout": "ready-timeout", "Node.ShutdownTimeout": "shutdown-timeout",
 	"Node.MaxIssueStall": "max-issue-stall", "LossGrace": "loss-grace",
 }
 

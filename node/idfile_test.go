@@ -14,7 +14,7 @@ import (
 	"github.com/nodeid/nodeid/snowflake"
 )
 
-// TestReview4ReleaseCoversIDFileReaderAfterHostStrobe: an id-file reader
+// TestReleaseCoversIDFileReaderAfterHostStrobe: an id-file reader
 // stamps its IDs with the host's clock, below the file's validUntilMs. The
 // host's clock steps forward (within the reservation's headroom), the reader
 // issues an ID at that reading, and the clock steps back again before the
@@ -30,7 +30,7 @@ import (
 // only bound on the reader's readings that does not depend on the node
 // observing them is the highest validUntilMs written (maxValidMs), which
 // lowestRelease drops once the grace is over.
-func TestReview4ReleaseCoversIDFileReaderAfterHostStrobe(t *testing.T) {
+func TestReleaseCoversIDFileReaderAfterHostStrobe(t *testing.T) {
 	clk := fakeclock.New(time.Now().Round(time.Second))
 	mem := storetest.NewMemStore(storetest.WithClock(clk.Now))
 	var off atomic.Int64
@@ -92,7 +92,7 @@ func TestReview4ReleaseCoversIDFileReaderAfterHostStrobe(t *testing.T) {
 		rec.ReservedUntilMs, appMs, f.ValidUntilMs, b.Claim().Floor(), id, appID, id == appID)
 }
 
-// TestReview4RecoveryKeepsTheIDFileUp: the watcher learns of a jeopardy (the
+// TestRecoveryKeepsTheIDFileUp: the watcher learns of a jeopardy (the
 // fenced channel: take the file down) and of the recovery that follows (the
 // renewed channel: write it again) on two channels of one slot each, and
 // serves them with one select, which picks at random among ready cases. When
@@ -101,7 +101,7 @@ func TestReview4ReleaseCoversIDFileReaderAfterHostStrobe(t *testing.T) {
 // writes the file back first half of the time and then takes it down: the
 // lease is held and valid, /health is 200, but the id file is gone until the
 // next renewal, and the application cannot use the ID meanwhile.
-func TestReview4RecoveryKeepsTheIDFileUp(t *testing.T) {
+func TestRecoveryKeepsTheIDFileUp(t *testing.T) {
 	for i := range 12 {
 		clk := fakeclock.New(time.Now().Round(time.Second))
 		fs := storetest.NewFaultStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
@@ -119,6 +119,7 @@ func TestReview4RecoveryKeepsTheIDFileUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		n.idFileRefresh = time.Hour // only the claim's signals bring the file back
 		if err := n.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -128,9 +129,9 @@ func TestReview4RecoveryKeepsTheIDFileUp(t *testing.T) {
 		n.idFile.mu.Lock()
 		start := clk.Now()
 		stepUntil(t, clk, 2*time.Second, "renewed", func() bool {
-			return clk.Now().After(start) && c.Status().SinceWrite == 0 && len(n.renewed) == 0
+			return clk.Now().After(start) && c.Status().SinceWrite == 0 && len(n.claimChanged) == 0
 		})
-		for deadline := time.Now().Add(5 * time.Second); len(n.renewed) != 0; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(5 * time.Second); len(n.claimChanged) != 0; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the watcher did not take the renewal")
 			}
@@ -141,13 +142,14 @@ func TestReview4RecoveryKeepsTheIDFileUp(t *testing.T) {
 		cut.Store(false)
 		stepUntil(t, clk, 2*time.Second, "recovered", func() bool { return c.Status().Recoveries > 0 && c.Valid() })
 		n.idFile.mu.Unlock()
-		for deadline := time.Now().Add(5 * time.Second); len(n.renewed)+len(n.fenced) != 0; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(5 * time.Second); len(n.claimChanged) != 0; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the watcher did not take the signals")
 			}
 		}
-		time.Sleep(20 * time.Millisecond) // the watcher's last write or removal
-		_, statErr := os.Stat(path)
+		// The watcher's last sync follows the claim's final state: the
+		// file comes back at once (no refresh tick in this test).
+		statErr := idFileUp(path)
 		valid := n.Check() == nil
 		_ = n.Close(closeCtx(t))
 		if valid && statErr != nil {
@@ -156,7 +158,7 @@ func TestReview4RecoveryKeepsTheIDFileUp(t *testing.T) {
 	}
 }
 
-// TestReview4IDFileWrittenAfterARecovery: Start writes the id file once the
+// TestIDFileWrittenAfterARecovery: Start writes the id file once the
 // host's clock is past the floor, and skips it when the claim is not Valid at
 // that instant; refresh rewrites only a file written before (!f.written:
 // return). Before jeopardy a claim not Valid then was about to end, and the
@@ -165,7 +167,7 @@ func TestReview4RecoveryKeepsTheIDFileUp(t *testing.T) {
 // the floor leaves a node that serves (/health 200, the same version) for
 // the rest of its life with no id file: the application never gets the ID,
 // and nothing replaces the task.
-func TestReview4IDFileWrittenAfterARecovery(t *testing.T) {
+func TestIDFileWrittenAfterARecovery(t *testing.T) {
 	clk := fakeclock.New(time.Now().Round(time.Second))
 	mem := storetest.NewMemStore(storetest.WithClock(clk.Now))
 	fs := storetest.NewFaultStore(mem)
@@ -200,6 +202,7 @@ func TestReview4IDFileWrittenAfterARecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.idFileRefresh = time.Hour // only the claim's signals may write the file
 	started := make(chan error, 1)
 	go func() { started <- n.Start(context.Background()) }()
 	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
@@ -219,8 +222,20 @@ func TestReview4IDFileWrittenAfterARecovery(t *testing.T) {
 	// Renewals go on; the watcher has every chance to write the file.
 	end := clk.Now().Add(3 * time.Second)
 	stepUntil(t, clk, 4*time.Second, "three more renewals", func() bool { return !clk.Now().Before(end) })
-	time.Sleep(50 * time.Millisecond)
-	if _, err := os.Stat(path); err != nil && n.Check() == nil && n.Claim().Status().Recoveries > 0 {
+	if err := idFileUp(path); err != nil && n.Check() == nil && n.Claim().Status().Recoveries > 0 {
 		t.Fatalf("the node serves (Check nil, version %d, recovered) but the id file was never written: %v", n.Version(), err)
+	}
+}
+
+// idFileUp waits up to 5 s for the file at path to exist, and returns the
+// last error of os.Stat: nil once it does.
+func idFileUp(path string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := os.Stat(path)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
