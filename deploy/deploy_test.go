@@ -113,14 +113,10 @@ func (c *container) published(port int, protocol string) bool {
 	})
 }
 
-// idFileReread is how often an application re-reads the id file at least
-// (docs/nodeid-broker.md, "Sidecar use"; examples/idfile's readers).
-const idFileReread = time.Second
-
 func TestTaskDefinition(t *testing.T) {
 	var td taskDefinition
 	decodeFile(t, "ecs-task-definition.json", &td)
-	if td.NetworkMode != "awsvpc" || td.TaskRoleArn == "" || len(td.Volumes) != 1 || len(td.ContainerDefinitions) != 2 {
+	if td.NetworkMode != "awsvpc" || td.TaskRoleArn == "" || len(td.Volumes) != 0 || len(td.ContainerDefinitions) != 2 {
 		t.Fatalf("task definition: %+v", td)
 	}
 	broker, app := td.ContainerDefinitions[0], td.ContainerDefinitions[1]
@@ -161,13 +157,9 @@ func checkSidecar(t *testing.T, src string, broker, app container) {
 		}
 		return d
 	}
-	// The id file's grace must exceed the application's re-read period
-	// (with slack), and the stop timeout must cover the whole graceful stop:
-	// the grace, the release (bounded by the shutdown timeout), gossip's
-	// leave (2 s) and the HTTP drain.
-	if grace := dur("NODEID_ID_FILE_GRACE"); grace < 2*idFileReread {
-		t.Errorf("%s: NODEID_ID_FILE_GRACE %v: want at least twice the application's re-read period %v", src, grace, idFileReread)
-	}
+	// The stop timeout must cover the whole graceful stop: the release
+	// (bounded by the shutdown timeout), gossip's leave (2 s) and the HTTP
+	// drain.
 	// A broker in jeopardy fails its health check for up to --loss-grace
 	// (default: the lease) before it recovers or exits: ECS must not replace
 	// it sooner, after retries x interval of failed checks.
@@ -181,13 +173,9 @@ func checkSidecar(t *testing.T, src string, broker, app container) {
 		t.Errorf("%s: the loss grace %v is not below the health check's retries x interval (%d x %d s): ECS would replace a broker in jeopardy before it can recover",
 			src, grace, hc.Retries, hc.Interval)
 	}
-	need := dur("NODEID_ID_FILE_GRACE") + dur("NODEID_SHUTDOWN_TIMEOUT") + dur("NODEID_DRAIN_DELAY") + 2*time.Second
+	need := dur("NODEID_SHUTDOWN_TIMEOUT") + dur("NODEID_DRAIN_DELAY") + 2*time.Second
 	if stop := time.Duration(broker.StopTimeout) * time.Second; stop <= need {
 		t.Errorf("%s: broker stopTimeout %v, want more than %v", src, stop, need)
-	}
-	if len(broker.MountPoints) != 1 || broker.MountPoints[0].ReadOnly ||
-		!strings.HasPrefix(env["NODEID_ID_FILE"], broker.MountPoints[0].ContainerPath+"/") {
-		t.Errorf("%s: broker: id file %q not in its writable mount %+v", src, env["NODEID_ID_FILE"], broker.MountPoints)
 	}
 
 	// /ids is on loopback and its port is not published; the operator port
@@ -211,21 +199,17 @@ func checkSidecar(t *testing.T, src string, broker, app container) {
 	}
 
 	// The application depends on the broker being HEALTHY and takes IDs from
-	// one source: the id file, on the broker's volume, read-only (never also
-	// the broker's /ids).
+	// one source, the recommended one (docs/nodeid-broker.md, "Sidecar
+	// use"; clients/README.md): the broker's /ids on loopback, through
+	// NODEID_URL. No id file, so no shared volume.
 	if !app.Essential || len(app.DependsOn) != 1 || app.DependsOn[0].ContainerName != broker.Name || app.DependsOn[0].Condition != "HEALTHY" {
 		t.Errorf("%s: app container must depend on the broker being HEALTHY: %+v", src, app.DependsOn)
 	}
-	if len(app.MountPoints) != 1 || !app.MountPoints[0].ReadOnly || app.MountPoints[0].SourceVolume != broker.MountPoints[0].SourceVolume {
-		t.Errorf("%s: app must mount the broker's volume read-only: %+v", src, app.MountPoints)
+	if want := "http://" + env["NODEID_HTTP_ADDR"]; app.env()["NODEID_URL"] != want {
+		t.Errorf("%s: the app's NODEID_URL is %q, want the broker's /ids at %q", src, app.env()["NODEID_URL"], want)
 	}
-	for _, e := range app.Environment {
-		if e.Name != "NODEID_ID_FILE" && (strings.Contains(e.Value, ":8080") || strings.Contains(e.Name, "URL")) {
-			t.Errorf("%s: the app is given %s=%q beside the id file: one ID source (docs/nodeid-broker.md, \"never both\")", src, e.Name, e.Value)
-		}
-	}
-	if app.env()["NODEID_ID_FILE"] != env["NODEID_ID_FILE"] {
-		t.Errorf("%s: the app reads %q, the broker writes %q", src, app.env()["NODEID_ID_FILE"], env["NODEID_ID_FILE"])
+	if _, ok := env["NODEID_ID_FILE"]; ok || len(broker.MountPoints)+len(app.MountPoints) != 0 {
+		t.Errorf("%s: an id file or a shared volume beside /ids: one ID source (docs/nodeid-broker.md, \"never both\")", src)
 	}
 
 	// Every NODEID_ variable the broker is given must be one of its flags.
