@@ -111,7 +111,7 @@ test('no broker: NodeIdError', async () => {
   assert.throws(() => new HttpGenerator('https://x'), TypeError);
 });
 
-test('a kept-alive socket the broker closed is retried on a new one', async () => {
+test('a kept-alive socket the broker closed does not fail the next call', async () => {
   mode = 'ok';
   const g = new HttpGenerator(base);
   await g.nextId();
