@@ -9,7 +9,9 @@
 // Lines: "ok NODE VERSION VALIDUNTILMS ID ..." (VALIDUNTILMS "-" over HTTP),
 // "err KIND MESSAGE", and at the end "done CALLS ERRORS". It stops after
 // --duration-ms, on SIGTERM or SIGINT, or (without --duration-ms) when
-// standard input ends; then exits 0. Bad arguments exit 2.
+// standard input ends; then exits 0. Bad arguments exit 2. --clock-steps and
+// --reread-ms apply to --id-file only (ignored with --url); --mutation with
+// --url is a bad argument.
 
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';

@@ -9,8 +9,8 @@ const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
 /**
  * Gets IDs from nodeid-broker's GET /ids (the safe default: the broker issues
  * every ID under its own fence). Calls return promises; several may run at
- * once. close() when done, or the agent's idle sockets keep the process alive
- * until the broker closes them.
+ * once, each on a socket of the keep-alive agent. Idle sockets do not keep
+ * the process alive; close() frees them at once.
  */
 export class HttpGenerator {
   #url;

@@ -144,7 +144,7 @@ export class IdFileGenerator {
         wait(now < ts ? ts - now : 0.1, now < ts ? `the clock (${now}) is behind the last ID's timestamp (${ts})` : `the clock did not pass ${ts} after its sequence ran out`);
         continue;
       }
-      if (t < EPOCH_MS || t > MAX_TIME_MS) throw new NodeIdError(`timestamp ${t} is outside the Snowflake layout (epoch ${EPOCH_MS}, 41 bits)`);
+      if (!(t >= EPOCH_MS && t <= MAX_TIME_MS)) throw new NodeIdError(`timestamp ${t} is outside the Snowflake layout (epoch ${EPOCH_MS}, 41 bits)`);
       if (t !== ts) {
         ts = t;
         seq = -1;

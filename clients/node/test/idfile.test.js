@@ -269,3 +269,10 @@ test('the errors share the base class and have names', () => {
     assert.equal(e.name, E.name);
   }
 });
+
+test('a clock outside the layout is a NodeIdError, not a wrong ID', () => {
+  write(claim({ floorMs: 0, validUntilMs: T0 }));
+  for (const t of [NaN, 1_700_000_000_000]) {
+    assert.throws(() => gen({ clock: () => t }).nextId(), (e) => e.name === 'NodeIdError' && /outside the Snowflake layout/.test(e.message), String(t));
+  }
+});
