@@ -41,6 +41,8 @@ export class IdFileGenerator {
   #dead = ''; // the VersionChangedError's message once the claim changed
   #lastTs = -1; // the last timestamp issued
   #lastSeq = MAX_SEQ; // the last sequence number issued at #lastTs
+  /** @type {import('./claim.js').Claim | null} the claim of the last batch issued */
+  #issuedUnder = null;
   #baseTs = -1; // the ms and node idBase was computed for, and its value
   #baseNode = -1;
   #base = 0n;
@@ -80,7 +82,7 @@ export class IdFileGenerator {
    * @throws {NotHeldError | VersionChangedError | ClockBehindError}
    */
   nextId() {
-    return this.#issue(1).ids[0];
+    return this.#issue(1)[0];
   }
 
   /**
@@ -91,7 +93,7 @@ export class IdFileGenerator {
    */
   nextIds(n) {
     checkCount(n);
-    return this.#issue(n).ids;
+    return this.#issue(n);
   }
 
   /**
@@ -113,35 +115,33 @@ export class IdFileGenerator {
    */
   _nextIdsWithClaim(n) {
     checkCount(n);
-    return this.#issue(n);
+    const ids = this.#issue(n);
+    return { claim: /** @type {import('./claim.js').Claim} */ (this.#issuedUnder), ids };
   }
 
-  // #issue issues n IDs, committing the new last timestamp only when all are.
+  // #issue issues n IDs, committing the new last timestamp only when all
+  // are, and leaves the claim they were issued under in #issuedUnder.
   #issue(n) {
     const ids = new Array(n);
     let k = 0;
     let ts = this.#lastTs;
     let seq = this.#lastSeq;
-    let deadline = -1;
+    let deadline = -1; // performance.now() when a wait for the clock gives up
     let c;
-    const wait = (ms, why) => {
-      const now = performance.now();
-      if (deadline < 0) deadline = now + this.#maxClockWaitMs;
-      if (now >= deadline) throw new ClockBehindError(`${why} for ${this.#maxClockWaitMs} ms (id file ${this.#path})`);
-      sleepSync(Math.min(ms, deadline - now, MAX_SLEEP_MS));
-    };
     while (k < n) {
       const now = Math.floor(this.#clock());
       const t = this.#mut === 'allow-backwards' ? now : Math.max(now, ts);
       c = this.#current(t);
       if (t <= c.floorMs && this.#mut !== 'ignore-floor') {
         if (c.floorMs + 1 >= c.validUntilMs) throw new NotHeldError(`id file ${this.#path}: claim has no time left: floorMs ${c.floorMs}, validUntilMs ${c.validUntilMs}`);
-        wait(c.floorMs + 1 - t, `the clock (${now}) is at or behind the claim's floorMs (${c.floorMs})`);
+        deadline = this.#wait(deadline, c.floorMs + 1 - t, `the clock (${now}) is at or behind the claim's floorMs (${c.floorMs})`);
         continue;
       }
       if (t === ts && seq >= MAX_SEQ) {
         // the millisecond's sequence is used up: wait for the next one
-        wait(now < ts ? ts - now : 0.1, now < ts ? `the clock (${now}) is behind the last ID's timestamp (${ts})` : `the clock did not pass ${ts} after its sequence ran out`);
+        deadline = now < ts
+          ? this.#wait(deadline, ts - now, `the clock (${now}) is behind the last ID's timestamp (${ts})`)
+          : this.#wait(deadline, 0.1, `the clock did not pass ${ts} after its sequence ran out`);
         continue;
       }
       if (!(t >= EPOCH_MS && t <= MAX_TIME_MS)) throw new NodeIdError(`timestamp ${t} is outside the Snowflake layout (epoch ${EPOCH_MS}, 41 bits)`);
@@ -161,7 +161,19 @@ export class IdFileGenerator {
     }
     this.#lastTs = ts;
     this.#lastSeq = seq;
-    return { claim: c, ids };
+    this.#issuedUnder = c;
+    return ids;
+  }
+
+  // #wait sleeps up to ms for the clock (at most MAX_SLEEP_MS, so that the
+  // file is checked in between) and returns the deadline of this call's
+  // waits (set by the first, -1 before); past it, it throws ClockBehindError.
+  #wait(deadline, ms, why) {
+    const now = performance.now();
+    if (deadline < 0) deadline = now + this.#maxClockWaitMs;
+    if (now >= deadline) throw new ClockBehindError(`${why} for ${this.#maxClockWaitMs} ms (id file ${this.#path})`);
+    sleepSync(Math.min(ms, deadline - now, MAX_SLEEP_MS));
+    return deadline;
   }
 
   // #current returns the claim under which timestamp t may be issued,
