@@ -276,3 +276,19 @@ test('a clock outside the layout is a NodeIdError, not a wrong ID', () => {
     assert.throws(() => gen({ clock: () => t }).nextId(), (e) => e.name === 'NodeIdError' && /outside the Snowflake layout/.test(e.message), String(t));
   }
 });
+
+test('a batch that spans a renewal reports the renewed claim (the driver\'s _nextIdsWithClaim)', () => {
+  write(claim({ validUntilMs: T0 + 1 }));
+  let calls = 0;
+  const g = gen({
+    clock: () => {
+      if (++calls === 3) write(claim({ validUntilMs: T0 + 100 })); // the broker renews during the wait
+      return calls < 3 ? T0 : T0 + 1;
+    },
+    maxClockWaitMs: 5000,
+  });
+  const { claim: c, ids } = g._nextIdsWithClaim(5000);
+  assert.equal(c.validUntilMs, T0 + 100);
+  assert.equal(decode(ids[4999]).timeMs, T0 + 1);
+  assert.ok(ids.every((id) => decode(id).timeMs < c.validUntilMs));
+});
