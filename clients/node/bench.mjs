@@ -1,9 +1,10 @@
 // Measures IDs per second in one process.
 //
-//   node bench.mjs [URL] [--seconds S]
+//   node bench.mjs [URL] [--id-file PATH] [--seconds S]
 //
-// Id-file mode always (a temporary id file with a claim valid for an hour);
-// HTTP mode too when a broker's base URL is given (e.g. http://127.0.0.1:18080).
+// Id-file mode always: on PATH (a broker's --id-file), or else on a temporary
+// id file with a claim valid for an hour. HTTP mode too when a broker's base
+// URL is given (e.g. http://127.0.0.1:18080).
 // One millisecond holds 4,096 IDs: 4.096 million IDs/s is the layout's limit
 // for one node ID.
 
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { IdFileGenerator, HttpGenerator } from './index.js';
 
-const { values, positionals } = parseArgs({ options: { seconds: { type: 'string', default: '2' } }, allowPositionals: true });
+const { values, positionals } = parseArgs({ options: { seconds: { type: 'string', default: '2' }, 'id-file': { type: 'string' } }, allowPositionals: true });
 const ms = Number(values.seconds) * 1000;
 
 // rate calls fn (which returns how many IDs it got, or a promise of it) for ms
@@ -29,8 +30,11 @@ const line = (what, r) => console.log(`${what.padEnd(40)} ${Math.round(r).toLoca
 
 const dir = mkdtempSync(join(tmpdir(), 'nodeid-bench-'));
 try {
-  const path = join(dir, 'id.json');
-  writeFileSync(path, JSON.stringify({ nodeId: 7, version: 1, floorMs: Date.now() - 1000, validUntilMs: Date.now() + 3_600_000 }));
+  let path = values['id-file'];
+  if (path === undefined) {
+    path = join(dir, 'id.json');
+    writeFileSync(path, JSON.stringify({ nodeId: 7, version: 1, floorMs: Date.now() - 1000, validUntilMs: Date.now() + 3_600_000 }));
+  }
   const g = new IdFileGenerator(path);
   // synchronous loops in chunks, so that rate's await costs nothing per ID
   line('id file: nextId()', await rate(() => {
