@@ -101,8 +101,11 @@ public final class Driver {
         stdin.setDaemon(true);
         stdin.start();
 
-        long end = a.durationMs < 0 ? Long.MAX_VALUE : start + TimeUnit.MILLISECONDS.toNanos(a.durationMs);
-        while (!stop && System.nanoTime() - end < 0) {
+        // The duration counts from the first call (making an HttpClient can
+        // take a good part of a short one); the clock steps from the start.
+        long first = System.nanoTime();
+        long end = a.durationMs < 0 ? Long.MAX_VALUE : first + TimeUnit.MILLISECONDS.toNanos(a.durationMs);
+        while (!stop && (a.durationMs < 0 || System.nanoTime() - end < 0)) {
             String line;
             boolean failed = false;
             try {
