@@ -8,6 +8,7 @@ package io.github.nodeid.client;
 public class UnavailableException extends NodeIdException {
     private static final long serialVersionUID = 1L;
 
+    /** The broker's reason. */
     private final String reason;
 
     /**
