@@ -645,6 +645,12 @@ public final class ClientTest {
         return s;
     }
 
+    /** A generator with long timeouts: the tests run on loaded machines too. */
+    private static HttpGenerator patient(URI base) {
+        new HttpGenerator(base); // the default timeouts are 2 s
+        return new HttpGenerator(base, Duration.ofSeconds(30), Duration.ofSeconds(30));
+    }
+
     private static URI base(HttpServer s) {
         return URI.create("http://127.0.0.1:" + s.getAddress().getPort());
     }
@@ -662,7 +668,7 @@ public final class ClientTest {
         AtomicLong next = new AtomicLong();
         HttpServer s = server(n -> new Object[] {200, idsBody(n, next)});
         try {
-            HttpGenerator g = new HttpGenerator(URI.create(base(s) + "/"));
+            HttpGenerator g = patient(URI.create(base(s) + "/"));
             eq(Snowflake.compose(T, 5, 0), g.nextId(), "one ID");
             long[] ids = g.nextIds(3);
             eq(3, ids.length, "batch");
@@ -698,7 +704,7 @@ public final class ClientTest {
         AtomicReference<Object[]> reply = new AtomicReference<>();
         HttpServer s = server(n -> reply.get());
         try {
-            HttpGenerator g = new HttpGenerator(base(s));
+            HttpGenerator g = patient(base(s));
             reply.set(new Object[] {503, "{\"status\":\"unavailable\",\"reason\":\"nodeid: fenced: lease lost\"}\n"});
             UnavailableException u = expect(UnavailableException.class, g::nextId);
             eq(0, u.reason().compareTo("nodeid: fenced: lease lost"), "reason: " + u.reason());
