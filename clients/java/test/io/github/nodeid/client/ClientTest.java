@@ -553,7 +553,7 @@ public final class ClientTest {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), "io.github.nodeid.client.conformance.Driver"));
         cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        return new ProcessBuilder(cmd).start();
     }
 
     private static String readAll(InputStream in) throws IOException {
@@ -567,7 +567,9 @@ public final class ClientTest {
                 {"--id-file", "x", "--mutation", "nope"}, {"--id-file", "x", "--batch", "0"}, {"--id-file", "x", "--clock-steps", "5"}}) {
             Process p = driver(args);
             p.getOutputStream().close();
+            String err = readAll(p.getErrorStream());
             eq(2, p.waitFor(), "exit code of " + Arrays.toString(args));
+            check(err.startsWith("driver: "), "the reason on stderr: " + err);
         }
     }
 
@@ -577,6 +579,7 @@ public final class ClientTest {
         Process p = driver("--id-file", file.toString(), "--batch", "3", "--duration-ms", "300", "--pause-ms", "10");
         String out = readAll(p.getInputStream()); // stdin stays open: the duration ends it
         eq(0, p.waitFor(), "exit code");
+        eq(0, readAll(p.getErrorStream()).length(), "stderr length");
         p.getOutputStream().close();
         String[] lines = out.split("\n");
         check(lines.length >= 2, "lines: " + out);
@@ -584,6 +587,15 @@ public final class ClientTest {
         check(ok[0].equals("ok") && ok[1].equals("7") && ok[2].equals("3") && ok[3].equals(Long.toString(now + 3_600_000)) && ok.length == 7, "ok line: " + lines[0]);
         eq(lines.length - 1, Long.parseLong(lines[lines.length - 1].split(" ")[1]), "done CALLS: " + lines[lines.length - 1]);
         check(lines[lines.length - 1].matches("done \\d+ 0"), "done line: " + lines[lines.length - 1]);
+
+        // A call waiting for the clock (behind the floor: up to 5 s) is cut
+        // short at the end of the duration, and not counted.
+        write(7, 3, now + 60_000, now + 3_600_000);
+        long start = System.nanoTime();
+        Process w = driver("--id-file", file.toString(), "--duration-ms", "200");
+        eq(0, w.waitFor(), "exit code");
+        check(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(4), "the driver stopped before the 5 s clock wait");
+        eq(0, readAll(w.getInputStream()).compareTo("done 0 0\n"), "the waiting call is not counted");
     }
 
     void testDriverStopsOnStdinCloseAndSigterm() throws Exception {

@@ -103,9 +103,18 @@ public final class Driver {
 
         // The duration counts from the first call (making an HttpClient can
         // take a good part of a short one); the clock steps from the start.
-        long first = System.nanoTime();
-        long end = a.durationMs < 0 ? Long.MAX_VALUE : first + TimeUnit.MILLISECONDS.toNanos(a.durationMs);
-        while (!stop && (a.durationMs < 0 || System.nanoTime() - end < 0)) {
+        // At its end a call still waiting (for the clock: up to 5 s) is
+        // interrupted, and not counted.
+        if (a.durationMs >= 0) {
+            Thread timer = new Thread(() -> {
+                if (sleep(a.durationMs)) {
+                    stopLoop();
+                }
+            }, "driver-duration");
+            timer.setDaemon(true);
+            timer.start();
+        }
+        while (!stop) {
             String line;
             boolean failed = false;
             try {
