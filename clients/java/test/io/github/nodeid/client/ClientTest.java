@@ -577,10 +577,10 @@ public final class ClientTest {
         long now = System.currentTimeMillis();
         write(7, 3, now - 1000, now + 3_600_000);
         Process p = driver("--id-file", file.toString(), "--batch", "3", "--duration-ms", "300", "--pause-ms", "10");
-        String out = readAll(p.getInputStream()); // stdin stays open: the duration ends it
+        p.getOutputStream().close(); // with a duration, stdin is not watched
+        String out = readAll(p.getInputStream());
         eq(0, p.waitFor(), "exit code");
         eq(0, readAll(p.getErrorStream()).length(), "stderr length");
-        p.getOutputStream().close();
         String[] lines = out.split("\n");
         check(lines.length >= 2, "lines: " + out);
         String[] ok = lines[0].split(" ");

@@ -24,8 +24,8 @@ import java.util.function.LongSupplier;
  * calls a generator in a loop and writes one line per call to standard
  * output, {@code ok NODE VERSION VALIDUNTILMS ID...} or {@code err KIND
  * MESSAGE}, then {@code done CALLS ERRORS}, and exits 0 when the duration is
- * over, on SIGTERM (or SIGINT), or when standard input closes. Bad arguments
- * exit 2. Not part of the package's API.
+ * over, on SIGTERM (or SIGINT), or, without {@code --duration-ms}, when
+ * standard input closes. Bad arguments exit 2. Not part of the package's API.
  */
 public final class Driver {
     private final PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
@@ -99,7 +99,9 @@ public final class Driver {
             stopLoop();
         }, "driver-stdin");
         stdin.setDaemon(true);
-        stdin.start();
+        if (a.durationMs < 0) { // with a duration a parent may leave stdin at /dev/null
+            stdin.start();
+        }
 
         // The duration counts from the first call (making an HttpClient can
         // take a good part of a short one); the clock steps from the start.
