@@ -120,7 +120,8 @@ public final class Driver {
             String line;
             boolean failed = false;
             try {
-                Batch b = a.batch == 1 ? gen.nextBatch(1) : gen.nextBatch(a.batch);
+                // nextBatch(1) is nextId() with the claim it was issued under.
+                Batch b = gen.nextBatch(a.batch);
                 StringBuilder s = new StringBuilder(32 + 20 * b.ids().length).append("ok ").append(b.nodeId()).append(' ').append(b.version())
                         .append(' ').append(b.claim() == null ? "-" : Long.toString(b.claim().validUntilMs()));
                 for (long id : b.ids()) {
