@@ -128,7 +128,7 @@ class IdFileGenerator:
             # which is fresh, and the timestamp is within it with a sequence
             # number left. Anything else takes _issue, which owns the rules.
             c = self._reading
-            if c is self._used and self._mutation is None and \
+            if c is self._used and c is not None and self._mutation is None and \
                     _monotonic() - self._read_at < self._reread:
                 now, ts = self._clock(), self._last_ts
                 seq = 0 if now > ts else self._next_seq
