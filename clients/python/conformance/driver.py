@@ -95,7 +95,10 @@ def main(argv=None):
     start = time.monotonic()
     a, p = arguments(argv)
     if a.url is not None:
-        http = HttpGenerator(a.url)
+        try:
+            http = HttpGenerator(a.url)
+        except ValueError as e:
+            p.error(str(e))
 
         def call(n):
             node, version, ids = http._fetch(n)
