@@ -120,11 +120,13 @@ def main(argv=None):
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     if a.duration_ms is None or stdin_is_a_stream():
         threading.Thread(target=watch_stdin, args=(stop,), daemon=True).start()
-    end = None if a.duration_ms is None else start + a.duration_ms / 1000
+    # The duration runs from the first call (the clock steps from the start):
+    # a slow start-up costs no calls, and there is always at least one.
+    end = None if a.duration_ms is None else time.monotonic() + a.duration_ms / 1000
     calls = errors = 0
     out = sys.stdout
     try:
-        while not stop.is_set() and (end is None or time.monotonic() < end):
+        while not stop.is_set():
             calls += 1
             try:
                 node, version, until, ids = call(a.batch)
@@ -135,9 +137,11 @@ def main(argv=None):
                 line = f"err {kind} {' '.join(str(e).split()) or type(e).__name__}\n"
             out.write(line)
             out.flush()
+            if end is not None and time.monotonic() >= end:
+                break
             pause = a.pause_ms / 1000 if a.pause_ms else (0.001 if line[0] == "e" else 0)
             if pause:
-                stop.wait(pause if end is None else max(0.0, min(pause, end - time.monotonic())))
+                stop.wait(pause if end is None else min(pause, end - time.monotonic()))
         out.write(f"done {calls} {errors}\n")
         out.flush()
     except BrokenPipeError:  # the reader is gone: nobody to tell
