@@ -5,13 +5,14 @@ clients/README.md ("What IdFileGenerator does for you")."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple, Union
 
 from . import _snowflake as sf
-from .errors import ClockBehindError, NotHeldError, VersionChangedError
+from .errors import ClockBehindError, NodeIdError, NotHeldError, VersionChangedError
 
 # Looked up at call time, so that tests can drive time by hand.
 _monotonic = time.monotonic
@@ -107,7 +108,7 @@ class IdFileGenerator:
                  _mutation: Optional[str] = None):
         if _mutation is not None and _mutation not in MUTATIONS:
             raise ValueError(f"unknown mutation {_mutation!r}: want one of {sorted(MUTATIONS)}")
-        self._path = str(path)
+        self._path = os.fspath(path)
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self._reread = reread
         self._max_clock_wait = max_clock_wait
@@ -178,9 +179,11 @@ class IdFileGenerator:
                 if t != ts:
                     ts, seq = t, 0
                 low = sf.EPOCH_MS if self._mutation == "ignore-floor" else max(sf.EPOCH_MS, claim.floor_ms + 1)
-                if ts < low or seq >= sf.SEQ_PER_MS:
-                    target = low if ts < low else ts + 1  # a Unix ms the clock must reach
-                    deadline = self._wait(target, deadline, claim)
+                if ts < low:
+                    deadline = self._wait(low, deadline, f"the floor {low - 1}")
+                    continue
+                if seq >= sf.SEQ_PER_MS:
+                    deadline = self._wait(ts + 1, deadline, f"the last timestamp {ts}, whose sequence is used up")
                     continue
                 if not self._in_time(claim, ts):
                     if fresh:
@@ -188,7 +191,7 @@ class IdFileGenerator:
                     force = True  # a renewal may be in the file already
                     continue
                 if ts > sf.MAX_TIME_MS:
-                    raise ClockBehindError(f"nodeid: {ts} is past the layout's last millisecond")
+                    raise NodeIdError(f"nodeid: the timestamp {ts} is past the layout's last millisecond")
                 k = min(n - len(ids), sf.SEQ_PER_MS - seq)
                 first = sf.base(ts, claim.node_id) + seq
                 if k == 1:
@@ -219,7 +222,7 @@ class IdFileGenerator:
             f"{claim.version} expired at {claim.valid_until_ms} (timestamp {ts}): the "
             f"broker has not renewed it")
 
-    def _wait(self, target: int, deadline: Optional[float], claim: Claim) -> float:
+    def _wait(self, target: int, deadline: Optional[float], behind: str) -> float:
         """Sleeps a little towards the clock reaching Unix ms target, and
         returns the deadline of the wait; ClockBehindError once past it."""
         now_mono = _monotonic()
@@ -227,9 +230,8 @@ class IdFileGenerator:
             deadline = now_mono + self._max_clock_wait
         elif now_mono >= deadline:
             raise ClockBehindError(
-                f"nodeid: the clock ({self._clock()}) stayed behind {target} (the floor "
-                f"{claim.floor_ms} or the last timestamp {self._last_ts}) for "
-                f"{self._max_clock_wait}s")
+                f"nodeid: the clock ({self._clock()} Unix ms) stayed behind {behind} "
+                f"for {self._max_clock_wait:g} s")
         gap_ms = target - self._clock()
         # Sleep to about a millisecond short of target, then in 0.1 ms steps:
         # never a busy spin, never past the next re-read for long.
