@@ -258,7 +258,7 @@ class IdFileGenerator:
                 and self._mutation != "ignore-version":
             self._changed = (
                 f"nodeid: id file {self._path} names node {reading.node_id} version "
-                f"{reading.version}, but this generator issued under node {used.node_id} "
+                f"{reading.version}, but this generator used node {used.node_id} "
                 f"version {used.version}: it stops for good; start a new one")
             raise VersionChangedError(self._changed)
         return reading, fresh
