@@ -9,13 +9,11 @@ import tempfile
 import time
 import unittest
 
-from nodeid_client import decode
-
-from test_http import Broker
-
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(HERE, "conformance"))
+sys.path[:0] = [HERE, os.path.join(HERE, "tests"), os.path.join(HERE, "conformance")]
 import driver  # noqa: E402
+from nodeid_client import decode  # noqa: E402
+from test_http import Broker  # noqa: E402
 
 
 def run(*args, stdin=subprocess.DEVNULL):
@@ -85,7 +83,8 @@ class DriverTest(unittest.TestCase):
         self.assertEqual(lines[0], "ok 7 3 - 1000 1001")
         broker.mode = "503"
         _, lines, _ = run("--url", broker.url, "--duration-ms", "20", "--pause-ms", "5")
-        self.assertEqual(lines[0], "err Unavailable nodeid: the broker at %s serves no IDs now: nodeid: fenced" % broker.url)
+        self.assertEqual(lines[0], "err Unavailable nodeid: the broker at %s serves no IDs now: "
+                                   "nodeid: fenced" % broker.url)
 
     def test_stops_on_stdin_end_and_sigterm(self):
         self.write()
