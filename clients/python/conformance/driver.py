@@ -111,8 +111,12 @@ def main(argv=None):
         except ValueError as e:
             p.error(str(e))
 
-        def call(n):
-            claim, ids = gen._issue(n)  # the IDs and the claim they were issued under
+        def call(n):  # next_id or next_ids, with the claim the IDs were issued under
+            if n == 1:
+                claim, one = gen._one()
+                ids = [one]
+            else:
+                claim, ids = gen._issue(n)
             return claim.node_id, claim.version, claim.valid_until_ms, ids
 
     stop = threading.Event()

@@ -124,22 +124,7 @@ class IdFileGenerator:
     def next_id(self) -> int:
         """Returns a new ID, or raises NotHeldError, VersionChangedError or
         ClockBehindError."""
-        with self._lock:
-            # The common case in few steps: the claim last used is the reading,
-            # which is fresh, and the timestamp is within it with a sequence
-            # number left. Anything else takes _issue, which owns the rules.
-            c = self._reading
-            if c is self._used and c is not None and self._mutation is None and \
-                    _monotonic() - self._read_at < self._reread:
-                now, ts = self._clock(), self._last_ts
-                seq = 0 if now > ts else self._next_seq
-                if now > ts:
-                    ts = now
-                if c.floor_ms < ts < c.valid_until_ms and seq < sf.SEQ_PER_MS \
-                        and sf.EPOCH_MS <= ts <= sf.MAX_TIME_MS:
-                    self._last_ts, self._next_seq = ts, seq + 1
-                    return ((ts - sf.EPOCH_MS) << 22) | (c.node_id << 12) | seq
-        return self._issue(1)[1][0]
+        return self._one()[1]
 
     def next_ids(self, n: int) -> List[int]:
         """Returns n (1 to 10000) new strictly increasing IDs, all issued or
@@ -163,6 +148,26 @@ class IdFileGenerator:
             return claim
 
     # -- internals ---------------------------------------------------------
+
+    def _one(self) -> Tuple[Claim, int]:
+        """next_id with the claim the ID was issued under, for the driver."""
+        with self._lock:
+            # The common case in few steps: the claim last used is the reading,
+            # which is fresh, and the timestamp is within it with a sequence
+            # number left. Anything else takes _issue, which owns the rules.
+            c = self._reading
+            if c is self._used and c is not None and self._mutation is None and \
+                    _monotonic() - self._read_at < self._reread:
+                now, ts = self._clock(), self._last_ts
+                seq = 0 if now > ts else self._next_seq
+                if now > ts:
+                    ts = now
+                if c.floor_ms < ts < c.valid_until_ms and seq < sf.SEQ_PER_MS \
+                        and sf.EPOCH_MS <= ts <= sf.MAX_TIME_MS:
+                    self._last_ts, self._next_seq = ts, seq + 1
+                    return c, ((ts - sf.EPOCH_MS) << 22) | (c.node_id << 12) | seq
+        claim, ids = self._issue(1)
+        return claim, ids[0]
 
     def _issue(self, n: int) -> Tuple[Claim, List[int]]:
         """Issues n IDs under one claim and returns it with them: the driver

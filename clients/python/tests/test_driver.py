@@ -52,6 +52,9 @@ class DriverTest(unittest.TestCase):
             ids += map(int, f[4:])
         self.assertEqual(ids, sorted(set(ids)))
         self.assertEqual({decode(i).node_id for i in ids}, {9})
+        _, lines, _ = run("--id-file", self.path, "--duration-ms", "50")  # next_id
+        self.assertRegex(lines[0], r"^ok 9 2 %d \d+$" % doc["validUntilMs"])
+        self.assertGreater(int(lines[0].split()[4]), ids[-1])
 
     def test_errors_are_lines(self):
         code, lines, _ = run("--id-file", self.path, "--duration-ms", "50", "--pause-ms", "10")
