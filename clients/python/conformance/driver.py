@@ -7,7 +7,6 @@ loop and writes one line per call. Not part of the package's API.
 import argparse
 import os
 import signal
-import stat
 import sys
 import threading
 import time
@@ -42,16 +41,6 @@ def stepped_clock(steps, start):
         offset = sum(by for at, by in steps if at <= elapsed)
         return time.time_ns() // 1_000_000 + offset
     return clock
-
-
-def stdin_is_a_stream():
-    """Whether stdin is a pipe, socket or terminal: with --duration-ms only
-    such an stdin is watched for its end, not /dev/null (at its end at once)."""
-    try:
-        mode = os.fstat(0).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(0)
 
 
 def watch_stdin(stop):
@@ -122,7 +111,7 @@ def main(argv=None):
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    if a.duration_ms is None or stdin_is_a_stream():
+    if a.duration_ms is None:  # with a duration stdin is not watched (CONFORMANCE.md)
         threading.Thread(target=watch_stdin, args=(stop,), daemon=True).start()
     # The duration runs from the first call (the clock steps from the start):
     # a slow start-up costs no calls, and there is always at least one.

@@ -107,6 +107,18 @@ class DriverTest(unittest.TestCase):
                 p.stdout.close()
                 self.assertRegex(out.splitlines()[-1], r"^done \d+ 0$")
 
+    def test_duration_ignores_stdin(self):
+        self.write()
+        p = subprocess.Popen([sys.executable, "-B", "conformance/driver.py", "--id-file", self.path,
+                              "--duration-ms", "1000", "--pause-ms", "100"], cwd=HERE,
+                             env=dict(os.environ, PYTHONPATH="."), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        p.stdin.close()  # at once: the driver goes on for its duration
+        out = p.stdout.read()
+        p.stdout.close()
+        self.assertEqual(p.wait(timeout=30), 0)
+        self.assertGreaterEqual(int(out.splitlines()[-1].split()[1]), 2)
+
     def test_bad_arguments(self):
         for args in ([], ["--id-file", "x", "--url", "http://x"], ["--id-file", "x", "--batch", "0"],
                      ["--id-file", "x", "--batch", "10001"], ["--id-file", "x", "--mutation", "nope"],
