@@ -1,0 +1,148 @@
+"""The conformance driver (clients/CONFORMANCE.md): calls one generator in a
+loop and writes one line per call. Not part of the package's API.
+
+    PYTHONPATH=. python3 -B conformance/driver.py --id-file PATH [--batch N] ...
+"""
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from nodeid_client import (ClockBehindError, HttpGenerator, IdFileGenerator,
+                           NotHeldError, UnavailableError, VersionChangedError)
+
+_KINDS = ((NotHeldError, "NotHeld"), (VersionChangedError, "VersionChanged"),
+          (ClockBehindError, "ClockBehind"), (UnavailableError, "Unavailable"))
+
+
+def parse_steps(spec):
+    """Parses --clock-steps AT:BY,... (ms) into a sorted list of (at, by)."""
+    steps = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        at, sep, by = item.partition(":")
+        try:
+            if not sep or int(at) < 0:
+                raise ValueError
+            steps.append((int(at), int(by)))
+        except ValueError:
+            raise ValueError(f"--clock-steps: {item!r} is not AT:BY (ms, AT >= 0)") from None
+    return sorted(steps, key=lambda s: s[0])
+
+
+def stepped_clock(steps, start):
+    """The host's wall clock (Unix ms) plus the sum of the steps whose AT (ms
+    after start, on the monotonic clock) has come."""
+    def clock():
+        elapsed = (time.monotonic() - start) * 1000
+        offset = sum(by for at, by in steps if at <= elapsed)
+        return time.time_ns() // 1_000_000 + offset
+    return clock
+
+
+def watch_stdin(stop):
+    """Sets stop when stdin ends. It reads the file descriptor, not sys.stdin,
+    whose buffer lock would abort the interpreter's exit (a daemon thread)."""
+    try:
+        while os.read(0, 65536):
+            pass
+    except OSError:
+        pass
+    stop.set()
+
+
+def arguments(argv):
+    p = argparse.ArgumentParser(prog="driver.py", description=__doc__.splitlines()[0])
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--id-file", metavar="PATH")
+    mode.add_argument("--url")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--duration-ms", type=int)
+    p.add_argument("--pause-ms", type=int, default=0)
+    p.add_argument("--clock-steps", default="")
+    p.add_argument("--reread-ms", type=int)
+    p.add_argument("--mutation")
+    a = p.parse_args(argv)
+    if not 1 <= a.batch <= 10000:
+        p.error("--batch must be from 1 to 10000")
+    for name in ("duration_ms", "pause_ms", "reread_ms"):
+        if (getattr(a, name) or 0) < 0:
+            p.error(f"--{name.replace('_', '-')} must not be negative")
+    if a.url is not None and (a.mutation or a.clock_steps or a.reread_ms is not None):
+        p.error("--mutation, --clock-steps and --reread-ms apply to --id-file only")
+    try:
+        a.steps = parse_steps(a.clock_steps)
+    except ValueError as e:
+        p.error(str(e))
+    return a, p
+
+
+def main(argv=None):
+    start = time.monotonic()
+    a, p = arguments(argv)
+    if a.url is not None:
+        try:
+            http = HttpGenerator(a.url)
+        except ValueError as e:
+            p.error(str(e))
+
+        def call(n):
+            node, version, ids = http._fetch(n)
+            return node, version, "-", ids
+    else:
+        try:
+            gen = IdFileGenerator(a.id_file, clock=stepped_clock(a.steps, start),
+                                  reread=1.0 if a.reread_ms is None else a.reread_ms / 1000,
+                                  _mutation=a.mutation)
+        except ValueError as e:
+            p.error(str(e))
+
+        def call(n):  # next_id or next_ids, with the claim the IDs were issued under
+            if n == 1:
+                claim, one = gen._one()
+                ids = [one]
+            else:
+                claim, ids = gen._issue(n)
+            return claim.node_id, claim.version, claim.valid_until_ms, ids
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if a.duration_ms is None:  # with a duration stdin is not watched (CONFORMANCE.md)
+        threading.Thread(target=watch_stdin, args=(stop,), daemon=True).start()
+    # The duration runs from the first call (the clock steps from the start):
+    # a slow start-up costs no calls, and there is always at least one.
+    end = None if a.duration_ms is None else time.monotonic() + a.duration_ms / 1000
+    calls = errors = 0
+    out = sys.stdout
+    try:
+        while not stop.is_set():
+            calls += 1
+            try:
+                node, version, until, ids = call(a.batch)
+                line = f"ok {node} {version} {until} {' '.join(map(str, ids))}\n"
+            except Exception as e:  # every failure is a line, never the end
+                errors += 1
+                kind = next((k for cls, k in _KINDS if isinstance(e, cls)), "Other")
+                line = f"err {kind} {' '.join(str(e).split()) or type(e).__name__}\n"
+            out.write(line)
+            out.flush()
+            if end is not None and time.monotonic() >= end:
+                break
+            pause = a.pause_ms / 1000 if a.pause_ms else (0.001 if line[0] == "e" else 0)
+            if pause:
+                stop.wait(pause if end is None else min(pause, end - time.monotonic()))
+        out.write(f"done {calls} {errors}\n")
+        out.flush()
+    except BrokenPipeError:  # the reader is gone: nobody to tell
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    if a.url is not None:
+        http.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Tests of HttpGenerator against a local http.server that answers like the
+broker's /ids (node/http.go)."""
+
+import json
+import socket
+import threading
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from nodeid_client import HttpGenerator, NodeIdError, UnavailableError
+
+
+class Broker(ThreadingHTTPServer):
+    """A fake broker: mode is "ok", "503", "short" (one ID too few), "drop"
+    (answers, then closes the kept-alive connection without saying so) or
+    "hang" (answers once release is set)."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.mode = "ok"
+        self.next = 1000
+        self.lock = threading.Lock()
+        self.connections = set()
+        self.requests = []
+        self.release = threading.Event()
+        threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True).start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.server_address[1]
+
+    def handle_error(self, request, client_address):
+        pass  # a client that timed out and left: not the test's concern
+
+    def stop(self):
+        self.release.set()
+        self.shutdown()
+        self.server_close()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive
+    disable_nagle_algorithm = True  # headers and body are two writes
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, code, doc, **headers):
+        body = (json.dumps(doc) + "\n").encode()
+        self.send_response(code)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        b = self.server
+        with b.lock:
+            b.connections.add(self.client_address)
+            b.requests.append(self.path)
+        u = urlsplit(self.path)
+        q = parse_qs(u.query)
+        if u.path != "/ids":
+            return self.reply(404, {"status": "not_found", "reason": u.path})
+        try:
+            n = int(q["n"][0])
+            if not 1 <= n <= 10000:
+                raise ValueError
+        except (KeyError, ValueError):
+            return self.reply(400, {"status": "bad_request", "reason": "n is out of range"})
+        if b.mode == "503":
+            return self.reply(503, {"status": "unavailable", "reason": "nodeid: fenced"}, **{"Retry-After": "1"})
+        if b.mode == "hang":
+            b.release.wait()
+        with b.lock:
+            first, b.next = b.next, b.next + n
+        count = n - 1 if b.mode == "short" else n
+        self.reply(200, {"nodeId": 7, "version": 3, "ids": [str(first + i) for i in range(count)]})
+        if b.mode == "drop":
+            self.close_connection = True
+
+
+class HttpTest(unittest.TestCase):
+    def setUp(self):
+        self.broker = Broker()
+        self.addCleanup(self.broker.stop)
+        self.gen = HttpGenerator(self.broker.url)
+        self.addCleanup(self.gen.close)
+
+    def test_ids_on_one_kept_alive_connection(self):
+        self.assertEqual(self.gen.next_id(), 1000)
+        self.assertEqual(self.gen.next_ids(3), [1001, 1002, 1003])
+        self.assertEqual(self.gen._fetch(2), (7, 3, [1004, 1005]))
+        self.assertEqual(len(self.broker.connections), 1)
+        self.assertEqual(self.broker.requests, ["/ids?n=1", "/ids?n=3", "/ids?n=2"])
+
+    def test_base_url_with_a_path_and_slash(self):
+        with HttpGenerator(self.broker.url + "/") as g:
+            self.assertEqual(g.next_id(), 1000)
+        with HttpGenerator(self.broker.url + "/x/") as g:
+            with self.assertRaisesRegex(NodeIdError, "HTTP 404"):
+                g.next_id()
+
+    def test_unavailable(self):
+        self.broker.mode = "503"
+        with self.assertRaisesRegex(UnavailableError, "nodeid: fenced") as e:
+            self.gen.next_ids(5)
+        self.assertEqual(e.exception.retry_after, 1.0)
+        self.broker.mode = "ok"
+        self.assertEqual(self.gen.next_id(), 1000)
+        self.assertEqual(len(self.broker.connections), 1)
+
+    def test_bad_request(self):
+        with self.assertRaisesRegex(NodeIdError, "HTTP 400: n is out of range") as e:
+            self.gen._fetch(0)  # past next_ids' own check
+        self.assertNotIsInstance(e.exception, UnavailableError)
+
+    def test_bad_counts_are_not_sent(self):
+        for n, err in ((0, ValueError), (10001, ValueError), (True, TypeError)):
+            with self.subTest(n=n), self.assertRaises(err):
+                self.gen.next_ids(n)
+        self.assertEqual(self.broker.requests, [])
+
+    def test_wrong_count(self):
+        self.broker.mode = "short"
+        with self.assertRaisesRegex(NodeIdError, "not an answer of 3 IDs"):
+            self.gen.next_ids(3)
+
+    def test_dropped_connection_is_reopened_once(self):
+        self.broker.mode = "drop"
+        self.assertEqual(self.gen.next_id(), 1000)  # then the broker closes it
+        self.assertEqual(self.gen.next_id(), 1001)  # resent on a new connection
+        self.assertEqual(len(self.broker.connections), 2)
+
+    def test_no_broker(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens on port
+        with HttpGenerator("http://127.0.0.1:%d" % port) as g:
+            with self.assertRaises(NodeIdError):
+                g.next_id()
+
+    def test_timeout(self):
+        self.broker.mode = "hang"
+        with HttpGenerator(self.broker.url, timeout=0.05) as g:
+            with self.assertRaisesRegex(NodeIdError, "timed out"):
+                g.next_id()
+
+    def test_closed(self):
+        self.gen.next_id()
+        self.gen.close()
+        with self.assertRaisesRegex(NodeIdError, "closed"):
+            self.gen.next_id()
+
+    def test_not_a_url(self):
+        for url in ("127.0.0.1:8080", "ftp://x", "http://"):
+            with self.subTest(url=url), self.assertRaises(ValueError):
+                HttpGenerator(url)
+
+    def test_threads(self):
+        out = [[] for _ in range(8)]
+
+        def work(r):
+            for _ in range(50):
+                r.extend(self.gen.next_ids(3))
+        threads = [threading.Thread(target=work, args=(r,)) for r in out]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        every = [i for r in out for i in r]
+        self.assertEqual(sorted(every), list(range(1000, 1000 + 8 * 50 * 3)))
+        self.assertLessEqual(len(self.broker.connections), 8)
+
+
+if __name__ == "__main__":
+    unittest.main()
