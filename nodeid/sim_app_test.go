@@ -39,6 +39,7 @@ type simApp struct {
 	written     bool    // written at least once
 	floorPassed bool    // the host's clock was past the floor: the file may be written
 	retired     bool    // removed for good
+	graceDone   bool    // the application had its grace after the removal (for the oldIDFileRules mutation)
 	maxValidMs  int64   // the highest validUntilMs written
 	running     bool    // the child runs
 	childRan    bool
@@ -111,7 +112,10 @@ func (a *simApp) awaitFloor() {
 // clock, capped by the reservation and by the horizon.
 func (a *simApp) writeFile() {
 	host := a.t.host.Read()
-	until := min(a.c.ValidUntilOn(host), host.Add(simIDFileHorizon).UnixMilli())
+	until := a.c.ValidUntilOn(host)
+	if !a.oldRules() {
+		until = min(until, host.Add(simIDFileHorizon).UnixMilli())
+	}
 	a.file = simFile{nodeID: a.c.NodeID(), version: a.c.Version(), validUntilMs: until, floorMs: a.c.Floor()}
 	a.up, a.written = true, true
 	a.maxValidMs = max(a.maxValidMs, a.file.validUntilMs)
@@ -206,6 +210,7 @@ func (a *simApp) stop() {
 	a.up, a.retired = false, true
 	if wasUp {
 		a.t.s.wait(a.t, simIDFileGrace, nil)
+		a.graceDone = true
 	}
 }
 
@@ -216,7 +221,18 @@ func (a *simApp) lowestRelease(last int64) int64 {
 	if !a.written && !a.childRan {
 		return last
 	}
-	return max(last, a.t.host.High().UnixMilli(), a.maxValidMs)
+	last = max(last, a.t.host.High().UnixMilli())
+	if a.oldRules() && a.graceDone {
+		return last // the rule before the third review
+	}
+	return max(last, a.maxValidMs)
+}
+
+// oldRules reports whether the run's mutation restores the id file's rules
+// before the third review.
+func (a *simApp) oldRules() bool {
+	m := a.t.s.params.mutation
+	return m != nil && m.oldIDFileRules
 }
 
 // gone reports whether the application will issue nothing more.

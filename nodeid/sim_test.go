@@ -138,7 +138,12 @@ type simMutation struct {
 	// hostOnWall: the host's clock, which an application stamps IDs with,
 	// is taken to be the node's wall clock (package node before issue 28).
 	hostOnWall bool
-	s3Only     bool // breaks a rule that a store judging expiry itself does not use
+	// oldIDFileRules: the id file's rules before the third review: no
+	// horizon (validUntilMs is the fence alone), and after the
+	// application's grace the release lowers the reservation to the host's
+	// clock, below the file's highest validUntilMs.
+	oldIDFileRules bool
+	s3Only         bool // breaks a rule that a store judging expiry itself does not use
 }
 
 // The safety rules. The real rule judges a lease expired when Date -
@@ -324,8 +329,13 @@ var findingMutations = []struct {
 }{
 	// Finding 1: an application stamping IDs with the host's clock, whose
 	// steps the node's wall clock does not see: its rules decided on the
-	// node's clock, the release's floor falls below its IDs.
-	{simMutation{name: "finding 1: the host's clock taken to be the node's wall clock", hostOnWall: true}, func(seed uint64) simParams {
+	// node's clock, the release's floor falls below its IDs. Since the
+	// third review the release keeps the reservation at the file's highest
+	// validUntilMs, which bounds the application's IDs whatever its clock
+	// did, and the horizon puts that bound in the past by the end of the
+	// grace: each alone makes the finding harmless, so it does harm only
+	// with both undone.
+	{simMutation{name: "finding 1: the host's clock taken to be the node's wall clock (id-file rules before review 3)", hostOnWall: true, oldIDFileRules: true}, func(seed uint64) simParams {
 		p := defaultSimParamsFor(seed)
 		p.external = 1
 		return p
