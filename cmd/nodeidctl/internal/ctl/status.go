@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/envflag"
-	"github.com/nodeid/nodeid/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 )
@@ -206,15 +205,8 @@ func (s *snapshot) noCluster() bool {
 // by f) point, naming the bucket and the prefix, and the flags or variables
 // to check.
 func noClusterAt(c *commonFlags, f *flagSet) string {
-	where, check := fmt.Sprintf("in bucket %s under prefix %q", c.bucket, c.prefix), f.Source("bucket")
-	if c.prefix == "" {
-		where = fmt.Sprintf("at the root of bucket %s (prefix \"\")", c.bucket)
-	}
-	if c.store == etcdflag.StoreEtcd {
-		where, check = fmt.Sprintf("in etcd under prefix %q", c.prefix), f.Source("etcd-endpoints")
-	}
-	return fmt.Sprintf("no cluster %s: no cluster manifest %s%s and no lease object there; check %s and %s, or create the cluster with nodeidctl init",
-		where, c.prefix, lease.ManifestKey, f.Source("prefix"), check)
+	return fmt.Sprintf("no cluster %s: no cluster manifest %s%s and no lease object there; check %s, or create the cluster with nodeidctl init",
+		c.where(), c.prefix, lease.ManifestKey, c.aimedBy(f))
 }
 
 // parseStates parses --state (named src in messages): nil for all states.
