@@ -25,9 +25,10 @@ var foreignFlags = map[string]string{
 
 // otherVars are NODEID_ variables the docs name that are no flag: the
 // child's environment (node.Env*), a family, an example of a variable that
-// is not the broker's.
+// is not the broker's, the shipped task's application's URL of the broker
+// (deploy/).
 var otherVars = []string{node.EnvNodeID, node.EnvVersion, node.EnvFloorMs, node.EnvIDsURL, node.EnvIDFile,
-	"NODEID_ETCD", "NODEID_APP_MODE"}
+	"NODEID_ETCD", "NODEID_APP_MODE", "NODEID_URL"}
 
 // helps returns the --help of every command and subcommand the docs
 // describe.

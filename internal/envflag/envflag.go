@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Prefix starts every environment variable that stands in for a flag.
@@ -108,14 +109,14 @@ func (s *Set) bindRest() {
 // to ""). It returns [flag.ErrHelp] for -h and --help (the caller prints the
 // help), and for anything else wrong an error wrapping [ErrUsage] that names
 // the flag, or the variable and its flag; it stops at the first bad variable.
+// A duration flag or variable given what is not a duration (a bare number,
+// say) says what it wants: --wait "15": want a duration such as 15s, 500ms
+// or 2m.
 // Parse replaces the embedded FlagSet's Parse.
 func (s *Set) Parse(args []string) error {
 	s.bindRest()
-	if err := s.FlagSet.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return Usagef("%v", err)
+	if err := s.parseArgs(args); err != nil {
+		return err
 	}
 	if s.NArg() > 0 {
 		return Usagef("unexpected argument %q (flags only)", s.Arg(0))
@@ -130,7 +131,7 @@ func (s *Set) Parse(args []string) error {
 			continue
 		}
 		if err := s.Set(n, v); err != nil {
-			return Usagef("environment variable %s=%q: invalid value for --%s: %v", Name(n), v, n, err)
+			return Usagef("environment variable %s=%q: invalid value for --%s: %s", Name(n), v, n, badValue(s.Lookup(n).Value, v, err))
 		}
 		s.set[n], s.fromEnv[n] = true, true
 	}
@@ -169,4 +170,80 @@ func (s *Set) PrintDefaultsTo(w io.Writer) {
 	s.SetOutput(w)
 	s.PrintDefaults()
 	s.SetOutput(io.Discard)
+}
+
+// parseArgs parses the command line with the embedded FlagSet. A bad value
+// for a duration flag is reported as [badValue] says, naming the flag
+// ("--wait "15": want a duration such as ..."), where the flag package would
+// say only "parse error".
+func (s *Set) parseArgs(args []string) error {
+	// The flag package's error keeps only the text of the Value's, and
+	// formats it its own way: each duration flag's Value is wrapped for the
+	// parse to catch the bad value first hand, then put back, so that the
+	// help (which shows a duration flag's placeholder by its Value's type)
+	// and the callers see the flags as they were defined.
+	var bad error
+	var wrapped []*flag.Flag
+	defer func() {
+		for _, fl := range wrapped {
+			fl.Value = fl.Value.(*catchValue).Value
+		}
+	}()
+	s.VisitAll(func(fl *flag.Flag) {
+		if isDuration(fl.Value) {
+			fl.Value = &catchValue{Value: fl.Value, name: fl.Name, bad: &bad}
+			wrapped = append(wrapped, fl)
+		}
+	})
+	err := s.FlagSet.Parse(args)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return err
+	case bad != nil:
+		return bad
+	}
+	return Usagef("%v", err)
+}
+
+// catchValue wraps a flag's Value during [Set.parseArgs] and keeps, in bad,
+// the first value it refused, as the error to report.
+type catchValue struct {
+	flag.Value
+	name string // the flag's
+	bad  *error
+}
+
+func (c *catchValue) Set(v string) error {
+	err := c.Value.Set(v)
+	if err != nil && *c.bad == nil {
+		*c.bad = Usagef("--%s %q: %s", c.name, v, badValue(c.Value, v, err))
+	}
+	return err
+}
+
+// durationWanted says what a duration flag wants.
+const durationWanted = "want a duration such as 15s, 500ms or 2m"
+
+// badValue says why value is no value for a flag of Value fv, whose Set
+// refused it with err: for a duration flag given what is not a duration (a
+// bare number, say), that a duration is wanted, rather than the flag
+// package's "parse error"; else err's text.
+func badValue(fv flag.Value, value string, err error) string {
+	if isDuration(fv) {
+		if _, perr := time.ParseDuration(value); perr != nil {
+			return durationWanted
+		}
+	}
+	return err.Error()
+}
+
+// isDuration reports whether a flag's Value holds a time.Duration: those of
+// DurationVar and Duration, or any [flag.Getter] of one.
+func isDuration(fv flag.Value) bool {
+	g, ok := fv.(flag.Getter)
+	if !ok {
+		return false
+	}
+	_, ok = g.Get().(time.Duration)
+	return ok
 }

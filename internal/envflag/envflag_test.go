@@ -68,7 +68,7 @@ func TestParse(t *testing.T) {
 			want: testFlags{"def", 3, time.Second, true}, set: []string{"secret"},
 			sources: map[string]string{"secret": "NODEID_SECRET (--secret)"}},
 		{name: "bad variable", env: map[string]string{"NODEID_WAIT": "soon"},
-			err: `environment variable NODEID_WAIT="soon": invalid value for --wait: parse error`},
+			err: `environment variable NODEID_WAIT="soon": invalid value for --wait: want a duration such as 15s, 500ms or 2m`},
 		{name: "bound order: first bad variable in Bind order", env: map[string]string{"NODEID_WAIT": "soon", "NODEID_SIZE": "many", "NODEID_TASK_NAME": "x"},
 			err: `environment variable NODEID_SIZE="many": invalid value for --size: parse error`},
 		{name: "BindAll order: lexical", all: true, env: map[string]string{"NODEID_WAIT": "soon", "NODEID_SECRET": "maybe"},

@@ -101,6 +101,29 @@ func (c *commonFlags) validate(f *flagSet) error {
 	return nil
 }
 
+// where names where the flags point, for messages: in bucket B under prefix
+// "P", at the root of bucket B (prefix ""), or in etcd under prefix "P".
+func (c *commonFlags) where() string {
+	switch {
+	case c.store == etcdflag.StoreEtcd:
+		return fmt.Sprintf("in etcd under prefix %q", c.prefix)
+	case c.prefix == "":
+		return fmt.Sprintf("at the root of bucket %s (prefix \"\")", c.bucket)
+	}
+	return fmt.Sprintf("in bucket %s under prefix %q", c.bucket, c.prefix)
+}
+
+// aimedBy names the flags, or the variables that set them (f.Source), that
+// say where the flags point: "--prefix and --bucket", "NODEID_PREFIX
+// (--prefix) and --bucket", or on etcd "--prefix and --etcd-endpoints".
+func (c *commonFlags) aimedBy(f *flagSet) string {
+	store := "bucket"
+	if c.store == etcdflag.StoreEtcd {
+		store = "etcd-endpoints"
+	}
+	return f.Source("prefix") + " and " + f.Source(store)
+}
+
 // storeConfig returns the S3 store configuration the flags describe.
 func (c *commonFlags) storeConfig() s3store.Config {
 	cfg := s3store.DefaultConfig()

@@ -1,6 +1,8 @@
 package ctl
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -20,10 +22,10 @@ func TestUsageErrors(t *testing.T) {
 		{"bad endpoint", nil, []string{"status", "--s3-endpoint", "localhost:9000"}, `--s3-endpoint "localhost:9000"`},
 		{"prefix without a slash", nil, []string{"status", "--prefix", "nodeid"}, `--prefix "nodeid" does not end with "/"`},
 		{"prefix variable without a slash", map[string]string{"NODEID_PREFIX": "ids"}, []string{"status"}, `NODEID_PREFIX (--prefix) "ids" does not end with "/"`},
-		{"bad duration flag", nil, []string{"status", "--clock-margin", "soon"}, `invalid value "soon" for flag -clock-margin`},
+		{"bad duration flag", nil, []string{"status", "--clock-margin", "soon"}, `--clock-margin "soon": want a duration such as 15s, 500ms or 2m`},
 		{"negative margin", nil, []string{"status", "--clock-margin=-1s"}, "--clock-margin -1s is negative"},
 		{"bad duration env", map[string]string{"NODEID_CLOCK_MARGIN": "soon"}, []string{"status"},
-			`environment variable NODEID_CLOCK_MARGIN="soon": invalid value for --clock-margin`},
+			`environment variable NODEID_CLOCK_MARGIN="soon": invalid value for --clock-margin: want a duration such as 15s, 500ms or 2m`},
 		{"negative margin env", map[string]string{"NODEID_CLOCK_MARGIN": "-2s"}, []string{"status"},
 			"NODEID_CLOCK_MARGIN (--clock-margin) -2s is negative"},
 		{"zero max lease", nil, []string{"status", "--max-lease-duration", "0s"}, "--max-lease-duration 0s is outside (0, 24h]"},
@@ -111,5 +113,44 @@ func TestFlagWinsOverEnv(t *testing.T) {
 				t.Fatalf("store config = bucket %q prefix %q path-style %v", c.Bucket, c.Prefix, c.UsePathStyle)
 			}
 		})
+	}
+}
+
+// durationFlag matches a duration flag in the help, the name and whether a
+// variable may set it: "  -clock-margin duration\n    ... [$NODEID_CLOCK_MARGIN]".
+var durationFlag = regexp.MustCompile(`(?m)^  -([a-z0-9-]+) duration\n((?:    .*\n)*)`)
+
+// TestBadDurationEveryCommand: every duration flag of every command, given a
+// bare number on the command line or in its variable, says it wants a
+// duration, naming the flag or the variable, and exits 2 before any request.
+func TestBadDurationEveryCommand(t *testing.T) {
+	for _, c := range commands() {
+		help, _ := newHarness(t).mustRun(ExitOK, c.name, "--help")
+		flags := durationFlag.FindAllStringSubmatch(help, -1)
+		if len(flags) == 0 {
+			t.Fatalf("nodeidctl %s --help shows no duration flag:\n%s", c.name, help)
+		}
+		for _, fl := range flags {
+			name, usage := fl[1], fl[2]
+			runs := map[string]func(h *harness) []string{
+				"flag": func(h *harness) []string { return []string{c.name, "--" + name, "15"} },
+			}
+			want := map[string]string{"flag": `--` + name + ` "15": want a duration such as 15s, 500ms or 2m`}
+			if v := "NODEID_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")); strings.Contains(usage, "[$"+v+"]") {
+				runs["variable"] = func(h *harness) []string { h.env[v] = "15"; return []string{c.name} }
+				want["variable"] = `environment variable ` + v + `="15": invalid value for --` + name + `: want a duration such as 15s, 500ms or 2m`
+			}
+			for how, args := range runs {
+				h := newHarness(t)
+				code, stdout, stderr := h.run(args(h)...)
+				line := "nodeidctl " + c.name + ": " + want[how] + "\nRun 'nodeidctl " + c.name + " --help' for usage.\n"
+				if code != ExitUsage || stderr != line || stdout != "" {
+					t.Errorf("nodeidctl %s, --%s by %s: exit %d, want %d\nstderr: %q\nwant:   %q\nstdout: %s", c.name, name, how, code, ExitUsage, stderr, line, stdout)
+				}
+				if h.mem.Count("get")+h.mem.Count("list")+h.writes() != 0 {
+					t.Errorf("nodeidctl %s, --%s by %s: a usage error reached the store", c.name, name, how)
+				}
+			}
+		}
 	}
 }

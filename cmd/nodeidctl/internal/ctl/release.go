@@ -27,7 +27,9 @@ fences it; since its reservation is kept as the successor's floor, no ID repeats
 
 It refuses a missing or corrupt object: see nodeidctl init and nodeidctl repair.
 An unused ID (never created, in a cluster whose manifest is not filled) is free
-already: it is refused too, as there is nothing to release.
+already: it is refused too, as there is nothing to release. So is an ID at or
+above the manifest's cluster size without an object: it is outside the cluster
+(one left there by a shrink is released as any other).
 If the object changes between the read and the write, nothing is written (exit 1).`,
 		run: runRelease,
 	}
@@ -43,14 +45,31 @@ func runRelease(a *app, ctx context.Context, cmd *command, args []string) error 
 	if err != nil {
 		return err
 	}
-	a.noteAboveSize(ctx, st, *id)
+	// The manifest places the ID in the cluster or above it. A failed read
+	// of it is left alone: the object's own GET decides.
+	mv, merr := readManifest(ctx, st)
+	read := merr == nil
+	above := read && mv.state == manifestOK && *id >= mv.m.ClusterSize
 	o := readObject(ctx, st, *id, c.rules())
 	key := lease.RecordKey(*id)
+	if above && o.state != StateMissing {
+		a.note("ID %d is at or above the cluster size %d: no task takes it while the manifest says so", *id, mv.m.ClusterSize)
+	}
 	switch o.state {
 	case StateUnknown:
 		return fmt.Errorf("read %s: %w", key, o.err)
 	case StateMissing:
-		if mv, err := readManifest(ctx, st); err == nil && unusedIn(mv, *id) {
+		switch {
+		case above:
+			// Not a deleted object: an ID the cluster never had (a typo, most
+			// often). An object left above the size by a shrink is released
+			// as any other.
+			return refusef("--id %d is outside the cluster's range 0..%d (cluster size %d in the manifest %s): there is no lease object %s to release",
+				*id, mv.m.ClusterSize-1, mv.m.ClusterSize, lease.ManifestKey, key)
+		case read && mv.state == StateMissing:
+			return refusef("there is no lease object %s and no cluster manifest %s: nothing to release; check %s, or create the cluster with nodeidctl init",
+				key, c.where(), c.aimedBy(f))
+		case read && unusedIn(mv, *id):
 			return refusef("there is no lease object %s: it was never created (unused: the cluster manifest is not filled), so node %d is free already: nothing to release", key, *id)
 		}
 		return refusef("there is no lease object %s: nothing to release (it was deleted: restore it with nodeidctl repair --id %d --floor MS)", key, *id)
@@ -114,13 +133,4 @@ func liveness(o *object, clockMargin time.Duration) string {
 	}
 	return fmt.Sprintf("last written %s ago with a %s lease (+%s resolution +%s margin), %s",
 		fmtAge(age.Milliseconds()), o.rec.Lease(), lease.StoreClockResolution, clockMargin, when)
-}
-
-// noteAboveSize notes when id is at or above the manifest's cluster size. It is
-// advice only: a failed read of the manifest is ignored here.
-func (a *app) noteAboveSize(ctx context.Context, st lease.Store, id int) {
-	mv, err := readManifest(ctx, st)
-	if err == nil && mv.state == manifestOK && id >= mv.m.ClusterSize {
-		a.note("ID %d is at or above the cluster size %d: no task takes it while the manifest says so", id, mv.m.ClusterSize)
-	}
 }

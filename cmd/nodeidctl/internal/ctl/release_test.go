@@ -99,3 +99,42 @@ func TestReleaseAboveClusterSize(t *testing.T) {
 	_, stderr := h.mustRun(ExitOK, "release", "--id", "3")
 	contains(t, "stderr", stderr, "ID 3 is at or above the cluster size 2")
 }
+
+// TestReleaseOutsideTheCluster: an ID at or above the manifest's cluster size
+// with no lease object is refused as outside the cluster's range, not as a
+// deleted object; without a manifest, release says that there is no cluster
+// there. Nothing is written.
+func TestReleaseOutsideTheCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		plant  func(h *harness)
+		args   []string
+		stderr string // exact
+	}{
+		{name: "far above", plant: func(h *harness) { h.putFilledManifest(1024) }, args: []string{"--id", "5000"},
+			stderr: "nodeidctl release: --id 5000 is outside the cluster's range 0..1023 (cluster size 1024 in the manifest cluster.json): there is no lease object 5000.json to release\n"},
+		{name: "at the size", plant: func(h *harness) { h.putFilledManifest(1024) }, args: []string{"--id", "1024"},
+			stderr: "nodeidctl release: --id 1024 is outside the cluster's range 0..1023 (cluster size 1024 in the manifest cluster.json): there is no lease object 1024.json to release\n"},
+		{name: "not filled", plant: func(h *harness) { h.putManifest(4) }, args: []string{"--id", "4"},
+			stderr: "nodeidctl release: --id 4 is outside the cluster's range 0..3 (cluster size 4 in the manifest cluster.json): there is no lease object 4.json to release\n"},
+		{name: "size 1", plant: func(h *harness) { h.putFilledManifest(1) }, args: []string{"--id", "1"},
+			stderr: "nodeidctl release: --id 1 is outside the cluster's range 0..0 (cluster size 1 in the manifest cluster.json): there is no lease object 1.json to release\n"},
+		{name: "no cluster", plant: func(h *harness) {}, args: []string{"--id", "5", "--prefix", "ndoeid/"},
+			stderr: `nodeidctl release: there is no lease object 5.json and no cluster manifest in bucket test-bucket under prefix "ndoeid/": nothing to release; check --prefix and NODEID_BUCKET (--bucket), or create the cluster with nodeidctl init` + "\n"},
+		{name: "no manifest", plant: func(h *harness) { h.put(lease.Record{NodeID: 0}) }, args: []string{"--id", "5"},
+			stderr: `nodeidctl release: there is no lease object 5.json and no cluster manifest at the root of bucket test-bucket (prefix ""): nothing to release; check NODEID_PREFIX (--prefix) and NODEID_BUCKET (--bucket), or create the cluster with nodeidctl init` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.plant(h)
+			before := h.writes()
+			code, stdout, stderr := h.run(append([]string{"release"}, tc.args...)...)
+			if code != ExitFailed || stderr != tc.stderr || stdout != "" {
+				t.Errorf("exit %d, want %d\nstderr: %q\nwant:   %q\nstdout: %s", code, ExitFailed, stderr, tc.stderr, stdout)
+			}
+			if h.writes() != before {
+				t.Errorf("release wrote %d times", h.writes()-before)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package ctl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -121,10 +122,15 @@ ahead of the store's clock is named after the table (floorAheadMs in --json):
 its last holder's clock was ahead, and tasks skip it until their clock is
 within MaxClockWait of the floor. status never writes.
 
+A prefix with neither a cluster manifest nor a lease object holds no cluster
+(a mistyped --prefix or --bucket, most often): status says so in one line,
+naming the bucket and the prefix, instead of an empty table (with --json, in a
+note on stderr).
+
 Exit 0 when every object was read (whatever its state), 1 when some could not be;
 with --fail-on-anomalies, 1 also when there is an anomaly: a corrupt or missing
-lease object, a floor far ahead, a corrupt manifest (for monitoring and
-scripts).`,
+lease object, a floor far ahead, a corrupt manifest, or no cluster at all (for
+monitoring and scripts).`,
 		run: runStatus,
 	}
 }
@@ -135,7 +141,7 @@ func runStatus(a *app, ctx context.Context, cmd *command, args []string) error {
 	c.register(f)
 	asJSON := f.Bool("json", false, "print JSON (the shape is documented in docs/nodeidctl.md)")
 	stateList := f.String("state", "", "comma-separated states to list (free, held, expired, corrupt, unused, missing, unknown); empty: all")
-	failOnAnomalies := f.Bool("fail-on-anomalies", false, "exit 1 when an anomaly is found (corrupt or missing lease objects, far floors, a corrupt manifest)")
+	failOnAnomalies := f.Bool("fail-on-anomalies", false, "exit 1 when an anomaly is found (corrupt or missing lease objects, far floors, a corrupt manifest) or no cluster (no manifest and no lease object under the prefix)")
 	var only map[State]bool
 	st, err := a.setup(ctx, f, &c, args, func() (err error) {
 		only, err = parseStates(f.Source("state"), *stateList)
@@ -152,17 +158,32 @@ func runStatus(a *app, ctx context.Context, cmd *command, args []string) error {
 	anomalies := out.anomalies()
 	sum := summaryLine(&out, anomalies) // of every ID, whatever --state lists
 	out.Leases = filterStates(out.Leases, only)
-	if *asJSON {
+	none := ""
+	if s.noCluster() {
+		none = noClusterAt(&c, f)
+	}
+	switch {
+	case *asJSON:
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else {
+	case none != "":
+		a.out("%s", none) // an empty table would say "no anomalies"
+	default:
 		printStatus(a.stdout, s, &out, sum)
 	}
 	if len(s.foreign) > 0 {
 		a.note("%d other object(s) under the prefix, ignored by nodeid: %s", len(s.foreign), shortList(s.foreign, 10))
+	}
+	if none != "" {
+		if *failOnAnomalies {
+			return errors.New(none)
+		}
+		if *asJSON {
+			a.note("%s", none)
+		}
 	}
 	if n := out.Counts[StateUnknown]; n > 0 {
 		return fmt.Errorf("%d lease object(s) could not be read: the table is incomplete", n)
@@ -171,6 +192,21 @@ func runStatus(a *app, ctx context.Context, cmd *command, args []string) error {
 		return fmt.Errorf("%d anomalies: %s", len(anomalies), shortList(anomalies, 10))
 	}
 	return nil
+}
+
+// noCluster reports whether s found no cluster: no cluster manifest and no
+// lease object under the prefix (other keys aside), as under a mistyped
+// --prefix or --bucket.
+func (s *snapshot) noCluster() bool {
+	return s.manifest.state == StateMissing && len(s.objects) == 0
+}
+
+// noClusterAt says that there is no cluster where the common flags c (parsed
+// by f) point, naming the bucket and the prefix, and the flags or variables
+// to check.
+func noClusterAt(c *commonFlags, f *flagSet) string {
+	return fmt.Sprintf("no cluster %s: no cluster manifest %s%s and no lease object there; check %s, or create the cluster with nodeidctl init",
+		c.where(), c.prefix, lease.ManifestKey, c.aimedBy(f))
 }
 
 // parseStates parses --state (named src in messages): nil for all states.

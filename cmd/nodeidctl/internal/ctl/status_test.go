@@ -1,6 +1,8 @@
 package ctl
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )
@@ -319,4 +322,99 @@ func TestStatusSummaryFiltersAndAnomalies(t *testing.T) {
 	clean.put(held(1, "task-a", 1))
 	stdout, _ = clean.mustRun(ExitOK, "status", "--fail-on-anomalies")
 	contains(t, "status", stdout, "summary: 2 node IDs: 1 free, 1 held; no anomalies")
+}
+
+// TestStatusNoCluster: a prefix with neither a cluster manifest nor a lease
+// object (a mistyped --prefix, most often) holds no cluster: status says so
+// plainly, naming the bucket and the prefix and where the prefix came from,
+// exits 0 as for any status it could read, and 1 with --fail-on-anomalies.
+func TestStatusNoCluster(t *testing.T) {
+	// The harness sets the bucket by its variable.
+	const msg = `no cluster in bucket test-bucket under prefix "ndoeid/": no cluster manifest ndoeid/cluster.json and no lease object there; check --prefix and NODEID_BUCKET (--bucket), or create the cluster with nodeidctl init`
+	for _, tc := range []struct {
+		name           string
+		env            map[string]string
+		args           []string
+		plant          func(h *harness)
+		code           int
+		stdout, stderr string // exact; stdout "" with --json: decoded instead
+	}{
+		{name: "text", args: []string{"--prefix", "ndoeid/"}, code: ExitOK, stdout: msg + "\n"},
+		{name: "flags only", args: []string{"--prefix", "ndoeid/", "--bucket", "ids-prod"}, code: ExitOK,
+			stdout: `no cluster in bucket ids-prod under prefix "ndoeid/": no cluster manifest ndoeid/cluster.json and no lease object there; check --prefix and --bucket, or create the cluster with nodeidctl init` + "\n"},
+		{name: "fail on anomalies", args: []string{"--prefix", "ndoeid/", "--fail-on-anomalies"}, code: ExitFailed,
+			stdout: msg + "\n", stderr: "nodeidctl status: " + msg + "\n"},
+		{name: "json", args: []string{"--prefix", "ndoeid/", "--json"}, code: ExitOK, stderr: "note: " + msg + "\n"},
+		{name: "json, fail on anomalies", args: []string{"--prefix", "ndoeid/", "--json", "--fail-on-anomalies"}, code: ExitFailed,
+			stderr: "nodeidctl status: " + msg + "\n"},
+		{name: "prefix from the environment", env: map[string]string{"NODEID_PREFIX": "ndoeid/"}, args: []string{"--fail-on-anomalies"}, code: ExitFailed,
+			stdout: strings.Replace(msg, "check --prefix", "check NODEID_PREFIX (--prefix)", 1) + "\n",
+			stderr: "nodeidctl status: " + strings.Replace(msg, "check --prefix", "check NODEID_PREFIX (--prefix)", 1) + "\n"},
+		{name: "root of the bucket", args: []string{"--fail-on-anomalies"}, code: ExitFailed,
+			stdout: "no cluster at the root of bucket test-bucket (prefix \"\"): no cluster manifest cluster.json and no lease object there; check NODEID_PREFIX (--prefix) and NODEID_BUCKET (--bucket), or create the cluster with nodeidctl init\n",
+			stderr: "nodeidctl status: no cluster at the root of bucket test-bucket (prefix \"\"): no cluster manifest cluster.json and no lease object there; check NODEID_PREFIX (--prefix) and NODEID_BUCKET (--bucket), or create the cluster with nodeidctl init\n"},
+		{name: "other objects only", args: []string{"--prefix", "ndoeid/", "--fail-on-anomalies"}, code: ExitFailed,
+			plant:  func(h *harness) { h.mem.Put("notes.txt", []byte("x")); h.mem.Put(lease.ProbeKey, []byte("x")) },
+			stdout: msg + "\n", stderr: "note: 1 other object(s) under the prefix, ignored by nodeid: notes.txt\nnodeidctl status: " + msg + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			for k, v := range tc.env {
+				h.env[k] = v
+			}
+			if tc.plant != nil {
+				tc.plant(h)
+			}
+			code, stdout, stderr := h.run(append([]string{"status"}, tc.args...)...)
+			if code != tc.code || stderr != tc.stderr {
+				t.Errorf("exit %d, want %d\nstderr: %q\nwant:   %q", code, tc.code, stderr, tc.stderr)
+			}
+			if !slices.Contains(tc.args, "--json") {
+				if stdout != tc.stdout {
+					t.Errorf("stdout: %q\nwant:   %q", stdout, tc.stdout)
+				}
+				return
+			}
+			var s StatusJSON
+			if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+				t.Fatalf("status --json: %v\n%s", err, stdout)
+			}
+			if s.Manifest.State != StateMissing || len(s.Leases) != 0 || s.Prefix != "ndoeid/" || s.Bucket != "test-bucket" {
+				t.Errorf("status --json = %+v", s)
+			}
+		})
+	}
+}
+
+// TestStatusAClusterIsFound: a manifest without lease objects (none created
+// yet), or lease objects without a manifest, is a cluster: no "no cluster".
+func TestStatusAClusterIsFound(t *testing.T) {
+	h := newHarness(t)
+	h.putManifest(4)
+	stdout, stderr := h.mustRun(ExitOK, "status", "--fail-on-anomalies")
+	contains(t, "status", stdout, "summary: 4 node IDs: 4 unused; no anomalies")
+	if strings.Contains(stdout+stderr, "no cluster") {
+		t.Errorf("a manifest without lease objects is reported as no cluster:\n%s%s", stdout, stderr)
+	}
+	h = newHarness(t)
+	h.put(lease.Record{NodeID: 2, Version: 1})
+	stdout, stderr = h.mustRun(ExitOK, "status", "--fail-on-anomalies")
+	if strings.Contains(stdout+stderr, "no cluster") {
+		t.Errorf("lease objects without a manifest are reported as no cluster:\n%s%s", stdout, stderr)
+	}
+}
+
+// TestStatusNoClusterOnEtcd: on etcd, "no cluster" names etcd's prefix and
+// its endpoints flag, not a bucket.
+func TestStatusNoClusterOnEtcd(t *testing.T) {
+	h := newHarness(t)
+	delete(h.env, "NODEID_BUCKET")
+	env := h.Env()
+	env.OpenEtcd = func(context.Context, etcdstore.Config) (lease.Store, error) { return h.fault, nil }
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"status", "--store", "etcd", "--etcd-endpoints", "127.0.0.1:2379", "--prefix", "ndoeid/", "--fail-on-anomalies"}, &out, &errb, env)
+	want := `no cluster in etcd under prefix "ndoeid/": no cluster manifest ndoeid/cluster.json and no lease object there; check --prefix and --etcd-endpoints, or create the cluster with nodeidctl init`
+	if code != ExitFailed || errb.String() != "nodeidctl status: "+want+"\n" || out.String() != want+"\n" {
+		t.Errorf("exit %d, want %d\nstdout: %q\nstderr: %q\nwant:   %q", code, ExitFailed, out.String(), errb.String(), want)
+	}
 }
