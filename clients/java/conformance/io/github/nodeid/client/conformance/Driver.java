@@ -14,7 +14,9 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -222,6 +224,7 @@ public final class Driver {
 
     private static Args parse(String[] argv) {
         Args a = new Args();
+        Set<String> seen = new HashSet<>();
         for (int k = 0; k < argv.length; k++) {
             String arg = argv[k];
             String value = null;
@@ -239,6 +242,7 @@ public final class Driver {
                 }
                 value = argv[k];
             }
+            seen.add(arg);
             switch (arg) {
                 case "--id-file" -> a.idFile = value;
                 case "--url" -> a.url = value;
@@ -252,6 +256,9 @@ public final class Driver {
         }
         if ((a.idFile == null) == (a.url == null)) {
             throw new IllegalArgumentException("give one of --id-file PATH and --url URL");
+        }
+        if (a.url != null && (seen.contains("--mutation") || seen.contains("--clock-steps") || seen.contains("--reread-ms"))) {
+            throw new IllegalArgumentException("--mutation, --clock-steps and --reread-ms are for --id-file, not --url");
         }
         return a;
     }
