@@ -122,7 +122,8 @@ const kind = (e) =>
   : e instanceof ClockBehindError ? 'ClockBehind'
   : e instanceof UnavailableError ? 'Unavailable'
   : 'Other';
-const left = () => (duration < 0 ? Infinity : duration - (performance.now() - started));
+let firstCall = -1; // performance.now() of the first call: the duration counts from it
+const left = () => (duration < 0 || firstCall < 0 ? Infinity : duration - (performance.now() - firstCall));
 const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, Math.min(ms, left()))));
 const yieldNow = () => new Promise((r) => setImmediate(r));
 
@@ -130,6 +131,7 @@ let calls = 0;
 let errors = 0;
 while (!stopped && left() > 0) {
   let failed = false;
+  if (firstCall < 0) firstCall = performance.now();
   try {
     write(1, await call());
   } catch (e) {
