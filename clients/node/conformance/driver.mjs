@@ -9,9 +9,8 @@
 // Lines: "ok NODE VERSION VALIDUNTILMS ID ..." (VALIDUNTILMS "-" over HTTP),
 // "err KIND MESSAGE", and at the end "done CALLS ERRORS". It stops after
 // --duration-ms, on SIGTERM or SIGINT, or (without --duration-ms) when
-// standard input ends; then exits 0. Bad arguments exit 2. --clock-steps and
-// --reread-ms apply to --id-file only (ignored with --url); --mutation with
-// --url is a bad argument.
+// standard input ends; then exits 0. Bad arguments exit 2, --mutation,
+// --clock-steps and --reread-ms with --url among them.
 
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -82,7 +81,9 @@ const pause = args['pause-ms'] === undefined ? 0 : int('pause-ms', args['pause-m
 let gen, call;
 try {
   if (args.url !== undefined) {
-    if (args.mutation !== undefined) usage('--mutation applies to --id-file only');
+    if (['mutation', 'clock-steps', 'reread-ms'].some((k) => args[k] !== undefined)) {
+      usage('--mutation, --clock-steps and --reread-ms are for --id-file, not --url');
+    }
     gen = new HttpGenerator(args.url);
     call = async () => {
       const r = await gen._nextIdsWithClaim(batch);
