@@ -28,7 +28,10 @@
 //		os.Exit(3) // errors.Is(err, nodeid.ErrLeaseLost): let the orchestrator replace the task
 //	}
 //
-// Start blocks until the node serves IDs (up to Provider.AcquireTimeout);
+// Start checks the store first (lease.Check: one request, bounded by the
+// store's RequestTimeout, 5 s by default, and fails at once with the store's
+// error when it gets no answer or a refusal), then probes it, then blocks
+// until the node serves IDs (up to Provider.AcquireTimeout);
 // Run is Start, then a wait for ctx or a loss, then Close. Next and NextN
 // issue IDs in process; Handler serves /ids, /status, /health, /ready and
 // /metrics. RunChild is Run with a child process as the ID's user (see
