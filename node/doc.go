@@ -24,8 +24,12 @@
 //	n, err := node.New(store, node.DefaultConfig())
 //	if err != nil { ... }
 //	go http.ListenAndServe(":8080", n.Handler()) // 503 until Start has an ID
-//	if err := n.Run(ctx); err != nil { // blocks until ctx ends or the lease is lost
-//		os.Exit(3) // errors.Is(err, nodeid.ErrLeaseLost): let the orchestrator replace the task
+//	err = n.Run(ctx) // store.Check, probe, acquire; then until ctx ends or the lease is lost
+//	switch {
+//	case errors.Is(err, nodeid.ErrLeaseLost):
+//		os.Exit(3) // let the orchestrator replace the task
+//	case err != nil:
+//		os.Exit(1) // start-up failed: the error says what to fix
 //	}
 //
 // Start checks the store first (lease.Check: one request, bounded by the
