@@ -34,6 +34,8 @@ var (
 	_ lease.Store      = (*Store)(nil)
 	_ lease.LiveWriter = (*Store)(nil)
 	_ lease.Scoper     = (*Store)(nil)
+	_ lease.Checker    = (*Store)(nil)
+	_ lease.Describer  = (*Store)(nil)
 )
 
 // Scope implements [lease.Scoper]: a Store over the keys under the prefix +
@@ -79,18 +81,30 @@ func (s *Store) WithPrefix(prefix string) *Store {
 	return &Store{members: s.members, prefix: prefix, pageSize: s.pageSize, timeout: s.timeout}
 }
 
-// Check reads one key of the prefix: it fails when etcd cannot be reached or
-// refuses this client (authentication, permissions).
+// Check implements [lease.Checker]: it counts the keys of the prefix, and
+// fails when etcd cannot be reached or refuses this client (authentication,
+// permissions). The request is bounded by Config.RequestTimeout (5 s by
+// default): an endpoint that accepts connections and never answers fails it
+// then, with an error that names the endpoints. node.Start runs it first.
 func (s *Store) Check(ctx context.Context) error {
-	ctx, cancel := requestCtx(ctx, s.timeout)
+	rctx, cancel := requestCtx(ctx, s.timeout)
 	defer cancel()
 	i, cli := s.members.pick()
-	_, err := cli.Get(ctx, s.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	_, err := cli.Get(rctx, s.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	s.members.done(i, err)
-	if err != nil {
-		return fmt.Errorf("etcdstore: check %v: %w", s.members.endpoints(), refusal(err))
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() == nil && rctx.Err() != nil:
+		return fmt.Errorf("etcdstore: check %v: no answer within %v: %w", s.members.endpoints(), s.timeout, err)
 	}
-	return nil
+	return fmt.Errorf("etcdstore: check %v: %w", s.members.endpoints(), refusal(err))
+}
+
+// Describe implements [lease.Describer]: the endpoints and the prefix, for
+// messages.
+func (s *Store) Describe() string {
+	return fmt.Sprintf("etcd at %s (prefix %q)", strings.Join(s.members.endpoints(), ","), s.prefix)
 }
 
 // Close closes the client if New opened it.

@@ -111,7 +111,10 @@ type Config struct {
 	// refused connection, a store without conditional writes: the error
 	// wraps lease.ErrMisconfigured and says what to fix); a truly
 	// inconclusive probe (a lost answer, a timeout, a 5xx) is retried for up
-	// to Provider.AcquireTimeout. Default false: the probe runs.
+	// to Provider.AcquireTimeout. The store's own check (lease.Check)
+	// runs before the probe in any case, bounded by the store's request
+	// timeout: an endpoint that never answers ends Start then, not after
+	// AcquireTimeout. Default false: the probe runs.
 	SkipProbe bool
 
 	// Metrics, when set, receives the node's Prometheus metrics (nodeid_*).

@@ -24,11 +24,18 @@
 //	n, err := node.New(store, node.DefaultConfig())
 //	if err != nil { ... }
 //	go http.ListenAndServe(":8080", n.Handler()) // 503 until Start has an ID
-//	if err := n.Run(ctx); err != nil { // blocks until ctx ends or the lease is lost
-//		os.Exit(3) // errors.Is(err, nodeid.ErrLeaseLost): let the orchestrator replace the task
+//	err = n.Run(ctx) // store.Check, probe, acquire; then until ctx ends or the lease is lost
+//	switch {
+//	case errors.Is(err, nodeid.ErrLeaseLost):
+//		os.Exit(3) // let the orchestrator replace the task
+//	case err != nil:
+//		os.Exit(1) // start-up failed: the error says what to fix
 //	}
 //
-// Start blocks until the node serves IDs (up to Provider.AcquireTimeout);
+// Start checks the store first (lease.Check: one request, bounded by the
+// store's RequestTimeout, 5 s by default, and fails at once with the store's
+// error when it gets no answer or a refusal), then probes it, then blocks
+// until the node serves IDs (up to Provider.AcquireTimeout);
 // Run is Start, then a wait for ctx or a loss, then Close. Next and NextN
 // issue IDs in process; Handler serves /ids, /status, /health, /ready and
 // /metrics. RunChild is Run with a child process as the ID's user (see

@@ -3,13 +3,17 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
@@ -67,10 +71,12 @@ func Example() {
 }
 
 // Run owns the whole life of the node, as a service's main would call it with
-// a context that a SIGTERM cancels: Start, serve until the context ends or
-// the lease is lost, then Close. A lost lease returns an error wrapping
-// nodeid.ErrLeaseLost: exit non-zero so that the orchestrator replaces the
-// task.
+// a context that a SIGTERM cancels: Start (the store's check, store.Check,
+// then the probe and the acquisition), serve until the context ends or the
+// lease is lost, then Close. Its error maps to nodeid-broker's exit codes: 0
+// released (or stopped before an ID was held), 1 a failed start, 3 a lost
+// lease (an error wrapping nodeid.ErrLeaseLost: the orchestrator replaces
+// the task).
 func ExampleNode_Run() {
 	store, stop := localStore()
 	defer stop()
@@ -88,10 +94,59 @@ func ExampleNode_Run() {
 		sigterm()
 	}()
 	err = n.Run(ctx)
-	fmt.Println("run:", err, "node err:", n.Err())
+	fmt.Println("run:", err, "node err:", n.Err(), "exit code:", exitCode(err))
 	// Output:
 	// issued an ID: true <nil>
-	// run: <nil> node err: node: closed
+	// run: <nil> node err: node: closed exit code: 0
+}
+
+// exitCode maps the error of Run to nodeid-broker's exit codes
+// (docs/nodeid-broker.md, "Exit codes").
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0 // released, or stopped before an ID was held
+	case errors.Is(err, nodeid.ErrLeaseLost):
+		return 3 // fenced: let the orchestrator replace the task
+	}
+	return 1 // start-up failed: the store's check or probe, no ID free
+}
+
+// Start checks the store before anything else (store.Check, a
+// lease.Checker: one request, bounded by the store's RequestTimeout, 5 s by
+// default): a store that refuses it or never answers it ends the start at
+// once, with an error that names the endpoint and says what to fix.
+func Example_storeCheck() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	_ = ln.Close() // nothing listens there now: connections are refused
+
+	sc := s3store.DefaultConfig()
+	sc.Bucket, sc.Endpoint, sc.UsePathStyle = "my-bucket", endpoint, true
+	sc.AccessKeyID, sc.SecretAccessKey = "key", "secret" // the default credential chain in production
+	store, err := s3store.New(context.Background(), sc)
+	if err != nil {
+		panic(err)
+	}
+	cfg := node.DefaultConfig()
+	cfg.Provider.TaskID = "task-a"
+	n, err := node.New(store, cfg)
+	if err != nil {
+		panic(err)
+	}
+	err = n.Run(context.Background())
+	fmt.Println("store check failed:", strings.HasPrefix(err.Error(), "store check: "))
+	fmt.Println("names the endpoint:", strings.Contains(err.Error(), endpoint+" refuses connections"))
+	fmt.Println("retrying cannot help:", errors.Is(err, lease.ErrMisconfigured))
+	fmt.Println("exit code:", exitCode(err))
+	// Output:
+	// store check failed: true
+	// names the endpoint: true
+	// retrying cannot help: true
+	// exit code: 1
 }
 
 // The id file serves an application in another process (a sidecar setup):

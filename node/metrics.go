@@ -281,6 +281,14 @@ func (s *countedStore) Scope(sub string) lease.Store {
 	return &countedStore{next: lease.Scope(s.next, sub), m: s.m}
 }
 
+// Check implements lease.Checker: the wrapped store's check (lease.Check),
+// not counted, as it was not when the broker made it on the store itself:
+// the requests counted are the lease operations.
+func (s *countedStore) Check(ctx context.Context) error { return lease.Check(ctx, s.next) }
+
+// Describe implements lease.Describer: where the wrapped store is.
+func (s *countedStore) Describe() string { return lease.Describe(s.next) }
+
 // CreateLive implements lease.LiveWriter, so that a store judging expiry
 // itself (etcd) still binds liveness through this wrapper.
 func (s *countedStore) CreateLive(ctx context.Context, key string, body []byte, ttl time.Duration) (lease.Meta, error) {

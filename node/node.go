@@ -107,8 +107,13 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 // serves IDs, which may take up to Provider.AcquireTimeout (or longer, while
 // the wall clock passes the ID's floor before the id file is written).
 // Serve Handler (or the checkers) meanwhile: they answer 503 with the
-// reason. Start starts gossip first, if configured, and leaves it again if
-// it fails. It may be called once; Close ends a Start in progress.
+// reason. Its first request is the store's own check (lease.Check, when the
+// store is a lease.Checker, as s3store's and etcdstore's are), bounded by
+// the store's request timeout (their RequestTimeout, 5 s by default) and not
+// retried: a store that does not answer it, or refuses it, ends Start with
+// the store's error, which names the endpoint. The store probe follows
+// (Config.SkipProbe). Start starts gossip then, if configured, and leaves it
+// again if it fails. It may be called once; Close ends a Start in progress.
 //
 // After Start returns nil, the node renews its lease in the background
 // until Close, or until the lease is lost: then Done is closed and Err
@@ -193,6 +198,9 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 	if err := n.idFile.prepare(n.log); err != nil {
 		return nil, err
 	}
+	if err := n.checkStore(ctx); err != nil {
+		return nil, err
+	}
 	if err := n.runProbe(ctx); err != nil {
 		return nil, err
 	}
@@ -217,6 +225,23 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 		return nil, fmt.Errorf("acquire a node ID: %w", err)
 	}
 	return claim, nil
+}
+
+// checkStore runs the store's own check (lease.Check: s3store's one-key
+// listing, etcdstore's count of the prefix) before anything else is sent,
+// as nodeid-broker did before the node ran it. It is one request, bounded by
+// the store's request timeout (s3store's and etcdstore's RequestTimeout,
+// 5 s by default), and not retried: a store that does not answer it, or
+// answers it wrongly, ends Start, with the store's error, which names where
+// it is (lease.Checker). Without the check, an endpoint that accepts connections and never
+// answers left every probe write to time out and the probe to retry it as
+// inconclusive until Provider.AcquireTimeout (30 s), with an error that
+// named no endpoint.
+func (n *Node) checkStore(ctx context.Context) error {
+	if err := lease.Check(ctx, n.store); err != nil {
+		return fmt.Errorf("store check: %w", err) // the store's error names where it is
+	}
+	return nil
 }
 
 // startGossip starts the gossip member; a peer advertising this node's ID

@@ -74,7 +74,7 @@ func (n *Node) runProbe(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("store probe: %w", err)
+		return fmt.Errorf("store probe of %s: %w", lease.Describe(n.store), err)
 	}
 	n.log.Info("store probe passed", "clockOffset", r.ClockOffset.String(), "roundTrip", r.ClockUncertainty.String(),
 		"dateSeen", r.DateSeen, "lastModifiedSeen", r.LastModifiedSeen)

@@ -88,7 +88,21 @@ func TestCheckNoAnswer(t *testing.T) {
 		}
 	})
 	st := newStore(t, f.URL, func(c *s3store.Config) { c.RequestTimeout = 200 * time.Millisecond })
-	checkClass(t, st.Check(context.Background()), "plain", "no answer from")
+	checkClass(t, st.Check(context.Background()), "plain", "no answer from "+f.URL+` (bucket "bucket") within 200ms`)
+}
+
+// TestDescribe: a store names its bucket, prefix and endpoint (AWS S3 with
+// the region when there is none), for the messages of its users
+// (lease.Describe).
+func TestDescribe(t *testing.T) {
+	st := newStore(t, "http://127.0.0.1:9000")
+	if got, want := lease.Describe(st), `S3 bucket bucket (prefix "nodeid/") at http://127.0.0.1:9000`; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	aws := newStore(t, "", func(c *s3store.Config) { c.Region = "eu-west-1" })
+	if got, want := aws.Describe(), `AWS S3 bucket bucket (prefix "nodeid/", region eu-west-1)`; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
 }
 
 func TestCheckNoCredentials(t *testing.T) {

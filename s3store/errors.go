@@ -183,7 +183,7 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return fail("cannot connect to %s: is the server running and Endpoint right?", s.endpoint)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fail("no answer from %s within %v", s.endpoint, s.timeout)
+		return fail("no answer from %s (bucket %q) within %v", s.endpoint, s.bucket, s.timeout)
 	}
 	return fmt.Errorf("s3store: %s: %w", what, err)
 }

@@ -44,9 +44,15 @@ type Store struct {
 }
 
 var (
-	_ lease.Store  = (*Store)(nil)
-	_ lease.Scoper = (*Store)(nil)
+	_ lease.Store     = (*Store)(nil)
+	_ lease.Scoper    = (*Store)(nil)
+	_ lease.Checker   = (*Store)(nil)
+	_ lease.Describer = (*Store)(nil)
 )
+
+// awsEndpoint is how messages name the endpoint of a client that has no
+// BaseEndpoint: AWS S3 itself.
+const awsEndpoint = "AWS S3"
 
 // Option configures a Store made by [NewFromClient].
 type Option func(*Store)
@@ -131,7 +137,7 @@ func NewFromClient(client *s3.Client, bucket, prefix string, opts ...Option) (*S
 		region:   o.Region,
 	}
 	if s.endpoint == "" {
-		s.endpoint = "AWS S3"
+		s.endpoint = awsEndpoint
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -158,6 +164,16 @@ func (s *Store) Scope(sub string) lease.Store {
 // Prefix returns the key prefix.
 func (s *Store) Prefix() string { return s.prefix }
 
+// Describe implements [lease.Describer]: the bucket and prefix, and the
+// endpoint ("AWS S3", with the region, when Config.Endpoint is empty), for
+// messages.
+func (s *Store) Describe() string {
+	if s.endpoint == awsEndpoint {
+		return fmt.Sprintf("AWS S3 bucket %s (prefix %q, region %s)", s.bucket, s.prefix, s.region)
+	}
+	return fmt.Sprintf("S3 bucket %s (prefix %q) at %s", s.bucket, s.prefix, s.endpoint)
+}
+
 // Client returns the S3 client the store uses.
 func (s *Store) Client() *s3.Client { return s.client }
 
@@ -170,7 +186,11 @@ func (s *Store) Client() *s3.Client { return s.client }
 // without writing; a refused write reports its missing permission the same way.
 // It also logs a warning for bucket settings that cost without breaking: a
 // versioned bucket whose noncurrent versions no lifecycle rule expires, Object
-// Lock (see deploy/README.md, "The lease bucket").
+// Lock (see deploy/README.md, "The lease bucket"). The listing is bounded by
+// Config.RequestTimeout (5 s by default): an endpoint that accepts
+// connections and never answers fails it then, with an error that names the
+// endpoint and the bucket (wrapping context.DeadlineExceeded, not
+// lease.ErrMisconfigured). node.Start runs it first ([lease.Checker]).
 func (s *Store) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

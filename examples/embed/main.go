@@ -7,9 +7,12 @@
 //	go run . -embedded-s3                      # an in-process gofakes3, no cloud
 //	curl localhost:8080/order                  # the service's own endpoint, using an ID
 //
-// It exits 1 when it cannot start (a wrong bucket or endpoint ends the start
-// at once, with a message that says what to fix), 3 when it lost its lease
-// (the orchestrator should replace the task), 0 after SIGTERM.
+// Its exit codes are nodeid-broker's: 0 after SIGTERM (the ID released), 1
+// when it cannot start (Start checks the store first, store.Check: a wrong
+// bucket or endpoint ends the start at once, an endpoint that never answers
+// after the store's request timeout of 5 s, each with a message that names it
+// and says what to fix), 2 on a bad flag or configuration, 3 when it lost its
+// lease (the orchestrator should replace the task).
 package main
 
 import (
@@ -42,15 +45,22 @@ func main() {
 	os.Exit(exitCode(err))
 }
 
-// exitCode tells a lost lease (3: the orchestrator replaces the task) from a
-// failed start (1: a wrong bucket, endpoint or permission, the cluster full:
-// an operator's turn).
+// errUsage marks a bad flag or configuration.
+var errUsage = errors.New("usage")
+
+// exitCode maps run's error to nodeid-broker's exit codes
+// (docs/nodeid-broker.md, "Exit codes"): a lost lease (3: the orchestrator
+// replaces the task), a bad flag or configuration (2), a failed start (1: the
+// store's check or probe failed, a wrong bucket, endpoint or permission, the
+// cluster full: an operator's turn), a release (0).
 func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, nodeid.ErrLeaseLost):
 		return 3
+	case errors.Is(err, errUsage):
+		return 2
 	}
 	return 1
 }
@@ -64,7 +74,7 @@ func run(ctx context.Context, args []string, log *slog.Logger, listening chan<- 
 	endpoint := fs.String("s3-endpoint", "", "base URL of an S3-compatible server (path-style); empty: AWS S3")
 	embedded := fs.Bool("embedded-s3", false, "use an in-process gofakes3 instead of S3")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	sc := s3store.DefaultConfig()
 	sc.Bucket = *bucket
@@ -79,9 +89,9 @@ func run(ctx context.Context, args []string, log *slog.Logger, listening chan<- 
 		defer srv.Close()
 		sc = srv.StoreConfig(s3store.DefaultPrefix)
 	}
-	store, err := s3store.New(ctx, sc)
+	store, err := s3store.New(ctx, sc) // no request yet; RequestTimeout 5 s bounds each, and Start's check
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 
 	cfg := node.DefaultConfig()
@@ -89,7 +99,7 @@ func run(ctx context.Context, args []string, log *slog.Logger, listening chan<- 
 	cfg.Logger = log
 	n, err := node.New(store, cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", n.Handler()) // /ids, /status, /health, /ready, /metrics
@@ -111,5 +121,8 @@ func run(ctx context.Context, args []string, log *slog.Logger, listening chan<- 
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
-	return n.Run(ctx) // acquire, serve, release on SIGTERM (within cfg.ShutdownTimeout)
+	// store.Check (fails the start, naming the endpoint, when the store
+	// refuses it or does not answer it within its request timeout), the
+	// probe, acquire, serve, release on SIGTERM (within cfg.ShutdownTimeout).
+	return n.Run(ctx)
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,5 +72,62 @@ func TestWrongBucketFailsTheStart(t *testing.T) {
 	}
 	if code := exitCode(err); code != 1 {
 		t.Errorf("exit code %d for a failed start, want 1", code)
+	}
+}
+
+// TestSilentEndpointFailsTheStart: an S3 endpoint that accepts connections
+// and never answers ends the start when the store's check gets no answer
+// within the store's default request timeout (5 s; the test's own 20 s
+// context is only a guard), with an error that names the endpoint and the
+// bucket, and the service exits 1.
+func TestSilentEndpointFailsTheStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	})
+	defer func() {
+		_ = ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	t.Setenv("AWS_ACCESS_KEY_ID", "key")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	endpoint := "http://" + ln.Addr().String()
+	err = run(ctx, []string{"-bucket", "lease-bucket", "-s3-endpoint", endpoint, "-http-addr", "127.0.0.1:0"}, slog.New(slog.DiscardHandler), nil)
+	want := "store check: s3store: check: no answer from " + endpoint + ` (bucket "lease-bucket") within 5s`
+	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("run: %v, want %q", err, want)
+	}
+	if code := exitCode(err); code != 1 {
+		t.Errorf("exit code %d for a failed start, want 1", code)
+	}
+}
+
+// TestBadFlagExits2: a bad flag is nodeid-broker's exit 2.
+func TestBadFlagExits2(t *testing.T) {
+	err := run(context.Background(), []string{"-bukket", "b"}, slog.New(slog.DiscardHandler), nil)
+	if code := exitCode(err); code != 2 {
+		t.Fatalf("exit code %d for %v, want 2", code, err)
 	}
 }

@@ -85,7 +85,7 @@ func (b *broker) run(ctx context.Context) error {
 		srv := &http.Server{Handler: handlers[i], ReadHeaderTimeout: 5 * time.Second}
 		g.Go(func() error { return b.serveHTTP(httpCtx, srv, ln, n) })
 	}
-	g.Go(func() error { defer nodeEnded(); return b.runNode(gctx, store, n) })
+	g.Go(func() error { defer nodeEnded(); return b.runNode(gctx, n) })
 	return g.Wait()
 }
 
@@ -112,17 +112,11 @@ func (b *broker) listen() ([]net.Listener, error) {
 	return lns, nil
 }
 
-// runNode checks the store and runs the node until ctx ends or the lease is
-// lost.
-func (b *broker) runNode(ctx context.Context, store checkedStore, n *node.Node) error {
-	if err := store.Check(ctx); err != nil {
-		_ = n.Close(ctx) // never started: ends it, so serveHTTP stops
-		if ctx.Err() != nil {
-			b.log.Info("stopped by a signal before a node ID was acquired")
-			return nil
-		}
-		return err
-	}
+// runNode runs the node until ctx ends or the lease is lost. Its Start
+// checks the store first (lease.Check: a one-key listing of the prefix, or
+// etcd's count of it, bounded by the store's request timeout), as library
+// users get it.
+func (b *broker) runNode(ctx context.Context, n *node.Node) error {
 	var err error
 	if b.child != nil {
 		err = n.RunChild(ctx, b.child.cmd, b.child.cfg)
@@ -179,7 +173,7 @@ func (b *broker) serveHTTP(ctx context.Context, srv *http.Server, ln net.Listene
 // openStore opens the store --store names: etcd, or S3 (starting the
 // embedded S3 if asked). The returned function closes the embedded S3 or the
 // etcd connection (a no-op otherwise).
-func (b *broker) openStore(ctx context.Context) (checkedStore, func(), error) {
+func (b *broker) openStore(ctx context.Context) (lease.Store, func(), error) {
 	if b.cfg.store == etcdflag.StoreEtcd {
 		return b.openEtcd()
 	}

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"strings"
 
 	"github.com/nodeid/nodeid/etcdstore"
@@ -28,15 +27,8 @@ func (c *serveConfig) storeName() string {
 	return "s3://" + c.bucket + "/" + c.prefix
 }
 
-// checkedStore is a lease store that can check, before the node starts, that
-// it is reachable and answers as the store it claims to be.
-type checkedStore interface {
-	lease.Store
-	Check(ctx context.Context) error
-}
-
 // openEtcd connects to etcd; the returned function closes the connection.
-func (b *broker) openEtcd() (checkedStore, func(), error) {
+func (b *broker) openEtcd() (lease.Store, func(), error) {
 	st, err := etcdstore.New(b.cfg.etcd.Config(b.cfg.prefix))
 	if err != nil {
 		return nil, nil, err

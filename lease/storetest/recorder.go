@@ -82,8 +82,9 @@ func (r *Recorder) Add(c Call) {
 // answer: it constrains nothing); a write's error is read as the
 // [lease.Store] contract says: refused, a conflict, unknown
 // ([lease.ErrUnknownOutcome]), or, any other, failed (not applied). The
-// returned store is a [lease.LiveWriter] and a [lease.Scoper], as s may be,
-// so that wrapping changes nothing of how it is used: its scoped stores
+// returned store is a [lease.LiveWriter], a [lease.Scoper], a
+// [lease.Checker] and a [lease.Describer], as s may be, so that wrapping
+// changes nothing of how it is used: its scoped stores
 // record too, their keys named in full (relative to s's prefix).
 func Record(s lease.Store, client int, sink Sink) lease.Store {
 	return &recordedStore{next: s, sink: sink, client: client}
@@ -100,6 +101,8 @@ type recordedStore struct {
 var (
 	_ lease.LiveWriter = (*recordedStore)(nil)
 	_ lease.Scoper     = (*recordedStore)(nil)
+	_ lease.Checker    = (*recordedStore)(nil)
+	_ lease.Describer  = (*recordedStore)(nil)
 )
 
 func (s *recordedStore) List(ctx context.Context) (lease.Listing, error) { return s.next.List(ctx) }
@@ -140,6 +143,13 @@ func (s *recordedStore) CreateLive(ctx context.Context, key string, body []byte,
 func (s *recordedStore) UpdateLive(ctx context.Context, key string, body []byte, etag string, ttl time.Duration) (lease.Meta, error) {
 	return s.write(key, OpUpdate, body, etag, func() (lease.Meta, error) { return lease.UpdateLive(ctx, s.next, key, body, etag, ttl) })
 }
+
+// Check implements lease.Checker: the wrapped store's check (lease.Check),
+// not recorded (it reads no object of the history).
+func (s *recordedStore) Check(ctx context.Context) error { return lease.Check(ctx, s.next) }
+
+// Describe implements lease.Describer: where the wrapped store is.
+func (s *recordedStore) Describe() string { return lease.Describe(s.next) }
 
 // Scope implements lease.Scoper: the wrapped store's scope (lease.Scope),
 // recorded into the same sink with its keys named in full.
