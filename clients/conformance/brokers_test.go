@@ -39,9 +39,9 @@ func stopBroker(b *broker) {
 // the driver as its child (nodeid-broker run, id-file mode): the successor's
 // host clock is 3 s behind the predecessor's (--debug-clock-offset -3s),
 // so it waits for the host's clock to pass the floor before it writes the
-// id file and starts its child; the child's clock then steps back below the
-// floor (the floor rule covers a host clock that steps back after the file
-// was written). The child as it is waits for its clock to pass the floor;
+// id file and starts its child; the child's clock then steps back 4 s below
+// the floor (the floor rule covers a host clock that steps back after the
+// file was written). The child as it is waits for its clock to pass the floor;
 // one that ignores the floor (mutation ignore-floor) repeats IDs of the
 // predecessor's child.
 func TestHandoverFloor(t *testing.T) {
@@ -68,17 +68,19 @@ func handoverFloor(s *scene) {
 		}
 	}
 	// The successor's child starts once the successor's clock (3 s behind)
-	// passed the floor; its own clock is X further behind, so that it
-	// starts 1.5 s of timestamps below the predecessor's last ID. The
-	// client as it is waits X (well under its 5 s) for the floor.
-	x := floor - last + 1500
-	if x > 3500 {
-		t.Fatalf("the release's reservation %d is %d ms above the last ID of the predecessor's child, %d: too far for this scenario", floor, floor-last, last)
-	}
-	ob := driverOpts{idFile: fb, batch: 4, pauseMs: 1, clockSteps: fmt.Sprintf("0:-%d", 3000+x), mutation: s.mutation}
+	// passed the floor; its own clock steps back 4 s more as it starts. A
+	// child that makes its first call d after it started is then 4 s - d
+	// below the floor: the client as it is waits that out (under its 5 s),
+	// a mutant issues the timestamps from floor - 4 s + d, which overlap
+	// the predecessor's child's last 2.5 s unless d is above 4 s - (floor -
+	// last).
+	const stepBack = 4000
+	s.logf("broker-a released with its reservation (the floor) %d ms above its child's last ID", floor-last)
+	ob := driverOpts{idFile: fb, batch: 4, pauseMs: 1, clockSteps: fmt.Sprintf("0:-%d", 3000+stepBack), mutation: s.mutation}
 	b := startBroker(t, "broker-b+driver", c, append(brokerArgs("run", flags, "--id-file", fb, "--debug-clock-offset", "-3s"), childArgs(c, ob)...)...)
 	s.brokers = append(s.brokers, b)
 	b.waitLog("child started", 30*time.Second)
+	s.logf("broker-b started its child")
 	s.expect(strings.Contains(b.Log(), "waiting for the host's clock to pass the node ID's floor"),
 		"broker-b did not wait for the floor: the scenario did not put its clock behind")
 	// Until the child's IDs pass the predecessor's floor: a mutant has
@@ -91,10 +93,11 @@ func handoverFloor(s *scene) {
 		}
 		return false
 	})
+	s.logf("the child issued an ID above the floor")
 	stopBroker(b)
 	if s.mutation == "" {
 		if ls := b.out.all(); len(ls) == 0 || ls[0].Kind != OK {
-			s.expect(false, "the successor's child's first line is not ok (it waits up to 5 s for the floor, here %d ms): %s", x, lastLines(ls[:min(len(ls), 3)], 3))
+			s.expect(false, "the successor's child's first line is not ok (it waits up to 5 s for the floor, here under 4 s): %s", lastLines(ls[:min(len(ls), 3)], 3))
 		}
 	}
 	s.add(a.stream(oa, true), b.stream(ob, true))
@@ -237,10 +240,10 @@ func sigtermRelease(s *scene) {
 }
 
 // TestClockStep runs the driver as a broker's child while the host's clock
-// steps back 1.5 s (the broker's --debug-clock-steps, mirrored by the
-// driver's --clock-steps at about the same moment): the client as it is
-// never issues below its last timestamp (it waits the 1.5 s out); one that
-// does (mutation allow-backwards) issues IDs not above its last, and
+// steps back 1.5 s, twice (the broker's --debug-clock-steps, mirrored by
+// the driver's --clock-steps at about the same moments): the client as it
+// is never issues below its last timestamp (it waits each 1.5 s out); one
+// that does (mutation allow-backwards) issues IDs not above its last, and
 // repeats some.
 func TestClockStep(t *testing.T) {
 	t.Parallel()
@@ -251,12 +254,21 @@ func clockStep(s *scene) {
 	t, c := s.t, s.c
 	flags := bucket(t)
 	path := filepath.Join(t.TempDir(), "id.json")
-	o := driverOpts{idFile: path, pauseMs: 1, clockSteps: "1000:-1500", mutation: s.mutation}
-	a := startBroker(t, "broker+driver", c, append(brokerArgs("run", flags, "--id-file", path, "--debug-clock-steps", "1200ms:-1500ms"), childArgs(c, o)...)...)
+	// Two steps, so that a driver slow to start (its first call after the
+	// first step) still issues before the second.
+	o := driverOpts{idFile: path, pauseMs: 1, clockSteps: "1000:-1500,3000:-1500", mutation: s.mutation}
+	a := startBroker(t, "broker+driver", c, append(brokerArgs("run", flags, "--id-file", path, "--debug-clock-steps", "1200ms:-1500ms,3200ms:-1500ms"),
+		childArgs(c, o)...)...)
 	s.brokers = append(s.brokers, a)
-	// Timestamps spanning 2 s: 1 s before the step, and 1 s after (a
-	// mutant's below, the client as it is's above, once it waited 1.5 s).
-	a.waitLines(60*time.Second, "IDs spanning 2 s", spanMs(0, 2000))
+	// An ok line 5 s after the first line: the driver started before its
+	// first line, so both steps are past by then, and the 1.5 s a client
+	// as it is waits after each.
+	a.waitLines(60*time.Second, "an ok line 5 s after the first line", func(ls []Line) bool {
+		if len(ls) == 0 || ls[len(ls)-1].Kind != OK {
+			return false
+		}
+		return a.out.arrived(len(ls)-1).Sub(a.out.arrived(0)) > 5*time.Second
+	})
 	stopBroker(a)
 	st := a.stream(o, true)
 	if s.mutation == "" {

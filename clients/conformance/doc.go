@@ -68,7 +68,7 @@
 //     once, collected until the driver's last validUntilMs (5.5 s or more
 //     ahead: 8 s leases) has passed. Catches ignore-missing (duplicates
 //     with the successor).
-//   - TestClockStep: a `run` child whose host clock steps back 1.5 s
+//   - TestClockStep: a `run` child whose host clock steps back 1.5 s, twice
 //     (--clock-steps, mirroring the broker's --debug-clock-steps): no ID
 //     below its last, no ClockBehind. Catches allow-backwards (IDs not
 //     increasing, duplicates).
