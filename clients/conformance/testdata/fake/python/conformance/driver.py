@@ -178,6 +178,19 @@ class HttpGenerator:
         return {"nodeId": j["nodeId"], "version": j["version"], "validUntilMs": None}, [int(x) for x in j["ids"]]
 
 
+class Flag:
+    """A stop flag that a signal handler may set (no lock)."""
+
+    def __init__(self):
+        self.value = False
+
+    def set(self):
+        self.value = True
+
+    def is_set(self):
+        return self.value
+
+
 def usage(msg):
     sys.stderr.write("driver: %s\n" % msg)
     sys.exit(2)
@@ -228,7 +241,10 @@ def main(argv):
     else:
         gen = HttpGenerator(url)
 
-    stop = threading.Event()
+    # A signal handler must take no lock: Event.set in a handler that runs
+    # while the main thread is inside Event.wait can deadlock on the
+    # Event's own lock. The handler sets a flag; pauses are short sleeps.
+    stop = Flag()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if opts["duration"] is None:
         def watch_stdin():
@@ -251,8 +267,8 @@ def main(argv):
             out.write("err %s %s\n" % (e.kind, str(e).replace("\n", " ")))
             pause = opts["pause"] or 1
         out.flush()
-        if pause:
-            stop.wait(pause / 1000.0)
+        if pause and not stop.is_set():
+            time.sleep(pause / 1000.0)
     out.write("done %d %d\n" % (calls, errors))
     out.flush()
     return 0
