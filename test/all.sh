@@ -4,8 +4,10 @@
 #
 #  1. gofmt -l (fails on any unformatted file), go vet, staticcheck (pinned,
 #     cached next to the servers);
-#  2. the id-file readers of examples/idfile: python3 and node (installed
-#     with apt-get when missing), their unit tests;
+#  2. the ID clients not written in Go (clients/): python3, node and a JDK
+#     (installed with apt-get when missing), each client's own unit tests;
+#     clients/conformance (step 3) runs all three against real brokers; and
+#     the id-file readers of examples/idfile, their unit tests, while they exist;
 #  2a. puts promtool (from Debian's prometheus package, test/promtool.sh) and
 #     AWS CloudFormation Validate (npm, test/cfn-validate.sh) in the server
 #     cache, and systemd-analyze on the machine, for the operator kit's checks
@@ -81,18 +83,25 @@ fi
 "$bin/staticcheck" ./...
 "$bin/staticcheck" -tags faults ./test/faults/...
 
-step "id-file readers in Python and Node.js (examples/idfile)"
-# The readers an application not written in Go uses (docs/nodeid-broker.md,
-# "Sidecar use"): their own tests here; cmd/nodeid-broker's TestRunNonGoReaders
-# runs them as run's child, so python3 and node must be there for step 3 too.
-for tool in python3:python3 node:nodejs; do
+step "ID clients in Python, Node.js and Java (clients/)"
+# The clients an application not written in Go uses (clients/README.md): their
+# own unit tests here; clients/conformance runs each as a broker's child and
+# over scripted id files in step 3 (and cmd/nodeid-broker's
+# TestRunNonGoReaders the examples/idfile readers), so python3, node and
+# javac must be there for step 3 too.
+for tool in python3:python3 node:nodejs javac:default-jdk-headless; do
 	if ! command -v "${tool%%:*}" >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
 		echo "no ${tool%%:*}: installing ${tool#*:} (apt-get)" >&2
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool#*:}" >/dev/null
 	fi
 done
-(cd examples/idfile/python && python3 -B -m unittest -v)
-node --test examples/idfile/node/
+(cd clients/python && python3 -B -m unittest discover -s tests -v)
+node --test clients/node/test/
+bash clients/java/build.sh test
+if [[ -d examples/idfile ]]; then
+	(cd examples/idfile/python && python3 -B -m unittest -v)
+	node --test examples/idfile/node/
+fi
 
 step "operator kit tools"
 # promtool checks deploy/prometheus's alert rules, systemd-analyze the systemd
