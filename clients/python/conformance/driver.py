@@ -43,6 +43,31 @@ def stepped_clock(steps, start):
     return clock
 
 
+class Stop:
+    """The driver's stop flag, set by SIGTERM, SIGINT or the end of stdin.
+
+    Not a threading.Event: a signal handler runs in the main thread between
+    two of its bytecodes, and one that called Event.set while the main thread
+    was inside Event.wait, holding the Event's lock, would deadlock on it (a
+    driver that ignored SIGTERM until its broker killed it)."""
+
+    def __init__(self):
+        self.stopped = False
+
+    def set(self, *_):
+        """Sets the flag: a plain assignment, safe in a handler or a thread."""
+        self.stopped = True
+
+    def sleep(self, seconds):
+        """Sleeps up to seconds, in slices of 50 ms, unless the flag is set."""
+        end = time.monotonic() + seconds
+        while not self.stopped:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.05))
+
+
 def watch_stdin(stop):
     """Sets stop when stdin ends. It reads the file descriptor, not sys.stdin,
     whose buffer lock would abort the interpreter's exit (a daemon thread)."""
@@ -108,9 +133,9 @@ def main(argv=None):
                 claim, ids = gen._issue(n)
             return claim.node_id, claim.version, claim.valid_until_ms, ids
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = Stop()
+    signal.signal(signal.SIGTERM, stop.set)
+    signal.signal(signal.SIGINT, stop.set)
     if a.duration_ms is None:  # with a duration stdin is not watched (CONFORMANCE.md)
         threading.Thread(target=watch_stdin, args=(stop,), daemon=True).start()
     # The duration runs from the first call (the clock steps from the start):
@@ -119,7 +144,7 @@ def main(argv=None):
     calls = errors = 0
     out = sys.stdout
     try:
-        while not stop.is_set():
+        while not stop.stopped:
             calls += 1
             try:
                 node, version, until, ids = call(a.batch)
@@ -134,7 +159,7 @@ def main(argv=None):
                 break
             pause = a.pause_ms / 1000 if a.pause_ms else (0.001 if line[0] == "e" else 0)
             if pause:
-                stop.wait(pause if end is None else min(pause, end - time.monotonic()))
+                stop.sleep(pause if end is None else min(pause, end - time.monotonic()))
         out.write(f"done {calls} {errors}\n")
         out.flush()
     except BrokenPipeError:  # the reader is gone: nobody to tell
