@@ -4,10 +4,11 @@
 #
 #  1. gofmt -l (fails on any unformatted file), go vet, staticcheck (pinned,
 #     cached next to the servers);
-#  2. the ID clients not written in Go (clients/): python3, node and a JDK
-#     (installed with apt-get when missing), each client's own unit tests;
-#     clients/conformance (step 3) runs all three against real brokers; and
-#     the id-file readers of examples/idfile, their unit tests, while they exist;
+#  2. the ID clients not written in Go (clients/): python3 (with venv), node
+#     (with npm) and a JDK (installed with apt-get when missing), each
+#     client's own unit tests; clients/conformance (step 3) runs all three
+#     against real brokers, and the README's quick starts after a local
+#     install;
 #  2a. puts promtool (from Debian's prometheus package, test/promtool.sh) and
 #     AWS CloudFormation Validate (npm, test/cfn-validate.sh) in the server
 #     cache, and systemd-analyze on the machine, for the operator kit's checks
@@ -86,22 +87,22 @@ fi
 step "ID clients in Python, Node.js and Java (clients/)"
 # The clients an application not written in Go uses (clients/README.md): their
 # own unit tests here; clients/conformance runs each as a broker's child and
-# over scripted id files in step 3 (and cmd/nodeid-broker's
-# TestRunNonGoReaders the examples/idfile readers), so python3, node and
-# javac must be there for step 3 too.
-for tool in python3:python3 node:nodejs javac:default-jdk-headless; do
-	if ! command -v "${tool%%:*}" >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-		echo "no ${tool%%:*}: installing ${tool#*:} (apt-get)" >&2
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool#*:}" >/dev/null
+# over scripted id files in step 3, and installs the Python and Node.js ones
+# as the README says (a venv and pip, npm), so all of these must be there for
+# step 3 too.
+apt_install() {
+	if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+		echo "installing $1 (apt-get)" >&2
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
 	fi
+}
+for tool in python3:python3 node:nodejs npm:npm javac:default-jdk-headless; do
+	command -v "${tool%%:*}" >/dev/null || apt_install "${tool#*:}"
 done
+python3 -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
 (cd clients/python && python3 -B -m unittest discover -s tests -v)
 node --test clients/node/test/
 bash clients/java/build.sh test
-if [[ -d examples/idfile ]]; then
-	(cd examples/idfile/python && python3 -B -m unittest -v)
-	node --test examples/idfile/node/
-fi
 
 step "operator kit tools"
 # promtool checks deploy/prometheus's alert rules, systemd-analyze the systemd

@@ -12,7 +12,7 @@ import (
 
 // documents are the files whose flags and variables are checked.
 var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/design.md",
-	"deploy/README.md", "deploy/systemd/broker.env", "examples/idfile/README.md"}
+	"deploy/README.md", "deploy/systemd/broker.env", "clients/README.md"}
 
 // foreignFlags are flags the docs name that belong to other tools, with
 // whose.

@@ -33,7 +33,9 @@ type readmeBlock struct {
 var readmeBlocks = []readmeBlock{
 	{first: "go run ./cmd/demo-broker", run: runDemo},
 	{first: "nodeid-broker serve --bucket my-bucket", run: runServeAndIDs},
-	{first: "nodeid-broker run --bucket my-bucket", coveredBy: "cmd/nodeid-broker TestRunChildExitStatus, TestRunChildEnvironment, TestRunNonGoReaders"},
+	{first: "from nodeid_client import HttpGenerator", coveredBy: "clients/conformance TestREADMEQuickStart/python (pip install, then these lines, against a broker)"},
+	{first: "import { HttpGenerator } from 'nodeid-client';", coveredBy: "clients/conformance TestREADMEQuickStart/node (npm install, then these lines, against a broker)"},
+	{first: "nodeid-broker run --bucket my-bucket", coveredBy: "cmd/nodeid-broker TestRunChildExitStatus, TestRunChildEnvironment; clients/conformance (every client as run's child)"},
 	{first: "bash test/etcd/install.sh", coveredBy: "cmd/nodeid-broker TestServeEtcd (serve --store etcd --etcd-endpoints on the pinned etcd)"},
 	{first: "store, err := s3store.New(", imports: []string{"context", "errors", "log/slog", "net/http", "os",
 		"github.com/prometheus/client_golang/prometheus", "github.com/nodeid/nodeid/node", "github.com/nodeid/nodeid/nodeid",

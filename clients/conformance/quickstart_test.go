@@ -1,0 +1,160 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// The README's quick starts, as a new user runs them: the package installed
+// from its folder with the language's own installer and no package index,
+// the README's lines run as they stand (only the broker's address replaced),
+// and the IDs they got checked.
+var quickStarts = []struct {
+	lang, fence, first string
+	// install installs the client at dir into work and returns the
+	// command that runs a script file there.
+	install func(t *testing.T, dir, work string) (run func(script string) []string, ext string)
+	// show is appended to the README's lines: it prints ids as a JSON
+	// array of decimal strings.
+	show string
+}{
+	{lang: "python", fence: "python", first: "from nodeid_client import HttpGenerator", install: installPython,
+		show: "\nimport json\nprint(json.dumps([str(i) for i in ids]))\n"},
+	{lang: "node", fence: "js", first: "import { HttpGenerator } from 'nodeid-client';", install: installNode,
+		show: "\nconsole.log(JSON.stringify(ids.map(String)));\n"},
+}
+
+// TestREADMEQuickStart runs the README's Python and Node.js quick starts
+// against a broker: each gets 1000 strictly increasing IDs of the broker's
+// node ID, with the package installed locally and the README's three lines.
+func TestREADMEQuickStart(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range quickStarts {
+		t.Run(q.lang, func(t *testing.T) {
+			t.Parallel()
+			lines := readmeBlock(t, string(readme), q.fence, q.first)
+			parent, err := clientsDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			work := t.TempDir()
+			run, ext := q.install(t, filepath.Join(parent, q.lang), work)
+			b := startBroker(t, "broker", nil, brokerArgs("serve", bucket(t))...)
+			b.waitLog("serving IDs", 30*time.Second)
+			script := filepath.Join(work, "quickstart"+ext)
+			body := strings.ReplaceAll(lines, "http://127.0.0.1:8080", "http://"+b.addr) + q.show
+			if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := runIn(t, work, run(script)...)
+			var ids []string
+			if err := json.Unmarshal(out, &ids); err != nil {
+				t.Fatalf("the quick start printed %q: %v", out, err)
+			}
+			node := b.claims()[0].Node
+			checkQuickStartIDs(t, ids, node)
+		})
+	}
+}
+
+// readmeBlock returns the README's fenced block of the language fence that
+// begins with first.
+func readmeBlock(t *testing.T, readme, fence, first string) string {
+	t.Helper()
+	for _, m := range regexp.MustCompile("(?s)```"+fence+"\n(.*?)```").FindAllStringSubmatch(readme, -1) {
+		if strings.HasPrefix(m[1], first) {
+			return m[1]
+		}
+	}
+	t.Fatalf("README.md has no %s block beginning %q", fence, first)
+	return ""
+}
+
+// checkQuickStartIDs checks that ids are 1000 strictly increasing IDs of
+// node.
+func checkQuickStartIDs(t *testing.T, ids []string, node int) {
+	t.Helper()
+	if len(ids) != 1000 {
+		t.Fatalf("got %d IDs, want 1000", len(ids))
+	}
+	var last int64
+	for i, s := range ids {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("ID %d %q: %v", i, s, err)
+		}
+		if p, err := snowflake.Decode(snowflake.ID(id)); err != nil || int(p.NodeID) != node {
+			t.Fatalf("ID %d %d: node %d (%v), want the broker's %d", i, id, p.NodeID, err, node)
+		}
+		if i > 0 && id <= last {
+			t.Fatalf("ID %d %d is not above the one before, %d", i, id, last)
+		}
+		last = id
+	}
+}
+
+// installPython makes a virtual environment in work and installs the client
+// at dir into it with pip, with no package index (the package's build
+// backend is its own, of the standard library).
+func installPython(t *testing.T, dir, work string) (func(string) []string, string) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		unavailable(t, "python3 is not installed")
+	}
+	venv := filepath.Join(work, "venv")
+	if out, err := exec.Command(python, "-m", "venv", venv).CombinedOutput(); err != nil {
+		unavailable(t, "python3 -m venv: %v\n%s (Debian: apt-get install python3-venv)", err, out)
+	}
+	runIn(t, work, filepath.Join(venv, "bin", "pip"), "install", "--no-index", "--disable-pip-version-check", "--quiet", dir)
+	return func(script string) []string { return []string{filepath.Join(venv, "bin", "python"), "-B", script} }, ".py"
+}
+
+// installNode makes an npm project in work and installs the client at dir
+// into it, offline.
+func installNode(t *testing.T, dir, work string) (func(string) []string, string) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable(t, "node is not installed")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		unavailable(t, "npm is not installed (Debian: apt-get install npm)")
+	}
+	if err := os.WriteFile(filepath.Join(work, "package.json"), []byte(`{"name":"quickstart","private":true,"type":"module"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runIn(t, work, npm, "install", "--offline", "--no-audit", "--no-fund", "--silent", dir)
+	return func(script string) []string { return []string{node, script} }, ".mjs"
+}
+
+// runIn runs argv in dir and returns its standard output, failing the test
+// on an error.
+func runIn(t *testing.T, dir string, argv ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(), "npm_config_cache="+filepath.Join(dir, ".npm"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, stderr.String())
+	}
+	return out
+}
