@@ -177,13 +177,15 @@ func kill9(s *scene) {
 
 // TestSigtermRelease stops a sidecar broker (serve --id-file) with SIGTERM
 // while a driver uses its id file: the broker removes the file, waits
-// --id-file-grace (3 s, three of the driver's re-read periods), releases;
-// a successor takes the node ID at once and serves /ids, which the suite
-// collects until the driver's last validUntilMs has passed. The lease (8 s,
-// renewed every 500 ms) makes validUntilMs 6.5 s to 7 s ahead, 5.5 s at
-// least in the last reading of a driver that re-reads every second: one that
-// goes on while the file is missing (mutation ignore-missing) overlaps the
-// successor by 2 s: duplicates.
+// --id-file-grace, releases; a successor takes the node ID at once and
+// serves /ids, which the suite collects until the driver's last
+// validUntilMs has passed: no ID repeats, as the release keeps the
+// reservation at the highest validUntilMs the broker wrote. With a 6 s
+// horizon (the broker rewrites the file every 1.5 s) the driver's last
+// reading lets it issue 4.5 s past the removal at least: one that goes on
+// while the file is missing (mutation ignore-missing) stamps IDs more than
+// RemovalSlackMs (2.5 s) after it, which one that re-reads the file every
+// second never does.
 func TestSigtermRelease(t *testing.T) {
 	t.Parallel()
 	eachClient(t, func(t *testing.T, c *client) { sigtermRelease(newScene(t, c)) })
@@ -194,7 +196,7 @@ func sigtermRelease(s *scene) {
 	flags := bucket(t)
 	path := filepath.Join(t.TempDir(), "id.json")
 	a := startBroker(t, "broker-a", nil, append(brokerArgs("serve", flags, "--id-file", path),
-		"--lease-duration", "8s", "--renew-interval", "500ms")...)
+		"--lease-duration", "8s", "--renew-interval", "500ms", "--id-file-horizon", "6s", "--id-file-grace", "6s")...)
 	s.brokers = append(s.brokers, a)
 	a.waitLog("id file written", 30*time.Second)
 	o := driverOpts{idFile: path, pauseMs: 1} // the default re-read period, which the grace is sized for

@@ -140,7 +140,18 @@ type Claim struct {
 	Node    int
 	Version int64
 	FloorMs int64
+	// RemovedMs, when not 0, is when its broker removed the id file for
+	// good (Unix ms, the host's clock): an id-file process re-reads the
+	// file at least every second, so it issues nothing under the claim
+	// stamped later than RemovedMs + RemovalSlackMs.
+	RemovedMs int64
 }
+
+// RemovalSlackMs is how long after the id file's removal an id-file process
+// may still stamp IDs under its claim: the re-read period (1 s), and 1.5 s
+// for a process descheduled between its check and its clock reading on a
+// loaded machine.
+const RemovalSlackMs = 2500
 
 // Run is everything one scenario collected.
 type Run struct {
@@ -173,6 +184,10 @@ const (
 	// KindAfterVersionChanged: an ok line after err VersionChanged in one
 	// process.
 	KindAfterVersionChanged = "ok-after-version-changed"
+	// KindAfterRemoval: an id-file ID stamped more than RemovalSlackMs
+	// after its broker removed the id file (rules 2 and 5: the process
+	// re-reads the file every second and stops while it is missing).
+	KindAfterRemoval = "after-removal"
 	// KindBatch: an ok line without exactly --batch IDs (rule 7).
 	KindBatch = "batch-size"
 	// KindProtocol: a line that is not the protocol's, a line after done, a
@@ -183,7 +198,7 @@ const (
 
 // Kinds lists the kinds of violation.
 var Kinds = []string{KindDuplicate, KindNotIncreasing, KindPastValidUntil, KindNodeBits, KindBelowFloor,
-	KindUnknownClaim, KindClaimChanged, KindAfterVersionChanged, KindBatch, KindProtocol}
+	KindUnknownClaim, KindClaimChanged, KindAfterVersionChanged, KindAfterRemoval, KindBatch, KindProtocol}
 
 // Violation is one broken rule.
 type Violation struct {
@@ -337,6 +352,9 @@ func checkStream(p *reporter, s *Stream, knowClaims bool, claims map[[2]int64]Cl
 				}
 				if s.IDFile && l.ValidMs >= 0 && ts >= l.ValidMs {
 					p.add(KindPastValidUntil, s.Name, "line %d: ID %d is stamped %d, at or past validUntilMs %d (by %d ms)", i+1, id, ts, l.ValidMs, ts-l.ValidMs)
+				}
+				if known && s.IDFile && c.RemovedMs > 0 && ts > c.RemovedMs+RemovalSlackMs {
+					p.add(KindAfterRemoval, s.Name, "line %d: ID %d is stamped %d, %d ms after node %d version %d's id file was removed", i+1, id, ts, ts-c.RemovedMs, l.Node, l.Version)
 				}
 				if known && ts <= c.FloorMs {
 					p.add(KindBelowFloor, s.Name, "line %d: ID %d is stamped %d, at or below node %d version %d's floorMs %d (by %d ms)", i+1, id, ts, l.Node, l.Version, c.FloorMs, c.FloorMs-ts)

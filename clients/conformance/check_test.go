@@ -84,7 +84,8 @@ func TestCheckCleanRun(t *testing.T) {
 func TestCheckFindsEachViolation(t *testing.T) {
 	valid := fmt.Sprint(t0 + 1000)
 	ok := func(ms int64, seq int64) string { return okLine(3, 5, valid, id(ms, 3, seq)) }
-	claims := []Claim{{Node: 3, Version: 5, FloorMs: t0 - 1000}, {Node: 4, Version: 1, FloorMs: 0}}
+	claims := []Claim{{Node: 3, Version: 5, FloorMs: t0 - 1000}, {Node: 4, Version: 1, FloorMs: 0}, {Node: 5, Version: 1, RemovedMs: t0}}
+	late := func(ms int64) string { return okLine(5, 1, fmt.Sprint(t0+10000), id(ms, 5, 0)) }
 	for _, tc := range []struct {
 		name    string
 		kind    string
@@ -112,6 +113,8 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			[]*Stream{stream("a", true, 1, false, ok(t0, 0), okLine(4, 1, valid, id(t0+1, 4, 0)))}},
 		{"ok after VersionChanged", KindAfterVersionChanged,
 			[]*Stream{stream("a", true, 1, false, ok(t0, 0), "err VersionChanged x", ok(t0+1, 0))}},
+		{"an ID stamped past the removal's slack", KindAfterRemoval,
+			[]*Stream{stream("a", true, 1, false, late(t0+RemovalSlackMs), late(t0+RemovalSlackMs+1))}},
 		{"a batch of the wrong size", KindBatch,
 			[]*Stream{stream("a", true, 2, false, ok(t0, 0))}},
 		{"a line not of the protocol", KindProtocol,

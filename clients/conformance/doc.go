@@ -64,10 +64,11 @@
 //     driver stops for good (err VersionChanged); the successor's /ids are
 //     collected. Catches ignore-valid-until (IDs past validUntilMs).
 //   - TestSigtermRelease: a sidecar broker stopped with SIGTERM removes the
-//     file, waits its 3 s grace and releases; a successor serves /ids at
-//     once, collected until the driver's last validUntilMs (5.5 s or more
-//     ahead: 8 s leases) has passed. Catches ignore-missing (duplicates
-//     with the successor).
+//     file, waits its grace and releases; a successor serves /ids at once,
+//     collected until the driver's last validUntilMs (4.5 s or more past the
+//     removal: a 6 s horizon) has passed: no duplicates, as the release
+//     covers the file's highest validUntilMs. Catches ignore-missing (IDs
+//     stamped more than RemovalSlackMs after the removal).
 //   - TestClockStep: a `run` child whose host clock steps back 1.5 s, twice
 //     (--clock-steps, mirroring the broker's --debug-clock-steps): no ID
 //     below its last, no ClockBehind. Catches allow-backwards (IDs not

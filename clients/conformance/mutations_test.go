@@ -12,7 +12,8 @@ var mutations = []struct {
 	{"ignore-valid-until", KindPastValidUntil, kill9},
 	{"ignore-floor", KindDuplicate, handoverFloor},
 	{"ignore-version", KindDuplicate, scriptedSwap},
-	{"ignore-missing", KindDuplicate, sigtermRelease},
+	// No duplicate: the release covers the file's highest validUntilMs.
+	{"ignore-missing", KindAfterRemoval, sigtermRelease},
 	{"allow-backwards", KindNotIncreasing, clockStep},
 }
 

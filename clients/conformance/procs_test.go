@@ -375,18 +375,27 @@ func (b *broker) waitLog(msg string, timeout time.Duration) map[string]any {
 	return m
 }
 
-// claims returns the claims the broker served under ("serving IDs" lines).
+// claims returns the claims the broker served under ("serving IDs" lines),
+// each with when the broker removed its id file for good ("id file
+// removed", on the host's clock), if it did.
 func (b *broker) claims() []Claim {
 	var cs []Claim
 	for _, l := range b.Lines() {
 		var m struct {
-			Msg     string `json:"msg"`
-			NodeID  int    `json:"nodeId"`
-			Version int64  `json:"version"`
-			FloorMs int64  `json:"floorMs"`
+			Time    time.Time `json:"time"`
+			Msg     string    `json:"msg"`
+			NodeID  int       `json:"nodeId"`
+			Version int64     `json:"version"`
+			FloorMs int64     `json:"floorMs"`
 		}
-		if json.Unmarshal([]byte(l), &m) == nil && m.Msg == "serving IDs" {
+		if json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Msg == "serving IDs":
 			cs = append(cs, Claim{Node: m.NodeID, Version: m.Version, FloorMs: m.FloorMs})
+		case m.Msg == "id file removed" && len(cs) > 0:
+			cs[len(cs)-1].RemovedMs = m.Time.UnixMilli()
 		}
 	}
 	return cs
