@@ -267,6 +267,11 @@ func TestSystemdUnit(t *testing.T) {
 			t.Errorf("%s sets %s, which is not a flag of nodeid-broker serve", envFile, k)
 		}
 	}
+	// One ID source, the recommended one (/ids); the id file, the other, is
+	// a comment, and in the unit's RuntimeDirectory when it is uncommented.
+	if regexp.MustCompile(`(?m)^NODEID_ID_FILE=`).MatchString(mustRead(t, envFile)) {
+		t.Errorf("%s sets NODEID_ID_FILE beside /ids: one ID source (leave the id file a comment)", envFile)
+	}
 	if !strings.HasPrefix(env["NODEID_ID_FILE"], "/run/nodeid/") {
 		t.Errorf("NODEID_ID_FILE %q is not in the unit's RuntimeDirectory /run/nodeid", env["NODEID_ID_FILE"])
 	}
