@@ -104,14 +104,7 @@ func TestReleaseCoversIDFileReaderAfterHostStrobe(t *testing.T) {
 func TestRecoveryKeepsTheIDFileUp(t *testing.T) {
 	for i := range 12 {
 		clk := fakeclock.New(time.Now().Round(time.Second))
-		fs := storetest.NewFaultStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
-		var cut atomic.Bool
-		fs.SetInjector(func(op storetest.Op, key string) storetest.Fault {
-			if cut.Load() && (op == storetest.OpUpdate || op == storetest.OpGet) {
-				return storetest.Fault{Err: storetest.Unknown(op, key)}
-			}
-			return storetest.Fault{}
-		})
+		fs, cut := cuttableStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
 		path := filepath.Join(t.TempDir(), "id.json")
 		cfg := testConfig("a", 1)
 		cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, clk.Wall, path, 10*time.Millisecond
@@ -170,14 +163,7 @@ func TestRecoveryKeepsTheIDFileUp(t *testing.T) {
 func TestIDFileWrittenAfterARecovery(t *testing.T) {
 	clk := fakeclock.New(time.Now().Round(time.Second))
 	mem := storetest.NewMemStore(storetest.WithClock(clk.Now))
-	fs := storetest.NewFaultStore(mem)
-	var cut atomic.Bool
-	fs.SetInjector(func(op storetest.Op, key string) storetest.Fault {
-		if cut.Load() && (op == storetest.OpUpdate || op == storetest.OpGet) {
-			return storetest.Fault{Err: storetest.Unknown(op, key)}
-		}
-		return storetest.Fault{}
-	})
+	fs, cut := cuttableStore(mem)
 	// A predecessor released node 0 keeping its reservation (a Claim closed
 	// without SetIssuedFunc): the floor is 300 ms ahead when b takes it.
 	pc := nodeid.DefaultLocalConfig()

@@ -45,14 +45,7 @@ func stepUntil(t *testing.T, clk *fakeclock.Clock, limit time.Duration, what str
 // answers carry the recovery count (absent before: 0).
 func TestNodeJeopardyAndRecovery(t *testing.T) {
 	clk := fakeclock.New(time.Now().Round(time.Second))
-	fs := storetest.NewFaultStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
-	var cut atomic.Bool
-	fs.SetInjector(func(op storetest.Op, key string) storetest.Fault {
-		if cut.Load() && (op == storetest.OpUpdate || op == storetest.OpGet) {
-			return storetest.Fault{Err: storetest.Unknown(op, key)}
-		}
-		return storetest.Fault{}
-	})
+	fs, cut := cuttableStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
 	path := filepath.Join(t.TempDir(), "id.json")
 	cfg := testConfig("a", 1)
 	cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, clk.Wall, path, 10*time.Millisecond
@@ -144,4 +137,18 @@ func TestNodeJeopardyEndsLostAfterTheGrace(t *testing.T) {
 	if !errors.Is(n.Err(), nodeid.ErrLeaseLost) || !strings.Contains(n.Err().Error(), "loss grace") {
 		t.Fatalf("Err = %v, want a loss at the end of the loss grace", n.Err())
 	}
+}
+
+// cuttableStore wraps mem in a store that answers every Update and Get with
+// an unknown outcome while cut is set: a store that stops answering, and
+// answers again once cut is cleared.
+func cuttableStore(mem *storetest.MemStore) (fs *storetest.FaultStore, cut *atomic.Bool) {
+	fs, cut = storetest.NewFaultStore(mem), new(atomic.Bool)
+	fs.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+		if cut.Load() && (op == storetest.OpUpdate || op == storetest.OpGet) {
+			return storetest.Fault{Err: storetest.Unknown(op, key)}
+		}
+		return storetest.Fault{}
+	})
+	return fs, cut
 }
