@@ -21,6 +21,8 @@ var foreignFlags = map[string]string{
 	"capabilities": "aws cloudformation deploy", "parameter-overrides": "aws cloudformation deploy",
 	"stack-name": "aws cloudformation deploy", "template-file": "aws cloudformation deploy", "now": "systemctl",
 	"test": "node", "etcd": "the --etcd-* family", "lifecycle-configuration": "aws s3api put-bucket-lifecycle-configuration",
+	"lease-durations": "nodeid-bench", "runs": "nodeid-bench", "latency": "nodeid-bench", "seed": "nodeid-bench",
+	"tasks": "nodeid-bench", "ids": "nodeid-bench", "orders": "nodeid-bench",
 }
 
 // otherVars are NODEID_ variables the docs name that are no flag: the
