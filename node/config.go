@@ -51,7 +51,7 @@ type Config struct {
 	// waits for none of it when IDFileGrace is at least IDFileHorizon. It
 	// also bounds how long the application issues after the node crashed
 	// or froze. At least 2 s, so that 3/4 of it exceeds the application's
-	// re-read period (1 s) with slack. Default 3 s.
+	// re-read period (1 s) with slack. Default (and zero): 3 s.
 	IDFileHorizon time.Duration
 
 	// IDFileGrace is, on Close, the time between removing the id file and
@@ -186,6 +186,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	check(c.IDFileGrace >= 0, "IDFileGrace", "%v is negative", c.IDFileGrace)
+	if c.IDFileHorizon == 0 {
+		c.IDFileHorizon = DefaultConfig().IDFileHorizon
+	}
 	check(c.IDFile == "" || c.IDFileHorizon >= MinIDFileHorizon, "IDFileHorizon", "%v is below %v: the application re-reads the file every second", c.IDFileHorizon, MinIDFileHorizon)
 	check(c.ShutdownTimeout >= 0, "ShutdownTimeout", "%v is negative", c.ShutdownTimeout)
 	check(c.ReadyTimeout >= 0, "ReadyTimeout", "%v is negative", c.ReadyTimeout)

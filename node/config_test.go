@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +26,25 @@ func TestConfigShutdownTimeout(t *testing.T) {
 	fe := nodeid.FieldErrors(c.Validate())
 	if len(fe) != 1 || fe[0].Field != "Node.ShutdownTimeout" {
 		t.Errorf("negative ShutdownTimeout: %v, want one error on Node.ShutdownTimeout", fe)
+	}
+}
+
+// TestConfigIDFileHorizon: zero is the default (3 s), and with an id file a
+// horizon below MinIDFileHorizon is refused, naming the field.
+func TestConfigIDFileHorizon(t *testing.T) {
+	c := testConfig("a", 1)
+	c.IDFile, c.IDFileHorizon = filepath.Join(t.TempDir(), "id.json"), 0
+	if err := c.Validate(); err != nil || c.IDFileHorizon != 3*time.Second {
+		t.Errorf("zero IDFileHorizon: %v, filled in as %v; want the default 3s", err, c.IDFileHorizon)
+	}
+	c.IDFileHorizon = MinIDFileHorizon - time.Millisecond
+	fe := nodeid.FieldErrors(c.Validate())
+	if len(fe) != 1 || fe[0].Field != "Node.IDFileHorizon" {
+		t.Errorf("IDFileHorizon below the least: %v, want one error on Node.IDFileHorizon", fe)
+	}
+	c.IDFile = "" // no id file: the horizon is not used
+	if err := c.Validate(); err != nil {
+		t.Errorf("no id file, a short horizon: %v", err)
 	}
 }
 
