@@ -36,7 +36,6 @@ var readmeBlocks = []readmeBlock{
 	{first: "from nodeid_client import HttpGenerator", coveredBy: "clients/conformance TestREADMEQuickStart/python (pip install, then these lines, against a broker)"},
 	{first: "import { HttpGenerator } from 'nodeid-client';", coveredBy: "clients/conformance TestREADMEQuickStart/node (npm install, then these lines, against a broker)"},
 	{first: "nodeid-broker run --bucket my-bucket", coveredBy: "cmd/nodeid-broker TestRunChildExitStatus, TestRunChildEnvironment; clients/conformance (every client as run's child)"},
-	{first: "bash test/etcd/install.sh", coveredBy: "cmd/nodeid-broker TestServeEtcd (serve --store etcd --etcd-endpoints on the pinned etcd)"},
 	{first: "store, err := s3store.New(", imports: []string{"context", "errors", "log/slog", "net/http", "os",
 		"github.com/prometheus/client_golang/prometheus", "github.com/nodeid/nodeid/node", "github.com/nodeid/nodeid/nodeid",
 		"github.com/nodeid/nodeid/s3store"},
@@ -54,8 +53,7 @@ var readmeBlocks = []readmeBlock{
 			return "type job struct{}\n\nfunc elect(ctx context.Context, store lease.Store, cfg nodeid.Config, jobs chan job, db interface{ Apply(job, int64) }) error {\n" +
 				body + "}\n"
 		}},
-	{first: "NODEID_TEST_S3_BUCKET=my-scratch-bucket", notRunnable: "it needs an AWS account; the same suite runs on gofakes3, MinIO and versitygw in test/minio (TestConformanceS3, TestServerFacts)"},
-	{first: "bench/run.sh", notRunnable: "a 3.5-minute benchmark on an idle machine; bench/README.md records its figures and the command"},
+	{first: "bash test/etcd/install.sh", coveredBy: "cmd/nodeid-broker TestServeEtcd (serve --store etcd --etcd-endpoints on the pinned etcd)"},
 }
 
 // TestREADMEBlocks checks every runnable claim of the README: each fenced
