@@ -8,8 +8,8 @@ import (
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/internal/etcdtest"
-	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"

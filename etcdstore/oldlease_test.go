@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )

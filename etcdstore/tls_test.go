@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 )
 

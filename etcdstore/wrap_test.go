@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/election"
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 )

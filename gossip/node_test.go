@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/logbuf"
+	"github.com/nodeid/nodeid/internal/testkit/logbuf"
 )
 
 func TestThreeNodesSeeEachOthersIDs(t *testing.T) {

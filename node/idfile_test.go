@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"

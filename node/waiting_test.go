@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/fakeclock"
-	"github.com/nodeid/nodeid/internal/logbuf"
+	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
+	"github.com/nodeid/nodeid/internal/testkit/logbuf"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )

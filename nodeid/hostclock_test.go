@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/fakeclock"
+	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 )
 
 // TestHostClockHighCoversReadingsBeforeAStepBack: High is at least every

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/logbuf"
+	"github.com/nodeid/nodeid/internal/testkit/logbuf"
 	"github.com/nodeid/nodeid/s3store"
 )
 

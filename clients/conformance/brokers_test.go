@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/tcpgate"
+	"github.com/nodeid/nodeid/internal/testkit/tcpgate"
 )
 
 // The brokers' settings: short leases (the broker accepts down to 1 s; 3 s

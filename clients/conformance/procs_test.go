@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/brokerproc"
+	"github.com/nodeid/nodeid/internal/testkit/brokerproc"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )

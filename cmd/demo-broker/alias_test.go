@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/brokerproc"
+	"github.com/nodeid/nodeid/internal/testkit/brokerproc"
 )
 
 // demoBin builds the demo-broker binary into a temporary directory.

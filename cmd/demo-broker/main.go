@@ -2,7 +2,7 @@
 // several brokers on an embedded S3, a live lease table, a kill, a graceful
 // stop and a skewed clock, and every ID checked unique. "serve", "run" and
 // "healthcheck" are nodeid-broker's commands (the same code, package
-// internal/broker), kept here as aliases. See the README.
+// cmd/internal/broker), kept here as aliases. See the README.
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nodeid/nodeid/internal/broker"
+	"github.com/nodeid/nodeid/cmd/internal/broker"
 )
 
 func main() {

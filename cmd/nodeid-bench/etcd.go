@@ -13,7 +13,7 @@ import (
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/internal/ctxtime"
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 )
 

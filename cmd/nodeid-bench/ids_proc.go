@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/brokerproc"
+	"github.com/nodeid/nodeid/internal/testkit/brokerproc"
 )
 
 // freeAddr returns a loopback address with a port free a moment ago.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 )
 
 // The herd scenario in-process, small: every variant hands out distinct IDs,

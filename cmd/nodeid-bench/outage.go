@@ -26,7 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 	"github.com/nodeid/nodeid/test/faults"
 )
 

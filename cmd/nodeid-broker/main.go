@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nodeid/nodeid/internal/broker"
+	"github.com/nodeid/nodeid/cmd/internal/broker"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/condstrip"
+	"github.com/nodeid/nodeid/internal/testkit/condstrip"
 )
 
 // TestServeProbeRefusesBrokenStore points serve at a proxy in front of

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install.sh: build the pinned etcd server (test/etcd/server, its version in
 # that module's go.mod) into the server cache, unless it is there already.
-# The tests start it themselves on 127.0.0.1 (internal/etcdtest) from
+# The tests start it themselves on 127.0.0.1 (internal/testkit/etcdtest) from
 # NODEID_ETCD_BIN, default <cache>/bin/etcd. A cold build takes about 2
 # minutes on 2 cores (module downloads included).
 #

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 )
 
 // Flags of the scenarios (go test -tags faults ./test/faults -seed 7 -duration 10m).
@@ -107,7 +107,7 @@ func needBinaries(t *testing.T) *suite {
 }
 
 // needEtcd builds the binaries and starts the suite's etcd server once
-// (internal/etcdtest: the pinned server of test/etcd/install.sh). Without the
+// (internal/testkit/etcdtest: the pinned server of test/etcd/install.sh). Without the
 // etcd binary the scenarios skip, or fail with CI=true.
 func needEtcd(t *testing.T) *suite {
 	t.Helper()

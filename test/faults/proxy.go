@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/s3wire"
-	"github.com/nodeid/nodeid/internal/tcpgate"
+	"github.com/nodeid/nodeid/internal/testkit/s3wire"
+	"github.com/nodeid/nodeid/internal/testkit/tcpgate"
 )
 
 // Op is the kind of an S3 request, as the proxy counts them: s3wire's

@@ -27,8 +27,8 @@ import (
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/internal/brokerproc"
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/brokerproc"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/node"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
 )
 
 // The kinds of TestFaultsEtcd3, faults of the etcd cluster rather than of a

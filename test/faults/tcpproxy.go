@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/tcpgate"
+	"github.com/nodeid/nodeid/internal/testkit/tcpgate"
 )
 
 // TCPProxy stands between one broker and etcd (gRPC over HTTP/2, which the

@@ -35,7 +35,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/ctxtime"
-	"github.com/nodeid/nodeid/internal/s3wire"
+	"github.com/nodeid/nodeid/internal/testkit/s3wire"
 )
 
 // LabelHeader carries the client label of a request; the proxy strips it.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/etcdflag"
+	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 )
 

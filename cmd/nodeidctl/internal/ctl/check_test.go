@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/condstrip"
+	"github.com/nodeid/nodeid/internal/testkit/condstrip"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/s3store"

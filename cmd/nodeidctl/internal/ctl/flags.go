@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/envflag"
-	"github.com/nodeid/nodeid/internal/etcdflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/nodeid/nodeid/internal/envflag"
-	"github.com/nodeid/nodeid/internal/etcdflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/s3store"

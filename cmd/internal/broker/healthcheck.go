@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
 )
 
 // Exit codes of healthcheck. Docker reserves 2 in HEALTHCHECK

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 )

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/internal/envflag"
 )
 
 // Stores that --store names.

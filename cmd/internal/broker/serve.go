@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"

@@ -3,9 +3,9 @@ package broker
 import (
 	"strings"
 
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/etcdstore"
-	"github.com/nodeid/nodeid/internal/envflag"
-	"github.com/nodeid/nodeid/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 )
 

@@ -11,7 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 
-	"github.com/nodeid/nodeid/internal/s3wire"
+	"github.com/nodeid/nodeid/internal/testkit/s3wire"
 )
 
 // Proxy is a running proxy.

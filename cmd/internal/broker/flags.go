@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/gossip"
-	"github.com/nodeid/nodeid/internal/envflag"
-	"github.com/nodeid/nodeid/internal/etcdflag"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"

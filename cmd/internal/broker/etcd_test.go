@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/envflag"
-	"github.com/nodeid/nodeid/internal/etcdflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 )
 
 func TestParseServeFlagsEtcd(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/tcpgate"
+	"github.com/nodeid/nodeid/internal/testkit/tcpgate"
 )
 
 // echo starts a server that writes back what it reads, and returns its

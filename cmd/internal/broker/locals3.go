@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 

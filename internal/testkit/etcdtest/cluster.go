@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/tcpgate"
+	"github.com/nodeid/nodeid/internal/testkit/tcpgate"
 )
 
 // Cluster is a cluster of etcd members on 127.0.0.1, each on its own free

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/node"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/brokerproc"
+	"github.com/nodeid/nodeid/internal/testkit/brokerproc"
 )
 
 // readmeBlock is a fenced block of the README and how its claim is checked:

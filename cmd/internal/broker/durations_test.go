@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/envflag"
 )
 
 // durationFlag matches a duration flag in the help: "  -lease-duration duration".
