@@ -3,7 +3,6 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"maps"
 	"os"
 	"os/exec"
@@ -14,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/nodeid/nodeid/lease/storetest"
-	"github.com/nodeid/nodeid/node"
+	"github.com/nodeid/nodeid/internal/testkit/nodemetrics"
 )
 
 // The operator kit (issue 14): alert rules, their unit tests, a Grafana
@@ -87,38 +83,6 @@ func TestAlertRules(t *testing.T) {
 	}
 }
 
-// brokerMetrics returns the names of the metrics a node serves once it holds
-// a node ID, without the _bucket/_sum/_count of histograms.
-func brokerMetrics(t *testing.T) map[string]bool {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	cfg := node.DefaultLocalConfig()
-	cfg.Provider.TaskID, cfg.Provider.ClusterSize = "kit", 1
-	cfg.Metrics = reg
-	n, err := node.New(storetest.NewMemStore(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(ctx)
-	if _, err := n.Next(); err != nil { // the ID counters appear once used
-		t.Fatal(err)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, f := range families {
-		names[f.GetName()] = true
-	}
-	return names
-}
-
 // metricRefs returns the nodeid_ metric names an expression text refers to,
 // histogram series mapped to their histogram.
 func metricRefs(text string) []string {
@@ -159,7 +123,7 @@ type grafanaDashboard struct {
 // dashboard name is one the broker really serves, so that renaming a metric
 // fails here and not in an operator's silent dashboard.
 func TestKitMetricNames(t *testing.T) {
-	served := brokerMetrics(t)
+	served := nodemetrics.Served(t)
 	var d grafanaDashboard
 	decodeFile(t, dashboard, &d)
 	var exprs strings.Builder
