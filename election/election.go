@@ -40,7 +40,7 @@ type Elections struct {
 
 // New returns Elections over store (the node-ID store, under its prefix). cfg
 // supplies the task identity, the lease timings, the clock and the logger; its
-// ClusterSize, AcquireTimeout and Peers are ignored.
+// ClusterSize, FirstNodeID, AcquireTimeout and Peers are ignored.
 func New(store lease.Store, cfg nodeid.Config) (*Elections, error) {
 	if store == nil {
 		return nil, errors.New("election: nil store")
@@ -56,7 +56,7 @@ func New(store lease.Store, cfg nodeid.Config) (*Elections, error) {
 // waiting until elected, no gossip, and no Snowflake reservation (a leader
 // issues no IDs, so a successor waits for no floor).
 func scoped(cfg nodeid.Config) nodeid.Config {
-	cfg.ClusterSize, cfg.AcquireTimeout, cfg.Peers, cfg.Observer = 1, forever, nil, nil
+	cfg.ClusterSize, cfg.FirstNodeID, cfg.AcquireTimeout, cfg.Peers, cfg.Observer = 1, 0, forever, nil, nil
 	cfg.IssuesNoIDs = true
 	cfg.Order = nodeid.OrderLowestFirst
 	return cfg

@@ -15,8 +15,12 @@ const ManifestSchema = 1
 // first task, read by every task at start. Two Snowflake layouts or epochs in one
 // ID space would collide, so a task whose own differ refuses to run.
 type Manifest struct {
-	// ClusterSize is the number of node IDs, 0..ClusterSize-1.
+	// ClusterSize is the number of node IDs, FirstNodeID..FirstNodeID+ClusterSize-1.
 	ClusterSize int
+	// FirstNodeID is the lowest node ID of the cluster (0 unless set): clusters
+	// whose Snowflake IDs must never collide (one per region or bucket) own
+	// disjoint ranges. Immutable: a resize keeps it.
+	FirstNodeID int
 	// Layout is the Snowflake layout and epoch of the ID space. On the wire its
 	// fields are flat keys of the manifest (timestampBits, nodeBits,
 	// sequenceBits, epochMs). Validate is stricter than Layout.Validate: every
@@ -24,7 +28,7 @@ type Manifest struct {
 	Layout snowflake.Layout
 	// CreatedAt is the creator's wall clock, for humans only.
 	CreatedAt time.Time
-	// Filled is set once every lease object below ClusterSize has been created.
+	// Filled is set once every lease object of the range has been created.
 	// Before, a missing object was never created and is free: a task may take it
 	// by creating it held (If-None-Match: *), which is what lets a whole fleet
 	// start at once without creating every object N times. After, a missing
@@ -41,6 +45,7 @@ type Manifest struct {
 type manifestWire struct {
 	Schema        *int      `json:"schema"`
 	ClusterSize   int       `json:"clusterSize"`
+	FirstNodeID   int       `json:"firstNodeId,omitempty"`
 	TimestampBits int       `json:"timestampBits"`
 	NodeBits      int       `json:"nodeBits"`
 	SequenceBits  int       `json:"sequenceBits"`
@@ -63,7 +68,7 @@ func DecodeManifest(data []byte) (Manifest, error) {
 		return Manifest{}, corruptf("unknown manifest schema %d (want %d)", *w.Schema, ManifestSchema)
 	}
 	m := Manifest{
-		ClusterSize: w.ClusterSize,
+		ClusterSize: w.ClusterSize, FirstNodeID: w.FirstNodeID,
 		Layout: snowflake.Layout{
 			TimestampBits: w.TimestampBits, NodeBits: w.NodeBits, SequenceBits: w.SequenceBits, EpochMs: w.EpochMs,
 		},
@@ -85,6 +90,8 @@ func (m *Manifest) Validate() error {
 		return corruptf("manifest layout %d+%d+%d bits does not sum to 63", l.TimestampBits, l.NodeBits, l.SequenceBits)
 	case m.ClusterSize < 1 || m.ClusterSize > 1<<l.NodeBits:
 		return corruptf("manifest clusterSize %d out of range 1..%d", m.ClusterSize, 1<<l.NodeBits)
+	case m.FirstNodeID < 0 || m.FirstNodeID > 1<<l.NodeBits-m.ClusterSize:
+		return corruptf("manifest node IDs %s leave 0..%d (2^nodeBits)", m.RangeString(), 1<<l.NodeBits-1)
 	case l.EpochMs < 0 || l.EpochMs > maxUnixMillis:
 		return corruptf("manifest epochMs %d out of range", l.EpochMs)
 	case !validWriteID(m.WriteID):
@@ -102,10 +109,18 @@ func (m *Manifest) Encode() ([]byte, error) {
 	}
 	schema, l := ManifestSchema, m.Layout
 	return json.Marshal(manifestWire{
-		Schema: &schema, ClusterSize: m.ClusterSize, TimestampBits: l.TimestampBits,
+		Schema: &schema, ClusterSize: m.ClusterSize, FirstNodeID: m.FirstNodeID, TimestampBits: l.TimestampBits,
 		NodeBits: l.NodeBits, SequenceBits: l.SequenceBits, EpochMs: l.EpochMs,
 		CreatedAt: m.CreatedAt.UTC(), Filled: m.Filled, WriteID: m.WriteID,
 	})
+}
+
+// Owns reports whether node ID id is in the cluster's range.
+func (m *Manifest) Owns(id int) bool { return id >= m.FirstNodeID && id-m.FirstNodeID < m.ClusterSize }
+
+// RangeString formats the cluster's node IDs, "0..1023".
+func (m *Manifest) RangeString() string {
+	return fmt.Sprintf("%d..%d", m.FirstNodeID, m.FirstNodeID+m.ClusterSize-1)
 }
 
 // SameLayout reports whether m and o describe one ID space: the same three widths

@@ -48,6 +48,29 @@ func TestManifestWireFormat(t *testing.T) {
 	}
 }
 
+// A range of its own is a key on the wire, left out when it starts at 0 so
+// that the manifests of clusters without one stay as they were.
+func TestManifestRange(t *testing.T) {
+	m := validManifest()
+	m.ClusterSize, m.FirstNodeID = 512, 512
+	body, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"clusterSize":512,"firstNodeId":512,`) {
+		t.Fatalf("Encode = %s, want firstNodeId after clusterSize", body)
+	}
+	got, err := lease.DecodeManifest(body)
+	if err != nil || got.FirstNodeID != 512 || got.RangeString() != "512..1023" {
+		t.Fatalf("DecodeManifest(%s) = %+v, %v", body, got, err)
+	}
+	for id, owns := range map[int]bool{511: false, 512: true, 1023: true, 1024: false} {
+		if got.Owns(id) != owns {
+			t.Errorf("Owns(%d) = %v, want %v", id, !owns, owns)
+		}
+	}
+}
+
 func TestManifestInvalid(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -60,6 +83,8 @@ func TestManifestInvalid(t *testing.T) {
 		{"empty", func(m *lease.Manifest) { m.ClusterSize = 0 }, "clusterSize 0"},
 		{"epoch", func(m *lease.Manifest) { m.Layout.EpochMs = -1 }, "epochMs"},
 		{"writeId", func(m *lease.Manifest) { m.WriteID = "x" }, "writeId"},
+		{"first negative", func(m *lease.Manifest) { m.ClusterSize, m.FirstNodeID = 4, -1 }, "node IDs -1..2 leave 0..1023"},
+		{"range past the node bits", func(m *lease.Manifest) { m.ClusterSize, m.FirstNodeID = 512, 513 }, "node IDs 513..1024 leave 0..1023"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

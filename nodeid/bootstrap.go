@@ -32,16 +32,30 @@ type clusterView struct {
 	created      bool  // this task created the manifest
 	createdIDs   []int // lease objects this task created free
 	deletedIDs   []int // lease objects found deleted (left missing: see noteDeleted)
-	size         int
+	first, size  int // the node IDs first..first+size-1
 	listing      lease.Listing
-	objects      map[int]lease.ObjectInfo // lease objects by ID, < size
+	objects      map[int]lease.ObjectInfo // lease objects by ID, in the range
+}
+
+// ids returns the cluster's node IDs in this task's visit order.
+func (v *clusterView) ids(p *Provider) []int {
+	ids := p.visitOrder(v.size)
+	for i := range ids {
+		ids[i] += v.first
+	}
+	return ids
+}
+
+// newClusterView returns the view of a manifest.
+func newClusterView(m lease.Manifest, meta lease.Meta) *clusterView {
+	return &clusterView{manifest: m, manifestMeta: meta, first: m.FirstNodeID, size: m.ClusterSize}
 }
 
 // index records the lease objects of a listing.
 func (v *clusterView) index(l lease.Listing) {
 	v.listing, v.objects = l, map[int]lease.ObjectInfo{}
 	for _, o := range l.Objects {
-		if id, ok := lease.ParseRecordKey(o.Key); ok && id < v.size {
+		if id, ok := lease.ParseRecordKey(o.Key); ok && id >= v.first && id-v.first < v.size {
 			v.objects[id] = o
 		}
 	}
@@ -93,7 +107,7 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 // manifestFor returns the manifest this task would create.
 func (p *Provider) manifestFor() lease.Manifest {
 	return lease.Manifest{
-		ClusterSize: p.cfg.ClusterSize, Layout: p.cfg.Layout, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
+		ClusterSize: p.cfg.ClusterSize, FirstNodeID: p.cfg.FirstNodeID, Layout: p.cfg.Layout, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
 	}
 }
 
@@ -127,7 +141,9 @@ func (p *Provider) cachedView(listed *lease.ObjectInfo, date time.Time) *cluster
 	meta := lease.Meta{ETag: c.etag, LastModified: listed.LastModified, Date: date, Liveness: listed.Liveness}
 	aged := meta
 	aged.LastModified = aged.LastModified.Truncate(time.Second) // listings may carry ms
-	return &clusterView{manifest: c.manifest, manifestMeta: meta, manifestAge: p.manifestAge(aged), size: c.manifest.ClusterSize}
+	v := newClusterView(c.manifest, meta)
+	v.manifestAge = p.manifestAge(aged)
+	return v
 }
 
 // readOrCreateManifest reads the manifest, or creates it when the listing
@@ -151,9 +167,11 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 		meta, err = lease.CreateLive(ctx, p.store, lease.ManifestKey, body, p.cfg.BootstrapWindow)
 		switch {
 		case err == nil:
-			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "layout", mine.LayoutString())
+			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "nodeIds", mine.RangeString(), "layout", mine.LayoutString())
 			p.remember(mine, meta.ETag)
-			return &clusterView{manifest: mine, manifestMeta: meta, created: true, size: mine.ClusterSize}, nil
+			v := newClusterView(mine, meta)
+			v.created = true
+			return v, nil
 		case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrUnknownOutcome):
 			// Someone else created it, or maybe we did: read it back either way.
 			body, meta, err = p.store.Get(ctx, lease.ManifestKey)
@@ -171,13 +189,19 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 		return nil, fmt.Errorf("%w: the manifest has %s, this task is configured with %s",
 			ErrManifestMismatch, m.LayoutString(), mine.LayoutString())
 	}
+	if m.FirstNodeID != mine.FirstNodeID {
+		return nil, fmt.Errorf("%w: the manifest's cluster owns node IDs %s, this task is configured with FirstNodeID %d",
+			ErrManifestMismatch, m.RangeString(), mine.FirstNodeID)
+	}
 	if m.ClusterSize != p.cfg.ClusterSize {
 		p.log.Warn("cluster size differs from the manifest's; the manifest's wins",
 			"configured", p.cfg.ClusterSize, "manifest", m.ClusterSize)
 	}
 	p.observeDate(meta.Date, p.clock.Now())
 	p.remember(m, meta.ETag)
-	return &clusterView{manifest: m, manifestMeta: meta, manifestAge: p.manifestAge(meta), size: m.ClusterSize}, nil
+	v := newClusterView(m, meta)
+	v.manifestAge = p.manifestAge(meta)
+	return v, nil
 }
 
 // manifestAge returns how old the manifest read with meta is on the store's
@@ -218,7 +242,7 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 	if err != nil {
 		return
 	}
-	check := &clusterView{size: v.size}
+	check := &clusterView{first: v.first, size: v.size}
 	check.index(l)
 	if len(check.objects)+len(v.deletedIDs) < v.size { // deleted ones stay missing
 		return
@@ -256,7 +280,7 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, yield bool) error {
 	known := p.knownNodes()
 	var missing []int
-	for _, id := range p.visitOrder(v.size) {
+	for _, id := range v.ids(p) {
 		if _, ok := v.objects[id]; ok {
 			continue
 		}

@@ -101,7 +101,7 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 	previous := w.listed
 	w.listed = maps.Clone(v.objects)
 	var order []int
-	for _, id := range p.visitOrder(v.size) {
+	for _, id := range v.ids(p) {
 		if !tried[id] {
 			order = append(order, id)
 		}

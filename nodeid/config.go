@@ -58,10 +58,19 @@ type Config struct {
 	// issue under. Default false.
 	IssuesNoIDs bool
 
-	// ClusterSize is the number of node IDs, 0..ClusterSize-1, 1..2^NodeBits.
-	// It is written into the cluster manifest by the first task; afterwards the
-	// manifest's value wins (a difference is logged). Default 1024.
+	// ClusterSize is the number of node IDs, 1..2^NodeBits: the cluster owns
+	// FirstNodeID..FirstNodeID+ClusterSize-1. It is written into the cluster
+	// manifest by the first task; afterwards the manifest's value wins (a
+	// difference is logged). Default 1024.
 	ClusterSize int
+
+	// FirstNodeID is the lowest node ID of the cluster, 0..2^NodeBits-ClusterSize.
+	// Clusters whose Snowflake IDs must never collide, one per region or per
+	// bucket, each own a range of node IDs that no other overlaps (say 0..511
+	// and 512..1023). It is written into the cluster manifest by the first task
+	// and never changes; a task configured with another is refused
+	// (ErrManifestMismatch). Default 0.
+	FirstNodeID int
 
 	// Layout is the Snowflake layout and epoch; it must equal the manifest's.
 	// Default DefaultLayout.
@@ -259,6 +268,8 @@ func (c *Config) Validate() error {
 	check(l.EpochMs >= 0, "Layout", "EpochMs %d is negative", l.EpochMs)
 	if l.NodeBits > 0 && l.NodeBits <= 22 {
 		check(c.ClusterSize >= 1 && c.ClusterSize <= 1<<l.NodeBits, "ClusterSize", "%d outside 1..%d (2^NodeBits)", c.ClusterSize, 1<<l.NodeBits)
+		check(c.FirstNodeID >= 0 && c.FirstNodeID <= 1<<l.NodeBits-c.ClusterSize, "FirstNodeID",
+			"%d with ClusterSize %d leaves 0..%d (2^NodeBits)", c.FirstNodeID, c.ClusterSize, 1<<l.NodeBits-1)
 	}
 	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID", "must be 1..1024 bytes")
 	check(len(c.Value) <= lease.MaxValueLen, "Value", "%d bytes, more than %d", len(c.Value), lease.MaxValueLen)

@@ -22,6 +22,9 @@ func TestConfigValidation(t *testing.T) {
 		{"lease above max", func(c *Config) { c.MaxLeaseDuration = 10 * time.Second }, "MaxLeaseDuration"},
 		{"cluster too big", func(c *Config) { c.ClusterSize = 1025 }, "ClusterSize: 1025"},
 		{"cluster empty", func(c *Config) { c.ClusterSize = 0 }, "ClusterSize: 0"},
+		{"range at the top", func(c *Config) { c.ClusterSize, c.FirstNodeID = 512, 512 }, ""},
+		{"range past the node bits", func(c *Config) { c.ClusterSize, c.FirstNodeID = 512, 513 }, "FirstNodeID: 513 with ClusterSize 512 leaves 0..1023"},
+		{"range negative", func(c *Config) { c.FirstNodeID = -1 }, "FirstNodeID: -1"},
 		{"cluster fits wider layout", func(c *Config) {
 			c.ClusterSize, c.Layout.NodeBits, c.Layout.SequenceBits = 4096, 12, 10
 		}, ""},

@@ -1,4 +1,5 @@
-// Package nodeid leases small integer node IDs (0..ClusterSize-1) to stateless
+// Package nodeid leases small integer node IDs (0..ClusterSize-1, or a range
+// of the cluster's own: Config.FirstNodeID) to stateless
 // processes (ECS/Fargate tasks, autoscaled VMs) from a conditional object store
 // such as S3, so that each live process holds an ID no other live process holds:
 // what a Snowflake ID generator or a clustered broker needs.

@@ -41,7 +41,7 @@ func (p *Provider) freeForUs() bool {
 	}
 	live := 0
 	for id := range h.KnownNodes() {
-		if id >= 0 && id < p.cfg.ClusterSize {
+		if id >= p.cfg.FirstNodeID && id-p.cfg.FirstNodeID < p.cfg.ClusterSize {
 			live++
 		}
 	}

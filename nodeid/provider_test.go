@@ -366,6 +366,44 @@ func TestManifestMismatchNamesBothLayouts(t *testing.T) {
 	}
 }
 
+// TestRangeOfItsOwn: a cluster with FirstNodeID hands out its own range of
+// node IDs, creates and lists no lease object outside it, and refuses a task
+// configured with another range, naming both.
+func TestRangeOfItsOwn(t *testing.T) {
+	e := newEnv(t)
+	var held []int
+	for _, task := range []string{"a", "b", "c"} {
+		cfg := e.config(task)
+		cfg.ClusterSize, cfg.FirstNodeID = 3, 1021
+		c := e.acquire(e.provider(cfg))
+		held = append(held, c.NodeID())
+	}
+	slices.Sort(held)
+	if !slices.Equal(held, []int{1021, 1022, 1023}) {
+		t.Fatalf("held node IDs %v, want 1021..1023", held)
+	}
+	cfg := e.config("d")
+	cfg.ClusterSize, cfg.FirstNodeID = 3, 1021
+	if _, err := e.provider(cfg).Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
+		t.Fatalf("a fourth task: %v, want ErrClusterFull", err)
+	}
+	l, err := e.mem.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range l.Objects {
+		if id, ok := lease.ParseRecordKey(o.Key); ok && (id < 1021 || id > 1023) {
+			t.Errorf("lease object %s outside the range 1021..1023", o.Key)
+		}
+	}
+	cfg = e.config("e")
+	cfg.ClusterSize = 3
+	_, err = e.provider(cfg).Acquire(context.Background())
+	if !errors.Is(err, ErrManifestMismatch) || !strings.Contains(err.Error(), "1021..1023") || !strings.Contains(err.Error(), "FirstNodeID 0") {
+		t.Fatalf("a task without the range: %v, want ErrManifestMismatch naming both", err)
+	}
+}
+
 func TestCorruptManifestRefusesToStart(t *testing.T) {
 	e := newEnv(t)
 	e.mem.Put(lease.ManifestKey, []byte("not json"))
