@@ -91,6 +91,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.BoolVar(&c.s3PathStyle, "s3-path-style", false, "address the bucket in the URL path (MinIO, versitygw, gofakes3)")
 	f.StringVar(&c.embeddedS3, "embedded-s3", "", "serve an in-process S3 (gofakes3, in memory) on this address, create the bucket and use it; other brokers may point --s3-endpoint at it (demos and tests only)")
 	f.IntVar(&pc.ClusterSize, "cluster-size", pc.ClusterSize, "number of node IDs, 1..1024, written into the cluster manifest by the first broker (afterwards the manifest's value wins)")
+	f.IntVar(&pc.FirstNodeID, "first-node-id", 0, "the cluster's lowest node ID: it owns first-node-id..first-node-id+cluster-size-1; give clusters in other regions or buckets ranges that do not overlap, so that their IDs never collide (written into the manifest by the first broker; a broker with another is refused)")
 	f.DurationVar(&pc.LeaseDuration, "lease-duration", pc.LeaseDuration, "lease duration: how long after its last renewal a vanished broker's ID stays taken")
 	f.DurationVar(&pc.RenewInterval, "renew-interval", 0, "time between renewals (0: lease-duration/3)")
 	f.DurationVar(&pc.RenewDeadline, "renew-deadline", 0, "how long after its last successful renewal the broker keeps retrying before it fences itself (and enters jeopardy, see --loss-grace) (0: the lesser of 2/3 of the lease and lease-duration - safety-margin)")
@@ -158,7 +159,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 // Provider) to the flags that set them: node.Config.Validate's errors name
 // fields, the user typed flags.
 var fieldFlags = map[string]string{
-	"ClusterSize": "cluster-size", "LeaseDuration": "lease-duration", "RenewInterval": "renew-interval",
+	"ClusterSize": "cluster-size", "FirstNodeID": "first-node-id", "LeaseDuration": "lease-duration", "RenewInterval": "renew-interval",
 	"RenewDeadline": "renew-deadline", "SafetyMargin": "safety-margin", "ClockMargin": "clock-margin",
 	"MaxLeaseDuration": "max-lease-duration", "AcquireTimeout": "acquire-timeout", "Order": "order",
 	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.IDFileHorizon": "id-file-horizon", "Node.ReadyTimeout": "ready-timeout", "Node.ShutdownTimeout": "shutdown-timeout",

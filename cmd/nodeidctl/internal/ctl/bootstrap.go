@@ -25,13 +25,13 @@ func (c *commonFlags) checkMaxLease(f *flagSet) error {
 }
 
 // nodeidConfig returns the provider configuration nodeid.Init runs with: the
-// cluster size and layout given, and the expiry flags. The lease timings are
+// cluster's range of node IDs and layout given (m's), and the expiry flags. The lease timings are
 // the defaults, scaled down when --max-lease-duration is below the default
 // lease so that the configuration validates; Init itself never takes a lease.
-func (a *app) nodeidConfig(c *commonFlags, size int, l nodeid.Layout) nodeid.Config {
+func (a *app) nodeidConfig(c *commonFlags, m lease.Manifest) nodeid.Config {
 	cfg := nodeid.DefaultConfig()
 	cfg.TaskID = operatorTaskID
-	cfg.ClusterSize, cfg.Layout = size, l
+	cfg.ClusterSize, cfg.FirstNodeID, cfg.Layout = m.ClusterSize, m.FirstNodeID, m.Layout
 	cfg.ClockMargin, cfg.MaxLeaseDuration = c.clockMargin, c.maxLease
 	if l := c.maxLease; l < cfg.LeaseDuration {
 		cfg.LeaseDuration, cfg.SafetyMargin, cfg.RenewInterval, cfg.RenewDeadline = l, l/4, l/4, l/2
@@ -95,7 +95,7 @@ func (h noteHandler) WithGroup(string) slog.Handler      { return h }
 // goes, when Init fails too.
 func (a *app) bootstrap(ctx context.Context, st lease.Store, c *commonFlags, cfg nodeid.Config, mv manifestView) (nodeid.InitReport, error) {
 	if mv.state == manifestOK {
-		peers, err := versionsIfMissing(ctx, st, c, mv.m.ClusterSize)
+		peers, err := versionsIfMissing(ctx, st, c, mv.m)
 		if err != nil {
 			return nodeid.InitReport{}, err
 		}
@@ -108,10 +108,10 @@ func (a *app) bootstrap(ctx context.Context, st lease.Store, c *commonFlags, cfg
 	return rep, err
 }
 
-// versionsIfMissing lists the prefix and, when a lease object below size is
+// versionsIfMissing lists the prefix and, when a lease object of m's range is
 // missing, reads every object for the highest versions seen; else it returns nil.
-func versionsIfMissing(ctx context.Context, st lease.Store, c *commonFlags, size int) (staticPeers, error) {
-	missing, err := missingBelow(ctx, st, size)
+func versionsIfMissing(ctx context.Context, st lease.Store, c *commonFlags, m lease.Manifest) (staticPeers, error) {
+	missing, err := missingIn(ctx, st, m)
 	if err != nil || len(missing) == 0 {
 		return nil, err
 	}
@@ -136,6 +136,6 @@ func (a *app) reportObjects(r nodeid.InitReport, c *commonFlags, quiet bool, err
 			"nodeidctl repair --id N --floor MS (its version comes from every record in the bucket)")
 	}
 	if len(r.Created)+len(r.Deleted) == 0 && !quiet && err == nil && r.Manifest.ClusterSize > 0 {
-		a.out("all lease objects %s exist: nothing to create", idRanges(seq(0, r.Manifest.ClusterSize)))
+		a.out("all lease objects %s exist: nothing to create", idRanges(ownIDs(r.Manifest)))
 	}
 }

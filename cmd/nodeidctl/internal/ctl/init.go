@@ -45,12 +45,13 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	c.register(f)
 	def := nodeid.DefaultConfig()
 	want := lease.Manifest{}
-	f.IntVar(&want.ClusterSize, "cluster-size", def.ClusterSize, "number of node IDs, 0..N-1, at most 2^node-bits")
+	f.IntVar(&want.ClusterSize, "cluster-size", def.ClusterSize, "number of node IDs, at most 2^node-bits")
+	f.IntVar(&want.FirstNodeID, "first-node-id", 0, "the cluster's lowest node ID: it owns first..first+cluster-size-1 (a range per region or bucket, so that their IDs never collide); immutable")
 	f.Int64Var(&want.Layout.EpochMs, "epoch-ms", def.Layout.EpochMs, "Snowflake epoch, Unix ms")
 	f.IntVar(&want.Layout.TimestampBits, "timestamp-bits", def.Layout.TimestampBits, "Snowflake timestamp bits")
 	f.IntVar(&want.Layout.NodeBits, "node-bits", def.Layout.NodeBits, "Snowflake node bits")
 	f.IntVar(&want.Layout.SequenceBits, "sequence-bits", def.Layout.SequenceBits, "Snowflake sequence bits")
-	f.Bind("cluster-size", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits")
+	f.Bind("cluster-size", "first-node-id", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits")
 	st, err := a.setup(ctx, f, &c, args, func() error {
 		if err := checkLayout(f, &want); err != nil {
 			return err
@@ -67,28 +68,32 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	size, layout := want.ClusterSize, want.Layout
+	cluster := want
 	switch mv.state {
 	case StateCorrupt:
 		return refusef("the cluster manifest %s is corrupt: %v; nodeidctl never overwrites a manifest: fix or remove it by hand",
 			lease.ManifestKey, mv.err)
 	case manifestOK:
-		a.out("cluster manifest exists: cluster size %d, %s, %s", mv.m.ClusterSize, mv.m.LayoutString(), filledWord(mv.m.Filled))
+		a.out("cluster manifest exists: cluster size %d, node IDs %s, %s, %s", mv.m.ClusterSize, mv.m.RangeString(), mv.m.LayoutString(), filledWord(mv.m.Filled))
 		if err := matchLayout(f, &want, &mv.m); err != nil {
 			return err
+		}
+		if f.IsSet("first-node-id") && want.FirstNodeID != mv.m.FirstNodeID {
+			return refusef("the cluster owns node IDs %s, not from %s %d: a cluster's range never changes (a new range is a new cluster: another prefix or bucket)",
+				mv.m.RangeString(), f.Source("first-node-id"), want.FirstNodeID)
 		}
 		if f.IsSet("cluster-size") && want.ClusterSize != mv.m.ClusterSize {
 			a.note("%s %d differs from the manifest's %d, which wins; change it with nodeidctl resize",
 				f.Source("cluster-size"), want.ClusterSize, mv.m.ClusterSize)
 		}
-		size, layout = mv.m.ClusterSize, mv.m.Layout
+		cluster = mv.m
 	}
 
-	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, size, layout), mv)
+	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, cluster), mv)
 	m := b.Manifest
 	switch {
 	case b.ManifestCreated:
-		a.out("created cluster manifest %s%s: cluster size %d, %s", c.prefix, lease.ManifestKey, m.ClusterSize, m.LayoutString())
+		a.out("created cluster manifest %s%s: cluster size %d, node IDs %s, %s", c.prefix, lease.ManifestKey, m.ClusterSize, m.RangeString(), m.LayoutString())
 	case mv.state == StateMissing && m.ClusterSize > 0:
 		a.out("cluster manifest exists (created meanwhile by a task, or by this init when the answer to its create was lost): cluster size %d, %s",
 			m.ClusterSize, m.LayoutString())
@@ -99,7 +104,7 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	}
 	if mv.state != manifestOK || !mv.m.Filled {
 		a.out("the cluster manifest is now filled: lease objects %s all exist (from now on, a missing one means deleted)",
-			idRanges(seq(0, m.ClusterSize)))
+			idRanges(ownIDs(m)))
 	}
 	return nil
 }
@@ -131,6 +136,9 @@ func checkLayout(f *flagSet, m *lease.Manifest) error {
 			l.TimestampBits, l.NodeBits, l.SequenceBits)
 	case m.ClusterSize < 1 || m.ClusterSize > 1<<l.NodeBits:
 		return usagef("%s %d is outside 1..%d (2^node-bits)", f.Source("cluster-size"), m.ClusterSize, 1<<l.NodeBits)
+	case m.FirstNodeID < 0 || m.FirstNodeID > 1<<l.NodeBits-m.ClusterSize:
+		return usagef("%s %d with %s %d leaves the node IDs 0..%d (2^node-bits)",
+			f.Source("first-node-id"), m.FirstNodeID, f.Source("cluster-size"), m.ClusterSize, 1<<l.NodeBits-1)
 	case l.EpochMs < 0 || l.EpochMs > 1<<53:
 		return usagef("%s %d is outside 0..2^53", f.Source("epoch-ms"), l.EpochMs)
 	}
@@ -156,6 +164,9 @@ func matchLayout(f *flagSet, want, got *lease.Manifest) error {
 	}
 	return nil
 }
+
+// ownIDs returns the node IDs of m's range, in order.
+func ownIDs(m lease.Manifest) []int { return seq(m.FirstNodeID, m.FirstNodeID+m.ClusterSize) }
 
 // seq returns from..to-1.
 func seq(from, to int) []int {

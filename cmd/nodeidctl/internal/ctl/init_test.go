@@ -16,7 +16,7 @@ import (
 func TestInitCreatesWhatTheProviderCreates(t *testing.T) {
 	h := newHarness(t)
 	stdout, _ := h.mustRun(ExitOK, "init", "--cluster-size", "8")
-	contains(t, "init", stdout, "created cluster manifest cluster.json: cluster size 8, layout 41/10/12 epoch 1735689600000",
+	contains(t, "init", stdout, "created cluster manifest cluster.json: cluster size 8, node IDs 0..7, layout 41/10/12 epoch 1735689600000",
 		"created 8 lease object(s), free: IDs 0-7", "the cluster manifest is now filled: lease objects 0-7 all exist")
 	m := h.manifest()
 	want := lease.Manifest{ClusterSize: 8, Layout: nodeid.DefaultLayout, CreatedAt: h.wall, Filled: true, WriteID: m.WriteID}
@@ -33,7 +33,7 @@ func TestInitCreatesWhatTheProviderCreates(t *testing.T) {
 	// Idempotent: a second run reads and lists, and writes nothing.
 	before := h.writes()
 	stdout, _ = h.mustRun(ExitOK, "init", "--cluster-size", "8")
-	contains(t, "second init", stdout, "cluster manifest exists: cluster size 8, layout 41/10/12 epoch 1735689600000, filled",
+	contains(t, "second init", stdout, "cluster manifest exists: cluster size 8, node IDs 0..7, layout 41/10/12 epoch 1735689600000, filled",
 		"all lease objects 0-7 exist: nothing to create")
 	if strings.Contains(stdout, "now filled") {
 		t.Errorf("a second init says it filled the manifest:\n%s", stdout)
@@ -60,7 +60,7 @@ func TestInitLayoutFlags(t *testing.T) {
 	h.mem.Delete(lease.RecordKey(2))
 	h.env = map[string]string{"NODEID_BUCKET": "test-bucket", "NODEID_PREFIX": ""}
 	stdout, _ := h.mustRun(ExitOK, "init")
-	contains(t, "init without flags", stdout, "cluster manifest exists: cluster size 4, layout 43/8/12 epoch 1000, filled",
+	contains(t, "init without flags", stdout, "cluster manifest exists: cluster size 4, node IDs 0..3, layout 43/8/12 epoch 1000, filled",
 		`found 1 deleted lease object(s), not recreated: IDs 2`)
 }
 
@@ -130,7 +130,7 @@ func TestInitBootstraps(t *testing.T) {
 				h.put(held(3, "task-b", 1))
 			},
 			free: []int{0, 2},
-			stdout: []string{"cluster manifest exists: cluster size 4, layout 41/10/12 epoch 1735689600000, not filled",
+			stdout: []string{"cluster manifest exists: cluster size 4, node IDs 0..3, layout 41/10/12 epoch 1735689600000, not filled",
 				"created 2 lease object(s), free: IDs 0, 2", "the cluster manifest is now filled"}},
 		{name: "not filled, an object a gossip map knows is deleted, not created free",
 			plant: func(h *harness) {

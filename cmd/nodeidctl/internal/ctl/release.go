@@ -45,27 +45,27 @@ func runRelease(a *app, ctx context.Context, cmd *command, args []string) error 
 	if err != nil {
 		return err
 	}
-	// The manifest places the ID in the cluster or above it. A failed read
-	// of it is left alone: the object's own GET decides.
+	// The manifest places the ID in the cluster's range or outside it. A
+	// failed read of it is left alone: the object's own GET decides.
 	mv, merr := readManifest(ctx, st)
 	read := merr == nil
-	above := read && mv.state == manifestOK && *id >= mv.m.ClusterSize
+	outside := read && mv.state == manifestOK && !mv.m.Owns(*id)
 	o := readObject(ctx, st, *id, c.rules())
 	key := lease.RecordKey(*id)
-	if above && o.state != StateMissing {
-		a.note("ID %d is at or above the cluster size %d: no task takes it while the manifest says so", *id, mv.m.ClusterSize)
+	if outside && o.state != StateMissing {
+		a.note("ID %d is outside the cluster's node IDs %s: no task takes it while the manifest says so", *id, mv.m.RangeString())
 	}
 	switch o.state {
 	case StateUnknown:
 		return fmt.Errorf("read %s: %w", key, o.err)
 	case StateMissing:
 		switch {
-		case above:
+		case outside:
 			// Not a deleted object: an ID the cluster never had (a typo, most
-			// often). An object left above the size by a shrink is released
-			// as any other.
-			return refusef("--id %d is outside the cluster's range 0..%d (cluster size %d in the manifest %s): there is no lease object %s to release",
-				*id, mv.m.ClusterSize-1, mv.m.ClusterSize, lease.ManifestKey, key)
+			// often). An object left outside by a shrink is released as any
+			// other.
+			return refusef("--id %d is outside the cluster's range %s (cluster size %d in the manifest %s): there is no lease object %s to release",
+				*id, mv.m.RangeString(), mv.m.ClusterSize, lease.ManifestKey, key)
 		case read && mv.state == StateMissing:
 			return refusef("there is no lease object %s and no cluster manifest %s: nothing to release; check %s, or create the cluster with nodeidctl init",
 				key, c.where(), c.aimedBy(f))

@@ -97,7 +97,7 @@ func TestReleaseAboveClusterSize(t *testing.T) {
 	h.put(held(3, "task-a", 1))
 	h.clk.Advance(time.Minute)
 	_, stderr := h.mustRun(ExitOK, "release", "--id", "3")
-	contains(t, "stderr", stderr, "ID 3 is at or above the cluster size 2")
+	contains(t, "stderr", stderr, "ID 3 is outside the cluster's node IDs 0..1")
 }
 
 // TestReleaseOutsideTheCluster: an ID at or above the manifest's cluster size

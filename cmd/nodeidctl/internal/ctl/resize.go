@@ -34,8 +34,8 @@ variable left in a shell never resizes a cluster.`,
 	}
 }
 
-// missingBelow lists the IDs below size whose lease object is missing.
-func missingBelow(ctx context.Context, st lease.Store, size int) ([]int, error) {
+// missingIn lists the IDs of m's range whose lease object is missing.
+func missingIn(ctx context.Context, st lease.Store, m lease.Manifest) ([]int, error) {
 	l, err := st.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the prefix: %w", err)
@@ -47,7 +47,7 @@ func missingBelow(ctx context.Context, st lease.Store, size int) ([]int, error) 
 		}
 	}
 	var missing []int
-	for id := range size {
+	for _, id := range ownIDs(m) {
 		if !exists[id] {
 			missing = append(missing, id)
 		}
@@ -82,8 +82,12 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 		return refusef("the cluster manifest %s is corrupt (%v): nodeidctl never overwrites a manifest", lease.ManifestKey, mv.err)
 	}
 	old := mv.m
-	if limit := 1 << old.Layout.NodeBits; *size > limit {
-		return refusef("--cluster-size %d is above 2^nodeBits = %d of the manifest's %s", *size, limit, old.LayoutString())
+	if limit := 1 << old.Layout.NodeBits; old.FirstNodeID+*size > limit {
+		if old.FirstNodeID == 0 {
+			return refusef("--cluster-size %d is above 2^nodeBits = %d of the manifest's %s", *size, limit, old.LayoutString())
+		}
+		return refusef("--cluster-size %d would leave the node IDs 0..%d of the manifest's %s: the cluster's range starts at %d, so it holds at most %d",
+			*size, limit-1, old.LayoutString(), old.FirstNodeID, limit-old.FirstNodeID)
 	}
 	if *size == old.ClusterSize {
 		a.out("cluster size is already %d: nothing to do", old.ClusterSize)
@@ -93,7 +97,7 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 	if grow && old.Filled {
 		// Clearing filled makes a missing object look never created, hence
 		// free: a deleted one must be restored first.
-		if deleted, err := missingBelow(ctx, st, old.ClusterSize); err != nil {
+		if deleted, err := missingIn(ctx, st, old); err != nil {
 			return fmt.Errorf("the cluster size was not changed: %w", err)
 		} else if len(deleted) > 0 {
 			return refusef("lease objects %s were deleted from the filled cluster: restore them with nodeidctl repair --id N --floor MS before growing it "+
@@ -112,16 +116,17 @@ func runResize(a *app, ctx context.Context, cmd *command, args []string) error {
 	if _, err := write(ctx, st, lease.ManifestKey, body, mv.meta.ETag, next.WriteID); err != nil {
 		return fmt.Errorf("the cluster size was not changed: %w (run nodeidctl status, then try again)", err)
 	}
-	a.out("cluster size %d -> %d", old.ClusterSize, next.ClusterSize)
+	a.out("cluster size %d -> %d: node IDs %s", old.ClusterSize, next.ClusterSize, next.RangeString())
 	if !grow {
-		a.note("holders of IDs %d..%d keep them until they stop; new tasks will not take them", next.ClusterSize, old.ClusterSize-1)
+		a.note("holders of IDs %d..%d keep them until they stop; new tasks will not take them",
+			next.FirstNodeID+next.ClusterSize, old.FirstNodeID+old.ClusterSize-1)
 		return nil
 	}
-	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, next.ClusterSize, next.Layout), manifestView{state: manifestOK, m: next})
+	b, err := a.bootstrap(ctx, st, &c, a.nodeidConfig(&c, next), manifestView{state: manifestOK, m: next})
 	a.reportObjects(b, &c, false, err)
 	if err != nil {
 		return fmt.Errorf("the cluster size is %d now, but %w (tasks create the rest as they start; or run nodeidctl init)", next.ClusterSize, err)
 	}
-	a.out("the cluster manifest is filled again: lease objects %s all exist", idRanges(seq(0, b.Manifest.ClusterSize)))
+	a.out("the cluster manifest is filled again: lease objects %s all exist", idRanges(ownIDs(b.Manifest)))
 	return nil
 }

@@ -24,7 +24,7 @@ func TestResize(t *testing.T) {
 	}{
 		{name: "grow", args: []string{"--cluster-size", "6"}, code: ExitOK, wantSize: 6, wantFilled: true, objects: 6,
 			free:   []int{0, 1, 2, 3, 4, 5},
-			stdout: "cluster size 4 -> 6\ncreated 2 lease object(s), free: IDs 4-5\nthe cluster manifest is filled again: lease objects 0-5 all exist"},
+			stdout: "cluster size 4 -> 6: node IDs 0..5\ncreated 2 lease object(s), free: IDs 4-5\nthe cluster manifest is filled again: lease objects 0-5 all exist"},
 		{name: "grow a cluster that is not filled", plant: func(h *harness) { h.putManifest(4); h.put(held(1, "task-a", 1)) },
 			args: []string{"--cluster-size", "6"}, code: ExitOK, wantSize: 6, wantFilled: true, objects: 6,
 			free: []int{0, 2, 3, 4, 5}, stdout: "created 5 lease object(s), free: IDs 0, 2-5"},

@@ -31,12 +31,12 @@ const (
 	// StateCorrupt: the object does not decode as the lease of its ID, or states
 	// a lease above --max-lease-duration. No task takes it; see repair.
 	StateCorrupt State = "corrupt"
-	// StateUnused: no object for an ID below the cluster size while the
+	// StateUnused: no object for an ID of the cluster's range while the
 	// manifest is not filled, and no record's gossip map names it: it was
 	// never created, and is free; a task takes it by creating it
 	// (If-None-Match: *).
 	StateUnused State = "unused"
-	// StateMissing: no object for an ID below the cluster size of a filled
+	// StateMissing: no object for an ID of the cluster's range of a filled
 	// manifest (or when the manifest is missing or corrupt, or a record's
 	// gossip map has seen a version of it): it was deleted by someone; no
 	// task takes it until nodeidctl repair restores it.
@@ -59,7 +59,7 @@ type object struct {
 	meta  lease.Meta   // when the object exists
 	body  []byte       // when the object exists
 	err   error        // why it is corrupt or unknown
-	extra bool         // the ID is at or above the manifest's cluster size
+	extra bool         // the ID is outside the manifest's range
 }
 
 // decoded reports whether the object holds a valid record.
@@ -156,13 +156,13 @@ func readManifest(ctx context.Context, st lease.Store) (manifestView, error) {
 type snapshot struct {
 	manifest manifestView
 	size     int      // the manifest's cluster size, 0 when it is missing or corrupt
-	objects  []object // by ID: every ID below size, then listed IDs at or above it
+	objects  []object // by ID: every ID of the range, then listed IDs outside it
 	foreign  []string // keys that are neither the manifest, the probe object nor a lease object
 }
 
 // scan reads the manifest, lists the prefix and reads every lease object: each
-// ID below the cluster size (listed or not: a missing one shows as missing) and
-// each listed lease object at or above it (marked extra). It never writes.
+// ID of the cluster's range (listed or not: a missing one shows as missing) and
+// each listed lease object outside it (marked extra). It never writes.
 func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) {
 	mv, err := readManifest(ctx, st)
 	if err != nil {
@@ -173,17 +173,14 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 		return nil, fmt.Errorf("list the prefix: %w", err)
 	}
 	s := &snapshot{manifest: mv}
+	var ids []int
 	if mv.state == manifestOK {
-		s.size = mv.m.ClusterSize
-	}
-	ids := make([]int, 0, s.size)
-	for id := range s.size {
-		ids = append(ids, id)
+		s.size, ids = mv.m.ClusterSize, ownIDs(mv.m)
 	}
 	for _, o := range l.Objects {
 		id, ok := lease.ParseRecordKey(o.Key)
 		switch {
-		case ok && id >= s.size:
+		case ok && !s.owns(id):
 			ids = append(ids, id)
 		case !ok && strings.HasPrefix(o.Key, election.Dir):
 			// elections: nodeidctl leaders reports them
@@ -195,11 +192,11 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 	s.objects = readObjects(ctx, st, ids, r)
 	for i := range s.objects {
 		o := &s.objects[i]
-		o.extra = o.id >= s.size && s.size > 0
+		o.extra = !s.owns(o.id) && s.size > 0
 	}
-	// An object listed above the size but deleted before its GET is noise.
-	s.objects = slices.DeleteFunc(s.objects, func(o object) bool { return o.id >= s.size && o.state == StateMissing })
-	// Missing below the size of an unfilled cluster: never created, unless a
+	// An object listed outside the range but deleted before its GET is noise.
+	s.objects = slices.DeleteFunc(s.objects, func(o object) bool { return !s.owns(o.id) && o.state == StateMissing })
+	// Missing in the range of an unfilled cluster: never created, unless a
 	// record's gossip map has seen a version of it (then it was deleted).
 	seen, _ := s.highestVersions()
 	for i := range s.objects {
@@ -211,11 +208,14 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 }
 
 // unusedIn reports whether a missing lease object of id was never created
-// rather than deleted: id is below the cluster size of a manifest that is not
-// filled.
+// rather than deleted: id is in the range of a manifest that is not filled.
 func unusedIn(mv manifestView, id int) bool {
-	return mv.state == manifestOK && !mv.m.Filled && id < mv.m.ClusterSize
+	return mv.state == manifestOK && !mv.m.Filled && mv.m.Owns(id)
 }
+
+// owns reports whether id is in the range of the manifest s read (none when
+// it is missing or corrupt).
+func (s *snapshot) owns(id int) bool { return s.size > 0 && s.manifest.m.Owns(id) }
 
 // highestVersions returns, over every readable record of s, the highest
 // version seen for each node ID (a record's own version and its knownNodes

@@ -24,8 +24,8 @@ type StatusJSON struct {
 	Prefix string `json:"prefix"`
 	// Manifest is the cluster manifest.
 	Manifest ManifestJSON `json:"manifest"`
-	// Leases has one entry per ID below the cluster size, then one per lease
-	// object found at or above it (Extra), sorted by node ID.
+	// Leases has one entry per ID of the cluster's range, then one per lease
+	// object found outside it (Extra: outside the range), sorted by node ID.
 	Leases []LeaseJSON `json:"leases"`
 	// Counts is the number of entries of Leases in each state.
 	Counts map[State]int `json:"counts"`
@@ -41,7 +41,9 @@ type ManifestJSON struct {
 	// State is "ok", "missing" or "corrupt".
 	State State `json:"state"`
 	// ClusterSize, the layout and EpochMs are the manifest's fields.
-	ClusterSize   int    `json:"clusterSize,omitempty"`
+	ClusterSize int `json:"clusterSize,omitempty"`
+	// FirstNodeID is the lowest node ID of the cluster's range (0 unless set).
+	FirstNodeID   *int   `json:"firstNodeId,omitempty"`
 	TimestampBits int    `json:"timestampBits,omitempty"`
 	NodeBits      int    `json:"nodeBits,omitempty"`
 	SequenceBits  int    `json:"sequenceBits,omitempty"`
@@ -49,7 +51,7 @@ type ManifestJSON struct {
 	// CreatedAt is the creator's wall clock, for humans.
 	CreatedAt time.Time `json:"createdAt,omitzero"`
 	// Filled is the manifest's filled flag (present when State is "ok"): true
-	// once every lease object below the cluster size has been created. While
+	// once every lease object of the range has been created. While
 	// false, a missing lease object was never created (state unused).
 	Filled *bool `json:"filled,omitempty"`
 	// AgeMs is the time since the manifest was last written, on the store's
@@ -91,7 +93,7 @@ type LeaseJSON struct {
 	// Tasks skip such an ID, as an anomaly, while their wall clock is more
 	// than MaxClockWait behind the floor; it is how far ahead, in ms.
 	FloorAheadMs *int64 `json:"floorAheadMs,omitempty"`
-	// Extra marks an object at or above the manifest's cluster size.
+	// Extra marks an object outside the manifest's range.
 	Extra bool `json:"extra,omitempty"`
 	// Error says why the object is corrupt or could not be read.
 	Error string `json:"error,omitempty"`
@@ -115,7 +117,7 @@ created: free, a task takes it by creating it) and missing once it is filled,
 or when a record's gossip map has seen a version of it (deleted: no task takes
 it until nodeidctl repair --id N --floor MS restores it). Held and expired are judged on the
 store's clock only: Date - Last-Modified of the object's own GET against
-leaseMillis + 1s + --clock-margin. Objects above the cluster size are listed
+leaseMillis + 1s + --clock-margin. Objects outside the cluster's range are listed
 apart; other keys under the prefix are named in a note. A free or expired
 lease whose reservation (the floor a successor starts above) is more than 5s
 ahead of the store's clock is named after the table (floorAheadMs in --json):
@@ -275,7 +277,7 @@ func manifestJSON(mv manifestView) ManifestJSON {
 	switch mv.state {
 	case manifestOK:
 		m := mv.m
-		j.ClusterSize, j.TimestampBits, j.NodeBits, j.SequenceBits = m.ClusterSize, m.Layout.TimestampBits, m.Layout.NodeBits, m.Layout.SequenceBits
+		j.ClusterSize, j.FirstNodeID, j.TimestampBits, j.NodeBits, j.SequenceBits = m.ClusterSize, &m.FirstNodeID, m.Layout.TimestampBits, m.Layout.NodeBits, m.Layout.SequenceBits
 		j.EpochMs, j.CreatedAt, j.Filled = &m.Layout.EpochMs, m.CreatedAt.UTC(), &m.Filled
 	case StateCorrupt:
 		j.Error = mv.err.Error()
@@ -355,7 +357,7 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON, sum string) {
 	default:
 		m := mv.m
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "  cluster size  %d\n", m.ClusterSize)
+		fmt.Fprintf(w, "  cluster size  %d (node IDs %s)\n", m.ClusterSize, m.RangeString())
 		fmt.Fprintf(w, "  layout        %d/%d/%d bits (timestamp/node/sequence)\n", m.Layout.TimestampBits, m.Layout.NodeBits, m.Layout.SequenceBits)
 		fmt.Fprintf(w, "  epoch         %s\n", fmtMs(m.Layout.EpochMs))
 		fmt.Fprintf(w, "  created       %s (creator's clock)", fmtTime(m.CreatedAt))
@@ -380,7 +382,7 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON, sum string) {
 	fmt.Fprintf(w, "\n%s\n\n", sum)
 	printTable(w, main)
 	if len(extra) > 0 {
-		fmt.Fprintf(w, "\nlease objects at or above the cluster size %d (their holders keep them until they stop; no new task takes them):\n", s.size)
+		fmt.Fprintf(w, "\nlease objects outside the cluster's node IDs %s (their holders keep them until they stop; no new task takes them):\n", s.manifest.m.RangeString())
 		printTable(w, extra)
 	}
 	fmt.Fprintf(w, "\n%d lease objects: %s\n", total(j.Counts), summary(j.Counts))

@@ -110,7 +110,7 @@ func TestStatusJSONShape(t *testing.T) {
 	}
 	var manifest map[string]json.RawMessage
 	_ = json.Unmarshal(doc["manifest"], &manifest)
-	if got := sortedKeys(manifest); !slices.Equal(got, []string{"ageMs", "clusterSize", "createdAt", "epochMs", "filled", "nodeBits", "sequenceBits", "state", "timestampBits"}) {
+	if got := sortedKeys(manifest); !slices.Equal(got, []string{"ageMs", "clusterSize", "createdAt", "epochMs", "filled", "firstNodeId", "nodeBits", "sequenceBits", "state", "timestampBits"}) {
 		t.Errorf("manifest keys = %v", got)
 	}
 	var leases []map[string]json.RawMessage
@@ -154,7 +154,7 @@ func TestStatusText(t *testing.T) {
 	contains(t, "status", stdout,
 		"cluster size  7", "layout        41/10/12 bits", "filled        yes",
 		"ID  STATE    VERSION  AGE", "task-a", "expired", "error: lease: corrupt object",
-		"at or above the cluster size 7", "8 lease objects: 2 free, 1 held, 1 expired, 3 corrupt, 1 missing",
+		"outside the cluster's node IDs 0..6", "8 lease objects: 2 free, 1 held, 1 expired, 3 corrupt, 1 missing",
 		"nodeidctl repair", "missing objects were deleted (the cluster is filled, or a version of them was seen)")
 	contains(t, "stderr", stderr, "1 other object(s) under the prefix", "notes.txt")
 	if i, j := strings.Index(stdout, "\n9 "), strings.Index(stdout, "at or above"); i < j {
