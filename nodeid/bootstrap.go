@@ -32,7 +32,7 @@ type clusterView struct {
 	created      bool  // this task created the manifest
 	createdIDs   []int // lease objects this task created free
 	deletedIDs   []int // lease objects found deleted (left missing: see noteDeleted)
-	first, size  int // the node IDs first..first+size-1
+	first, size  int   // the node IDs first..first+size-1
 	listing      lease.Listing
 	objects      map[int]lease.ObjectInfo // lease objects by ID, in the range
 }
