@@ -287,7 +287,7 @@ func (k *simChecker) stuck() string {
 		if !k.waiting(w) {
 			continue
 		}
-		for id := range k.s.params.ids {
+		for id := k.s.params.firstID; id < k.s.params.firstID+k.s.params.ids; id++ {
 			if why := k.takeable(id, w); why != "" {
 				return fmt.Sprintf("%s waits while node %d is %s", w.name, id, why)
 			}
@@ -355,7 +355,7 @@ func (k *simChecker) acquireFailed(w *simTask, began time.Duration, err error) {
 		k.fail(violationProgress, "%s: campaign failed with ErrClockBehind, but an election has no floor: %v", w.name, err)
 		return
 	}
-	for id := range k.s.params.ids {
+	for id := k.s.params.firstID; id < k.s.params.firstID+k.s.params.ids; id++ {
 		key := k.s.recordKey(id)
 		rec, seen := k.last[key]
 		if !seen || k.applied[key] > began || k.expiredBy(key, rec, w, began) == "" {

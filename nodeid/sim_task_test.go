@@ -65,7 +65,7 @@ func (s *sim) startTask(at time.Duration) {
 		cfg.RenewInterval, cfg.RenewDeadline = cfg.LeaseDuration/3, cfg.LeaseDuration*2/3
 		cfg.SafetyMargin = s.params.safetyMargin
 	}
-	cfg.TaskID, cfg.ClusterSize, cfg.Clock = t.name, s.params.ids, t
+	cfg.TaskID, cfg.ClusterSize, cfg.FirstNodeID, cfg.Clock = t.name, s.params.ids, s.params.firstID, t
 	if s.rng.Float64() < s.params.shortWait {
 		cfg.MaxClockWait = 500 * time.Millisecond
 	}

@@ -32,6 +32,7 @@ import (
 type simParams struct {
 	tasks    int           // tasks alive at once
 	ids      int           // cluster size
+	firstID  int           // the cluster's first node ID (FirstNodeID)
 	duration time.Duration // simulated real time
 	maxSkew  time.Duration // wall-clock offset of a task, either way
 	maxDrift float64       // monotonic clock rate error, either way
@@ -113,6 +114,9 @@ func simParamsFor(seed uint64) simParams {
 	}
 	p.gossip = seed%2 == 1
 	p.badPeer = seed%4 == 1
+	if seed%3 == 2 { // a cluster with a range of its own, at the top of the node IDs
+		p.firstID = 1024 - p.ids
+	}
 	return p
 }
 
@@ -125,7 +129,7 @@ func simParamsFor(seed uint64) simParams {
 // within the progress bound of every resignation or death.
 func electionSimParams(seed uint64) simParams {
 	p := simParamsFor(seed)
-	p.tasks, p.ids, p.election, p.gossip, p.badPeer, p.external, p.bare = 5, 1, true, false, false, 0, 0
+	p.tasks, p.ids, p.firstID, p.election, p.gossip, p.badPeer, p.external, p.bare = 5, 1, 0, true, false, false, 0, 0
 	// Three times the node-ID runs' time: with one slot, handovers are
 	// rarer, and a waiting candidate reads the leader's record only when the
 	// listing cannot rule it out (not at each renewal), which is when a
