@@ -1,8 +1,8 @@
 // Package deploy_test checks the deployment recipes in this directory: every
 // JSON file parses, the task definition, the policies and the Dockerfile say
 // what deploy/README.md says they do, and the broker builds as the static
-// binary the Dockerfile needs (there is no Docker engine in CI to build the
-// image itself).
+// binary the Dockerfile needs. TestImageRuns (image_test.go) runs the image
+// itself, as test/image.sh builds it with buildah.
 package deploy_test
 
 import (
@@ -300,9 +300,10 @@ func TestPolicies(t *testing.T) {
 func TestDockerfile(t *testing.T) {
 	d := mustRead(t, "Dockerfile")
 	for _, want := range []string{
-		"CGO_ENABLED=0", "go build -trimpath", "./cmd/nodeid-broker", "FROM gcr.io/distroless/static",
-		"USER 65532:65532", `VOLUME ["/nodeid"]`, `HEALTHCHECK`, `CMD ["/nodeid-broker", "healthcheck"]`,
-		`ENTRYPOINT ["/nodeid-broker"]`,
+		"\nFROM golang:1.26 AS build\n", "\nRUN sh deploy/rootfs.sh /out\n", "\nFROM scratch\n",
+		"\nCOPY --from=build /out/root/ /\n", "\nCOPY --from=build --chown=65532:65532 /out/nodeid /nodeid\n",
+		"\nUSER 65532:65532\n", "\nVOLUME [\"/nodeid\"]\n", "\nHEALTHCHECK ", ` CMD ["/nodeid-broker", "healthcheck"]` + "\n",
+		"\nENTRYPOINT [\"/nodeid-broker\"]\n", "\nCMD [\"serve\"]\n",
 	} {
 		if !strings.Contains(d, want) {
 			t.Errorf("Dockerfile lacks %q", want)
@@ -310,6 +311,10 @@ func TestDockerfile(t *testing.T) {
 	}
 	if regexp.MustCompile(`(?m)^RUN`).FindAllStringIndex(d[strings.LastIndex(d, "\nFROM "):], -1) != nil {
 		t.Error("the final stage runs commands: it has no shell")
+	}
+	// The build stage's script builds the binary as staticBinary does.
+	if r := mustRead(t, "rootfs.sh"); !strings.Contains(r, "\n"+`CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o "$root/nodeid-broker" ./cmd/nodeid-broker`+"\n") {
+		t.Error("rootfs.sh does not build the binary with CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags=\"-s -w\" as staticBinary does")
 	}
 }
 
@@ -329,7 +334,8 @@ var (
 	buildOut  []byte
 )
 
-// staticBinary builds nodeid-broker as the Dockerfile does, once per run.
+// staticBinary builds nodeid-broker as the Dockerfile does (deploy/rootfs.sh),
+// once per run.
 func staticBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -359,7 +365,7 @@ func TestMain(m *testing.M) {
 
 // TestStaticBinary checks that CGO_ENABLED=0 gives a static executable: no
 // program interpreter (dynamic loader) and no shared libraries, so it runs in
-// distroless/static or scratch.
+// the Dockerfile's image, FROM scratch.
 func TestStaticBinary(t *testing.T) {
 	f, err := elf.Open(staticBinary(t))
 	if err != nil {

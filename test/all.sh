@@ -13,6 +13,10 @@
 #     AWS CloudFormation Validate (npm, test/cfn-validate.sh) in the server
 #     cache, and systemd-analyze on the machine, for the operator kit's checks
 #     (deploy/kit_test.go, deploy/cloudformation_test.go);
+#  2c. builds the broker's container image from deploy/Dockerfile with buildah
+#     (test/image.sh, a few seconds; buildah, podman and runc installed with
+#     apt-get when missing), which deploy/image_test.go runs with podman in
+#     step 3 (with CI=true a missing image fails it instead of skipping);
 #  2b. builds or reuses MinIO and versitygw (test/minio/servers.sh; a cold MinIO
 #     build takes about 5 minutes on 2 cores), starts them on 127.0.0.1 and stops
 #     them on exit;
@@ -117,6 +121,19 @@ if ! command -v systemd-analyze >/dev/null && [[ $(id -u) == 0 ]] && command -v 
 	echo "no systemd-analyze: installing systemd (apt-get)" >&2
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
 fi
+
+step "container image (test/image.sh)"
+# deploy/Dockerfile's final stage, on deploy/rootfs.sh's output in place of
+# the build stage (no registry to pull golang:1.26 from); TestImageRuns runs
+# it with podman and takes its ID from NODEID_TEST_IMAGE.
+if ! NODEID_TEST_IMAGE=$(bash test/image.sh); then
+	if [[ ${CI:-} == true ]]; then
+		exit 1
+	fi
+	echo "WARNING: no container image (test/image.sh failed): deploy's TestImageRuns will skip" >&2
+	NODEID_TEST_IMAGE=
+fi
+export NODEID_TEST_IMAGE
 
 step "S3 servers"
 # A state folder of our own, so servers someone started by hand are left alone.

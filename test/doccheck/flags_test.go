@@ -23,6 +23,9 @@ var foreignFlags = map[string]string{
 	"test": "node", "etcd": "the --etcd-* family", "lifecycle-configuration": "aws s3api put-bucket-lifecycle-configuration",
 	"lease-durations": "nodeid-bench", "runs": "nodeid-bench", "latency": "nodeid-bench", "seed": "nodeid-bench",
 	"tasks": "nodeid-bench", "ids": "nodeid-bench", "orders": "nodeid-bench",
+	// The image's build and run in deploy/README.md (test/image.sh, deploy/image_test.go).
+	"storage-driver": "buildah and podman", "cgroup-manager": "podman", "runtime": "podman", "ulimit": "podman run",
+	"signal": "podman kill", "build-context": "buildah bud", "pull": "buildah bud", "format": "buildah bud and podman image inspect",
 }
 
 // otherVars are NODEID_ variables the docs name that are no flag: the
