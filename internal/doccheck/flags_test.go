@@ -23,6 +23,7 @@ var foreignFlags = map[string]string{
 	"test": "node", "etcd": "the --etcd-* family", "lifecycle-configuration": "aws s3api put-bucket-lifecycle-configuration",
 	"lease-durations": "nodeid-bench", "runs": "nodeid-bench", "latency": "nodeid-bench", "seed": "nodeid-bench",
 	"tasks": "nodeid-bench", "ids": "nodeid-bench", "orders": "nodeid-bench",
+	"username": "docker login", "password-stdin": "docker login", "repository-name": "aws ecr create-repository",
 }
 
 // otherVars are NODEID_ variables the docs name that are no flag: the
