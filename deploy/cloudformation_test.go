@@ -283,14 +283,19 @@ func TestCloudFormationValidates(t *testing.T) {
 		t.Fatalf("validate: %s", out)
 	}
 	broken := strings.NewReplacer("DesiredCount: !Ref DesiredCount", "DesiredCountt: !Ref DesiredCount",
-		"!GetAtt GossipDiscovery.Arn", "!GetAtt GossipDiscovery.Arnn").Replace(mustRead(t, cfnTemplate))
+		"!GetAtt GossipDiscovery.Arn", "!GetAtt GossipDiscovery.Arnn",
+		// and in the optional parts, whose conditions are false by default
+		"HealthCheckPath: /ready", "HealthCheckPathh: /ready",
+		"!GetAtt EcrRepository.RepositoryUri", "!GetAtt EcrRepository.RepositoryUrii").Replace(mustRead(t, cfnTemplate))
 	path := filepath.Join(t.TempDir(), "broken.yaml")
 	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b, err := exec.Command(node, "cloudformation/validate.mjs", dir, path).CombinedOutput()
-	if err == nil || !strings.Contains(string(b), "DesiredCountt") || !strings.Contains(string(b), "Arnn") {
-		t.Fatalf("the validator passed a broken template (%v):\n%s", err, b)
+	for _, planted := range []string{"DesiredCountt", "Arnn", "HealthCheckPathh", "RepositoryUrii"} {
+		if err == nil || !strings.Contains(string(b), planted) {
+			t.Errorf("the validator passed %s in a broken template (%v):\n%s", planted, err, b)
+		}
 	}
 }
 
