@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,10 +53,19 @@ func cfnValue(n *yaml.Node) any {
 type template struct {
 	Parameters map[string]struct {
 		Default any
+		Type    string
 	}
-	Resources map[string]struct {
+	Conditions map[string]any
+	Resources  map[string]struct {
 		Type       string
+		Condition  string
+		DependsOn  []string
+		Metadata   map[string]any
 		Properties map[string]any
+	}
+	Outputs map[string]struct {
+		Condition string
+		Value     any
 	}
 }
 
@@ -273,13 +283,123 @@ func TestCloudFormationValidates(t *testing.T) {
 		t.Fatalf("validate: %s", out)
 	}
 	broken := strings.NewReplacer("DesiredCount: !Ref DesiredCount", "DesiredCountt: !Ref DesiredCount",
-		"!GetAtt GossipDiscovery.Arn", "!GetAtt GossipDiscovery.Arnn").Replace(mustRead(t, cfnTemplate))
+		"!GetAtt GossipDiscovery.Arn", "!GetAtt GossipDiscovery.Arnn",
+		// and in the optional parts, whose conditions are false by default
+		"HealthCheckPath: /ready", "HealthCheckPathh: /ready",
+		"!GetAtt EcrRepository.RepositoryUri", "!GetAtt EcrRepository.RepositoryUrii").Replace(mustRead(t, cfnTemplate))
 	path := filepath.Join(t.TempDir(), "broken.yaml")
 	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b, err := exec.Command(node, "cloudformation/validate.mjs", dir, path).CombinedOutput()
-	if err == nil || !strings.Contains(string(b), "DesiredCountt") || !strings.Contains(string(b), "Arnn") {
-		t.Fatalf("the validator passed a broken template (%v):\n%s", err, b)
+	for _, planted := range []string{"DesiredCountt", "Arnn", "HealthCheckPathh", "RepositoryUrii"} {
+		if err == nil || !strings.Contains(string(b), planted) {
+			t.Errorf("the validator passed %s in a broken template (%v):\n%s", planted, err, b)
+		}
 	}
+}
+
+// TestCloudFormationImages: the images are required parameters (no
+// placeholder that would deploy someone else's image), the task definition
+// runs them, and the optional ECR repository has its condition and its URI
+// as an output.
+func TestCloudFormationImages(t *testing.T) {
+	tpl := readTemplate(t)
+	for _, name := range []string{"BrokerImage", "AppImage"} {
+		if p, ok := tpl.Parameters[name]; !ok || p.Default != nil {
+			t.Errorf("parameter %s must exist without a default: %+v", name, p)
+		}
+	}
+	td := jsonText(t, tpl.resource(t, "TaskDefinition", "AWS::ECS::TaskDefinition"))
+	if !strings.Contains(td, `"Image":"!Ref BrokerImage"`) || !strings.Contains(td, `"Image":"!Ref AppImage"`) {
+		t.Errorf("the task definition does not run BrokerImage and AppImage: %s", td)
+	}
+	tpl.resource(t, "EcrRepository", "AWS::ECR::Repository")
+	if r, o := tpl.Resources["EcrRepository"], tpl.Outputs["EcrRepositoryUri"]; r.Condition != "MakeEcrRepository" || o.Condition != r.Condition ||
+		o.Value != "!GetAtt EcrRepository.RepositoryUri" || jsonText(t, tpl.Conditions[r.Condition]) != `["!Ref CreateEcrRepository","true"]` {
+		t.Errorf("the ECR repository must be made when CreateEcrRepository is true, its URI an output: %+v %+v %v", r, o, tpl.Conditions[r.Condition])
+	}
+}
+
+// TestCloudFormationAutoScaling: the service scales on CPU between
+// MinCapacity and at most ClusterSize tasks, one node ID each: a task beyond
+// ClusterSize would wait for an ID and never start.
+func TestCloudFormationAutoScaling(t *testing.T) {
+	tpl := readTemplate(t)
+	st := tpl.resource(t, "ScalableTarget", "AWS::ApplicationAutoScaling::ScalableTarget")
+	if st["ResourceId"] != "!Sub service/${EcsCluster}/${Service.Name}" || st["ScalableDimension"] != "ecs:service:DesiredCount" || st["MinCapacity"] != "!Ref MinCapacity" {
+		t.Errorf("ScalableTarget %v", st)
+	}
+	if cap := jsonText(t, st["MaxCapacity"]); cap != `"!Ref ClusterSize"` {
+		// A number, or another parameter's default, must not exceed ClusterSize's.
+		n, err := strconv.Atoi(strings.Trim(cap, `"`))
+		if ref, ok := strings.CutPrefix(strings.Trim(cap, `"`), "!Ref "); ok {
+			n, err = tpl.param(t, ref), nil
+		}
+		if err != nil || n > tpl.param(t, "ClusterSize") {
+			t.Errorf("autoscaling's MaxCapacity %s exceeds ClusterSize (%d)", cap, tpl.param(t, "ClusterSize"))
+		}
+	}
+	if min, desired := tpl.param(t, "MinCapacity"), tpl.param(t, "DesiredCount"); min > desired || min < 1 {
+		t.Errorf("MinCapacity %d must be 1..DesiredCount (%d)", min, desired)
+	}
+	pol := jsonText(t, tpl.resource(t, "CpuScaling", "AWS::ApplicationAutoScaling::ScalingPolicy"))
+	for _, want := range []string{`"PolicyType":"TargetTrackingScaling"`, `"ScalingTargetId":"!Ref ScalableTarget"`, `"PredefinedMetricType":"ECSServiceAverageCPUUtilization"`} {
+		if !strings.Contains(pol, want) {
+			t.Errorf("CpuScaling lacks %s: %s", want, pol)
+		}
+	}
+}
+
+// TestCloudFormationLoadBalancer: with a listener, a target group of the
+// application's port is health-checked on the broker's /ready on the
+// operator port (docs/nodeid-broker.md), forwarded to by a rule that the
+// service waits for, and the service registers the application container.
+func TestCloudFormationLoadBalancer(t *testing.T) {
+	tpl := readTemplate(t)
+	var td struct{ ContainerDefinitions []container }
+	recode(t, tpl.resource(t, "TaskDefinition", "AWS::ECS::TaskDefinition"), &td)
+	broker, app := td.ContainerDefinitions[0], td.ContainerDefinitions[1]
+	_, opsPort, _ := strings.Cut(broker.env()["NODEID_OPS_ADDR"], ":")
+	appPort := app.PortMappings[0].ContainerPort
+	tg := tpl.resource(t, "TargetGroup", "AWS::ElasticLoadBalancingV2::TargetGroup")
+	if tg["HealthCheckPath"] != "/ready" || tg["HealthCheckPort"] != opsPort || !broker.published(mustAtoi(t, opsPort), "tcp") ||
+		jsonText(t, tg["Port"]) != strconv.Itoa(appPort) || tg["TargetType"] != "ip" {
+		t.Errorf("the target group must route to the app port %d and check /ready on the operator port %s: %v", appPort, opsPort, tg)
+	}
+	rule := jsonText(t, tpl.resource(t, "ListenerRule", "AWS::ElasticLoadBalancingV2::ListenerRule"))
+	if !strings.Contains(rule, `"TargetGroupArn":"!Ref TargetGroup"`) {
+		t.Errorf("the listener rule does not forward to the target group: %s", rule)
+	}
+	for _, name := range []string{"TargetGroup", "ListenerRule"} {
+		if c := tpl.Resources[name].Condition; c != "UseLoadBalancer" {
+			t.Errorf("%s has condition %q, want UseLoadBalancer", name, c)
+		}
+	}
+	svc := tpl.Resources["Service"]
+	lb := jsonText(t, svc.Properties["LoadBalancers"])
+	if !strings.Contains(lb, "UseLoadBalancer") || !strings.Contains(lb, `"ContainerName":"app","ContainerPort":`+strconv.Itoa(appPort)+`,"TargetGroupArn":"!Ref TargetGroup"`) ||
+		!slices.Contains(svc.DependsOn, "ListenerRuleReady") || jsonText(t, tpl.Resources["ListenerRuleReady"].Metadata) != `{"ListenerRule":["UseLoadBalancer","!Ref ListenerRule",""]}` {
+		t.Errorf("the service must register the app container in the target group after the rule exists: %s %v", lb, svc.DependsOn)
+	}
+}
+
+// TestCloudFormationS3Endpoint: the optional S3 gateway endpoint is made on
+// the route tables given, in the tasks' VPC.
+func TestCloudFormationS3Endpoint(t *testing.T) {
+	tpl := readTemplate(t)
+	ep := tpl.resource(t, "S3GatewayEndpoint", "AWS::EC2::VPCEndpoint")
+	if ep["VpcEndpointType"] != "Gateway" || ep["ServiceName"] != "!Sub com.amazonaws.${AWS::Region}.s3" || ep["RouteTableIds"] != "!Ref S3GatewayRouteTableIds" ||
+		ep["VpcId"] != "!Ref VpcId" || tpl.Resources["S3GatewayEndpoint"].Condition != "MakeS3GatewayEndpoint" || tpl.Parameters["S3GatewayRouteTableIds"].Type != "CommaDelimitedList" {
+		t.Errorf("S3GatewayEndpoint %v", ep)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -164,7 +164,7 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 		}
 		// On a store that judges expiry itself, the manifest's liveness
 		// runs out when the bootstrap window has passed (see manifestAge).
-		meta, err = lease.CreateLive(ctx, p.store, lease.ManifestKey, body, p.cfg.BootstrapWindow)
+		meta, err = p.createManifest(ctx, body)
 		switch {
 		case err == nil:
 			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "nodeIds", mine.RangeString(), "layout", mine.LayoutString())
@@ -172,8 +172,9 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 			v := newClusterView(mine, meta)
 			v.created = true
 			return v, nil
-		case errors.Is(err, lease.ErrPreconditionFailed), errors.Is(err, lease.ErrUnknownOutcome):
-			// Someone else created it, or maybe we did: read it back either way.
+		case errors.Is(err, lease.ErrPreconditionFailed):
+			// Someone else created it, or we did before an answer was lost:
+			// it exists, read it.
 			body, meta, err = p.store.Get(ctx, lease.ManifestKey)
 		}
 	}
@@ -202,6 +203,33 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 	v := newClusterView(m, meta)
 	v.manifestAge = p.manifestAge(meta)
 	return v, nil
+}
+
+// manifestCreateAttempts bounds the creates of the manifest whose outcome is
+// unknown, in one bootstrap.
+const manifestCreateAttempts = 3
+
+// createManifest creates the manifest, If-None-Match: *, which is also how a
+// bootstrap learns that it exists when the listing lacked it. It never reads
+// a manifest that may be missing: S3 answers a GET of a missing key 403, not
+// 404, to a task role whose s3:ListBucket is conditioned on s3:prefix (as in
+// deploy/iam-task-role-policy.json), and the first start would fail. So a
+// create whose outcome is unknown is sent again: ErrPreconditionFailed then
+// says that the manifest exists (another task's, or this one's). While the
+// outcome stays unknown the error is returned, and Acquire's next round lists
+// the prefix again.
+func (p *Provider) createManifest(ctx context.Context, body []byte) (lease.Meta, error) {
+	var (
+		meta lease.Meta
+		err  error
+	)
+	for range manifestCreateAttempts {
+		meta, err = lease.CreateLive(ctx, p.store, lease.ManifestKey, body, p.cfg.BootstrapWindow)
+		if !errors.Is(err, lease.ErrUnknownOutcome) || ctx.Err() != nil {
+			break
+		}
+	}
+	return meta, err
 }
 
 // manifestAge returns how old the manifest read with meta is on the store's

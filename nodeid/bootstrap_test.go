@@ -165,3 +165,38 @@ func TestFillStopsWhenAnotherTaskFills(t *testing.T) {
 		t.Fatalf("next bootstrap: err %v, filled %v; want filled", err, v.manifest.Filled)
 	}
 }
+
+// errNoListBucket is S3's answer to a GET of a missing key when the caller
+// may list the bucket only with an s3:prefix (deploy/iam-task-role-policy.json).
+var errNoListBucket = fmt.Errorf("access denied (a missing key, without s3:ListBucket): %w", lease.ErrMisconfigured)
+
+// TestManifestCreateOutcomeUnknown: when the answer to the first create of
+// the manifest is lost, whether or not it landed, the first task still
+// starts, without reading a manifest that may be missing: under the shipped
+// task-role policy S3 answers that read 403. The create is sent again, and
+// its refusal says that the manifest exists.
+func TestManifestCreateOutcomeUnknown(t *testing.T) {
+	for _, landed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("landed=%v", landed), func(t *testing.T) {
+			e := newEnv(t)
+			e.store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+				if op == storetest.OpGet {
+					if _, _, err := e.mem.Get(context.Background(), key); errors.Is(err, lease.ErrNotFound) {
+						return storetest.Fault{Err: errNoListBucket}
+					}
+				}
+				return storetest.Fault{}
+			})
+			e.store.Queue(storetest.OpCreate, storetest.Fault{Landed: landed,
+				Err: &lease.UnknownOutcomeError{Op: "create", Key: lease.ManifestKey, Err: errors.New("500 InternalError"), ServerError: true}})
+			a := e.acquire(e.provider(e.config("a")))
+			b := e.acquire(e.provider(e.config("b")))
+			if a.NodeID() == b.NodeID() {
+				t.Fatalf("both hold node ID %d", a.NodeID())
+			}
+			if _, _, err := e.mem.Get(context.Background(), lease.ManifestKey); err != nil {
+				t.Fatalf("no manifest: %v", err)
+			}
+		})
+	}
+}

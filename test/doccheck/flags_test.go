@@ -26,6 +26,7 @@ var foreignFlags = map[string]string{
 	// The image's build and run in deploy/README.md (test/image.sh, deploy/image_test.go).
 	"storage-driver": "buildah and podman", "cgroup-manager": "podman", "runtime": "podman", "ulimit": "podman run",
 	"signal": "podman kill", "build-context": "buildah bud", "pull": "buildah bud", "format": "buildah bud and podman image inspect",
+	"username": "docker login", "password-stdin": "docker login", "repository-name": "aws ecr create-repository",
 }
 
 // otherVars are NODEID_ variables the docs name that are no flag: the
