@@ -153,8 +153,8 @@ func TestCloudFormationService(t *testing.T) {
 	if len(jenv) != len(cenv) || !reflect.DeepEqual(jtd.ContainerDefinitions[0].PortMappings, broker.PortMappings) {
 		t.Errorf("the template's broker differs from ecs-task-definition.json's: %v %v vs %v %v", cenv, broker.PortMappings, jenv, jtd.ContainerDefinitions[0].PortMappings)
 	}
-	if cenv["NODEID_BUCKET"] != "!Ref LeaseBucket" || cenv["NODEID_CLUSTER_SIZE"] != "!Ref ClusterSize" {
-		t.Errorf("the broker must use the stack's bucket and ClusterSize: %v", cenv)
+	if cenv["NODEID_BUCKET"] != "!Ref LeaseBucket" || cenv["NODEID_CLUSTER_SIZE"] != "!Ref ClusterSize" || cenv["NODEID_FIRST_NODE_ID"] != "!Ref FirstNodeId" {
+		t.Errorf("the broker must use the stack's bucket, ClusterSize and FirstNodeId: %v", cenv)
 	}
 
 	// The execution role may read the secret the broker's key comes from.
