@@ -176,6 +176,8 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 			// Someone else created it, or we did before an answer was lost:
 			// it exists, read it.
 			body, meta, err = p.store.Get(ctx, lease.ManifestKey)
+		default:
+			return nil, fmt.Errorf("nodeid: create cluster manifest: %w", err)
 		}
 	}
 	if err != nil {
