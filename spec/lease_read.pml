@@ -56,7 +56,7 @@
  *   NORELEASE  no task releases;  NOCRASH  no task crashes or gives up.
  * The restrictions only take behaviours away, so a violation found with them
  * is one of the whole model.
- * Mutations (each must be caught; spec/check_read.sh runs them):
+ * Mutations (each must be caught; spec/check.sh runs them):
  *   CHALWIN    the window runs from the challenge: a challenge whose own
  *              Last-Modified stood W is taken, no confirm needed;
  *   ANSWERTIME a read re-arms the fence from its answer's arrival, not its send;
