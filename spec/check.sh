@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# spec/check.sh: model-check the lease protocol (spec/lease.pml) with spin.
+# spec/check.sh: model-check the lease protocol (spec/lease.pml, the write
+# mode; spec/lease_read.pml, keep-alive by reads) with spin.
 #
-#   bash spec/check.sh          # test/all.sh's check: about 30 s on 2 idle cores
+#   bash spec/check.sh          # test/all.sh's check: about a minute on 2 idle cores
 #   bash spec/check.sh --full   # exploration: VMAX=3, mutations in the whole model
 #
 #  1. the protocol as written, two tasks, versions up to VMAX (default 2: a
@@ -15,6 +16,16 @@
 #     millions;
 #  3. each of those restricted worlds without a mutation, exhaustively: no
 #     violation, so the one a mutation shows is the mutation's.
+#
+#  4. the read mode (lease_read.pml): its worlds without a challenger, no
+#     release, no crash, exhaustively (the fence as written; the fence never
+#     falling, where the floor alone must keep timestamps ordered); the world
+#     with the challenger (no release, no crash) by a bitstate search to depth
+#     200 for 20 s, which is not exhaustive; each of its mutations to a
+#     violation, by a search to depth 120 in its restricted world. With
+#     --full, the world without a challenger with releases and crashes,
+#     exhaustively, and the whole read model (challenger, releases, crashes)
+#     by a bitstate search to depth 400 for 600 s, still not exhaustive.
 #
 # With --full, the mutations run in the whole model (no restriction), and
 # VMAX defaults to 3 (27 M states for the protocol, about 3 GB, 8.5 minutes):
@@ -61,6 +72,16 @@ mutations=(
 	"NOFOLD         $NARROW                    Valid never folds the real-time deadline into the monotonic"
 	"LATCHONLY      $NARROW                    Valid folds the real-time deadline only once fallen (a4de56f)"
 )
+# The read mode's mutations (lease_read.pml), the same way.
+readonly RNARROW=NORELEASE,NOCRASH
+read_mutations=(
+	"CHALWIN        $RNARROW                   the window runs from the challenge, not the confirm"
+	"ANSWERTIME     $RNARROW                   a read re-arms the fence from its answer's arrival"
+	"REARMB         $RNARROW                   a read re-arms the fence for B, not W"
+	"OTHERWID       $RNARROW                   the holder answers a challenge naming another writeId"
+	"EARLYTAKE      $RNARROW                   a confirm taken one margin early: Date - LM >= W"
+	"READRES        FENCEFAIL,NOCHAL,$RNARROW  a read raises the reservation (the fence failing)"
+)
 name() { echo "${1%% *}"; }
 world() { local r=${1#* }; r=${r#"${r%%[! ]*}"}; echo "${r%% *}"; }
 what() { local r=${1#* }; r=${r#"${r%%[! ]*}"}; r=${r#* }; echo "${r#"${r%%[! ]*}"}"; }
@@ -70,22 +91,38 @@ what() { local r=${1#* }; r=${r#"${r%%[! ]*}"}; r=${r#* }; echo "${r#"${r%%[! ]*
 # exhaustively (depth-first, safety only) or to the first violation. Its
 # output is $work/JOB/out.txt, with the build and search times.
 verify() {
-	local job=$1 opt=$2 defines=$3 dir=$work/$1 d
-	local -a flags=(-DVMAX="$vmax")
+	local job=$1 opt=$2 defines=$3 model=${4:-lease.pml} dir=$work/$1 d
+	local -a flags=(-DVMAX="$vmax") cflags=() panopts=(-m1000000 "-w$((full ? 26 : 24))")
+	if [[ $model == lease_read.pml ]]; then
+		flags=(-DVMAX=2)
+		# depth-bounded searches (mutations; the bitstate one) find a
+		# violation after thousands of states instead of millions
+		case ${5:-} in
+		bounded) panopts=(-m120 -w22) ;;
+		bitstate) cflags=(-DBITSTATE) panopts=(-m200 -w27) ;;
+		bitstate-full) cflags=(-DBITSTATE) panopts=(-m400 -w30) ;;
+		*) panopts=(-m3000000 -w25) ;;
+		esac
+	fi
 	if [[ $defines != - ]]; then
 		for d in ${defines//,/ }; do flags+=("-D$d"); done
 	fi
 	mkdir -p "$dir"
-	cp spec/lease.pml "$dir/"
+	cp "spec/$model" "$dir/"
 	(
 		cd "$dir"
 		start=$SECONDS
-		"$spin" -a "${flags[@]}" lease.pml >spin.txt 2>&1 || { cat spin.txt >out.txt; exit 1; }
+		"$spin" -a "${flags[@]}" "$model" >spin.txt 2>&1 || { cat spin.txt >out.txt; exit 1; }
 		# -O1: the long search runs about as fast as at -O2 and builds in a
 		# third of the time; the short ones are built at -O0.
-		"$cc" "-$opt" -DSAFETY -DNOREDUCE -DMEMLIM=4096 -o pan pan.c >cc.txt 2>&1 || { cat cc.txt >out.txt; exit 1; }
+		"$cc" "-$opt" -DSAFETY -DNOREDUCE -DMEMLIM=4096 "${cflags[@]}" -o pan pan.c >cc.txt 2>&1 || { cat cc.txt >out.txt; exit 1; }
 		built=$SECONDS
-		./pan -m1000000 "-w$((full ? 26 : 24))" >out.txt 2>&1 || true
+		if [[ ${5:-} == bitstate* ]]; then
+			# time-boxed: pan reports what it searched when interrupted
+			timeout -s INT "$([[ $5 == bitstate ]] && echo 20 || echo 600)" ./pan "${panopts[@]}" >out.txt 2>&1 || true
+		else
+			./pan "${panopts[@]}" >out.txt 2>&1 || true
+		fi
 		echo "built $((built - start)) s, searched $((SECONDS - built)) s" >>out.txt
 	)
 }
@@ -115,6 +152,17 @@ for m in "${mutations[@]}"; do
 	fi
 done
 for w in "${!worlds[@]}"; do pool "world-$w" O0 "$w"; done
+# the read mode
+pool read-nochal O1 "NOCHAL$( ((full)) || echo ",$RNARROW")" lease_read.pml
+pool read-fencefail O1 FENCEFAIL,NOCHAL,$RNARROW lease_read.pml
+if ((full)); then
+	pool read-chal O1 - lease_read.pml bitstate-full
+else
+	pool read-chal O0 "$RNARROW" lease_read.pml bitstate
+fi
+for m in "${read_mutations[@]}"; do
+	pool "read-$(name "$m")" O0 "$(name "$m"),$(world "$m")" lease_read.pml bounded
+done
 wait
 
 failed=0
@@ -145,6 +193,29 @@ for m in "${mutations[@]}"; do
 		continue
 	fi
 	printf '  caught %-15s %-62s %s (%s states, %s)\n' "$n" "$(what "$m")" \
+		"$(grep -m1 -o 'assertion violated.*(at' "$work/$n/out.txt" | sed 's/ (at$//' | cut -c1-60)" \
+		"$(states "$n")" "$(secs "$n")"
+done
+echo "spec: the read mode (lease_read.pml)"
+for j in read-nochal read-fencefail; do
+	if complete "$j"; then
+		echo "  ok: $j, exhaustive: no violation in $(states "$j") states ($(secs "$j"))"
+	else
+		fail "$j: a violation, or the search did not complete:" "$j"
+	fi
+done
+if [[ $(errors read-chal) == 0 ]]; then
+	echo "  ok: read-chal$( ((full)) && echo ' (the whole model)'), bitstate to depth $( ((full)) && echo '400 for 600' || echo '200 for 20') s (not exhaustive): no violation in $(states read-chal) states ($(secs read-chal))"
+else
+	fail "read-chal: a violation:" read-chal
+fi
+for m in "${read_mutations[@]}"; do
+	n=read-$(name "$m")
+	if [[ $(errors "$n") == 0 || -z $(errors "$n") ]]; then
+		fail "$n not caught: $(what "$m")" "$n"
+		continue
+	fi
+	printf '  caught %-15s %-62s %s (%s states, %s)\n' "$(name "$m")" "$(what "$m")" \
 		"$(grep -m1 -o 'assertion violated.*(at' "$work/$n/out.txt" | sed 's/ (at$//' | cut -c1-60)" \
 		"$(states "$n")" "$(secs "$n")"
 done
