@@ -138,7 +138,8 @@ eval "$(bash "$servers" env)"
 step "Azurite (Azure Blob emulator)"
 # npm, cached next to the servers (test/azurite.sh; about a minute cold, a few
 # seconds to start); azblobstore's tests read NODEID_TEST_AZURITE_URL.
-eval "$(bash test/azurite.sh start)"
+azurite_env=$(bash test/azurite.sh start)
+eval "$azurite_env"
 
 step "etcd server"
 NODEID_ETCD_BIN=$(bash test/etcd/install.sh)
