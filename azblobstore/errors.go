@@ -125,7 +125,8 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	case r.code == codeAuthenticationFailed:
 		return definite("%s refused the credential for container %q: check AccountName and AccountKey (or the identity behind Credential) and this machine's clock", s.endpoint, s.name)
 	case r.code == codeAuthorizationFailure || r.code == codeAuthPermMismatch || r.status == http.StatusForbidden:
-		return definite("access denied to container %q at %s: the identity needs the Storage Blob Data Contributor role on it (%s)", s.name, s.endpoint, r.code)
+		return definite("access denied to container %q at %s (%s): check the credential (AccountName and AccountKey, the SAS's permissions and expiry, "+
+			"or the Storage Blob Data Contributor role of the identity behind Credential)", s.name, s.endpoint, r.code)
 	case r.status == http.StatusNotFound && (op == opList || op == opCheck || op == opCreate || op == opUpdate):
 		return definite("%s answered 404 (%s) for container %q: is AccountURL an Azure Blob endpoint (with the account name in the path for Azurite)?", s.endpoint, r.code, s.name)
 	case r.status >= 200 && r.status < 300:
