@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -62,12 +63,19 @@ func notSent(err error) bool {
 //   - no response although the request may have left (timeout, reset
 //     connection, context ended in flight), a 5xx, or a 2xx that did not
 //     parse: *lease.UnknownOutcomeError;
-//   - any other refusal (403, 400, ContainerNotFound, another 409 such as a
-//     blob lease held by someone) and a request that never left: an error
-//     that says what to fix (not written).
+//   - a blob lease someone took (LeaseIdMissing and the other Lease* codes,
+//     412 or 409): an error matching lease.ErrMisconfigured, not a lost race;
+//   - any other refusal (403, 400, ContainerNotFound) and a request that
+//     never left: an error that says what to fix (not written).
 func (s *Store) writeError(op, key string, err error) error {
 	r := inspect(err)
 	switch {
+	case strings.HasPrefix(r.code, "Lease"):
+		// LeaseIdMissing, LeaseLost... (412 or 409): someone took an Azure
+		// blob lease on the blob. Not written, and not a lost race: no
+		// nodeid write takes one, and retrying cannot help until it is broken.
+		return misconfigured(fmt.Errorf("azblobstore: %s %s: blob %s%s in container %q at %s has an Azure blob lease (HTTP %d %s), which nodeid never takes: "+
+			"break it (az storage blob lease break): %w", op, key, s.prefix, key, s.name, s.endpoint, r.status, r.code, err))
 	case r.status == http.StatusPreconditionFailed || r.code == codeConditionNotMet:
 		return fmt.Errorf("azblobstore: %s %s: %w (HTTP %d %s)", op, key, lease.ErrPreconditionFailed, r.status, r.code)
 	case r.status == http.StatusConflict && r.code == codeBlobAlreadyExists:

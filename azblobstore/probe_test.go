@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	bloblease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
 	"github.com/nodeid/nodeid/azblobstore"
@@ -190,5 +191,36 @@ func TestAzuriteHonoursConditions(t *testing.T) {
 	}
 	if m.Date.IsZero() || m.LastModified.IsZero() || second.LastModified == nil || second.Date == nil {
 		t.Fatalf("missing times: Get %+v, Put Blob Date %v Last-Modified %v", m, second.Date, second.LastModified)
+	}
+}
+
+// TestBlobLeaseIsNotALostRace: a blob someone holds an Azure blob lease on
+// refuses nodeid's writes (Azurite: 412 LeaseIdMissing); the store reports a
+// misconfiguration that names the lease, not ErrPreconditionFailed.
+func TestBlobLeaseIsNotALostRace(t *testing.T) {
+	accountURL := azuriteURL(t)
+	name := newContainer(t, accountURL)
+	st, err := azblobstore.New(azuriteConfig(accountURL, name, "p/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := st.Create(ctx, "7.json", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := bloblease.NewBlobClient(st.Client().NewBlobClient("p/7.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.AcquireLease(ctx, -1, nil); err != nil {
+		t.Fatalf("acquire a blob lease: %v", err)
+	}
+	defer func() { _, _ = lc.BreakLease(context.Background(), nil) }()
+	_, err = st.Update(ctx, "7.json", []byte("v2"), m.ETag)
+	t.Logf("update of a leased blob: %v", err)
+	if !errors.Is(err, lease.ErrMisconfigured) || errors.Is(err, lease.ErrPreconditionFailed) || !strings.Contains(err.Error(), "blob lease") {
+		t.Fatalf("update of a leased blob: %v, want ErrMisconfigured naming the blob lease", err)
 	}
 }

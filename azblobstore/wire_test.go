@@ -78,7 +78,8 @@ func TestWriteAnswers(t *testing.T) {
 		{name: "timeout in flight", err: context.DeadlineExceeded, want: lease.ErrUnknownOutcome, unknown: true},
 		{name: "404 ContainerNotFound", status: 404, code: "ContainerNotFound", want: lease.ErrMisconfigured},
 		{name: "403 AuthenticationFailed", status: 403, code: "AuthenticationFailed", want: lease.ErrMisconfigured},
-		{name: "409 LeaseIdMissing", status: 409, code: "LeaseIdMissing"},
+		{name: "412 LeaseIdMissing", status: 412, code: "LeaseIdMissing", update: true, want: lease.ErrMisconfigured},
+		{name: "400 InvalidHeaderValue", status: 400, code: "InvalidHeaderValue"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +112,9 @@ func TestWriteAnswers(t *testing.T) {
 			}
 			if !tc.unknown && errors.Is(err, lease.ErrUnknownOutcome) {
 				t.Fatalf("error = %v matches ErrUnknownOutcome", err)
+			}
+			if tc.want != lease.ErrPreconditionFailed && errors.Is(err, lease.ErrPreconditionFailed) {
+				t.Fatalf("error = %v matches ErrPreconditionFailed: it would look like a lost race", err)
 			}
 			if tc.want == nil && (errors.Is(err, lease.ErrPreconditionFailed) || errors.Is(err, lease.ErrMisconfigured)) {
 				t.Fatalf("error = %v, want a plain error", err)
