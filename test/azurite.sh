@@ -13,7 +13,7 @@
 #   azurite.sh stop     stop the Azurite that start started (by its PID)
 #
 # Why 3.35.0: later releases declare Node.js 21 or 22 (Debian's nodejs is 20).
-# --skipApiVersionCheck: the Go SDK (azblob v1.8.3) sends a newer API version
+# --skipApiVersionCheck: the Go SDK (azblob v1.8.0) sends a newer API version
 # than Azurite knows; the operations nodeid uses are unchanged by it.
 #
 #   NODEID_SERVER_CACHE  where tools are cached (default ~/.cache/nodeid-servers)
