@@ -136,6 +136,8 @@ func (b *broker) runNode(ctx context.Context, n *node.Node) error {
 // storeName names the store for messages: the endpoint, or the AWS bucket.
 func (b *broker) storeName() string {
 	switch {
+	case b.cfg.store == storeAzblob:
+		return fmt.Sprintf("Azure Blob container %s at --azblob-account-url %s (prefix %s)", b.cfg.azblob.container, b.cfg.azblob.accountURL, b.cfg.prefix)
 	case b.cfg.store == etcdflag.StoreEtcd:
 		return fmt.Sprintf("etcd at --etcd-endpoints %s (prefix %s)", b.cfg.etcd.Endpoints, b.cfg.prefix)
 	case b.cfg.embeddedS3 != "":
@@ -170,12 +172,15 @@ func (b *broker) serveHTTP(ctx context.Context, srv *http.Server, ln net.Listene
 	return nil
 }
 
-// openStore opens the store --store names: etcd, or S3 (starting the
+// openStore opens the store --store names: etcd, Azure Blob, or S3 (starting the
 // embedded S3 if asked). The returned function closes the embedded S3 or the
 // etcd connection (a no-op otherwise).
 func (b *broker) openStore(ctx context.Context) (lease.Store, func(), error) {
 	if b.cfg.store == etcdflag.StoreEtcd {
 		return b.openEtcd()
+	}
+	if b.cfg.store == storeAzblob {
+		return b.openAzblob()
 	}
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Prefix, sc.Region = b.cfg.bucket, b.cfg.prefix, b.cfg.region

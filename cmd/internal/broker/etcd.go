@@ -15,12 +15,26 @@ func (c *serveConfig) checkStoreFlags(f *envflag.Set) error {
 	if err := etcdflag.CheckPrefix(f.Source("prefix"), c.prefix); err != nil {
 		return err
 	}
-	return c.etcd.Check(c.store, f.Source("store"), c.embeddedS3 != "" || c.s3Endpoint != "" || c.bucket != "", c.prefix)
+	s3Set := c.embeddedS3 != "" || c.s3Endpoint != "" || c.bucket != ""
+	switch c.store {
+	case storeAzblob:
+		return c.azblob.check(s3Set, c.etcd.Endpoints != "", c.prefix)
+	case etcdflag.StoreS3, etcdflag.StoreEtcd:
+		if c.azblob.set() {
+			return envflag.Usagef("the --azblob-* flags need --store azblob")
+		}
+		return c.etcd.Check(c.store, f.Source("store"), s3Set, c.prefix)
+	}
+	return envflag.Usagef("%s %q: want s3, etcd or azblob", f.Source("store"), c.store)
 }
 
 // storeName names the store in logs and gossip's default cluster identity:
-// s3://BUCKET/PREFIX or etcd://ENDPOINTS/PREFIX.
+// s3://BUCKET/PREFIX, etcd://ENDPOINTS/PREFIX or
+// azblob://ACCOUNT-URL/CONTAINER/PREFIX.
 func (c *serveConfig) storeName() string {
+	if c.store == storeAzblob {
+		return c.azblob.name(c.prefix)
+	}
 	if c.store == etcdflag.StoreEtcd {
 		return "etcd://" + strings.Join(c.etcd.Config(c.prefix).Endpoints, ",") + "/" + c.prefix
 	}

@@ -34,7 +34,7 @@ func TestParseServeFlagsEtcd(t *testing.T) {
 		{[]string{"--store", "etcd"}, "no endpoints"},
 		{[]string{"--store", "etcd", "--etcd-endpoints", "h:1", "--bucket", "b"}, "excludes the S3 flags"},
 		{[]string{"--store", "etcd", "--etcd-endpoints", "h:1", "--etcd-cert-file", "c"}, "go together"},
-		{[]string{"--store", "zk"}, `"zk": want s3 or etcd`},
+		{[]string{"--store", "zk"}, `"zk": want s3, etcd or azblob`},
 		{[]string{"--bucket", "b", "--etcd-endpoints", "h:1"}, "needs --store etcd"},
 	} {
 		_, err := parseServeFlags("nodeid-broker", tc.args, env(), io.Discard)

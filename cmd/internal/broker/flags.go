@@ -33,6 +33,7 @@ type serveConfig struct {
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
 	store                              string // --store: s3 or etcd
 	etcd                               etcdflag.Flags
+	azblob                             azblobFlags
 	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
 	httpAddr   string
@@ -82,8 +83,9 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	pc.TaskID = "" // resolved at start (ECS metadata, else host+pid+random)
 	f := envflag.New(name, lookupEnv)
 	f.BindAll()
-	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*) or azblob (Azure Blob Storage: --azblob-*)")
 	c.etcd.Bind(f)
+	c.azblob.bind(f)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
 	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects: ends with \"/\", or empty for the root of the bucket")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")
