@@ -47,10 +47,11 @@
 #     the race detector would slow the timing-sensitive runs for nothing (the
 #     suite's own code runs under -race in step 3). With CI=true a missing
 #     MinIO binary fails it instead of skipping;
-#  5. if bench/ has its own go.mod: go vet and a compile-and-run check of its
-#     tests (no benchmarks);
-#  6. each example module under examples/ (it uses nodeid as an outside user
-#     would, through a replace directive): vet, staticcheck, its tests.
+#  (after staticcheck, as they take seconds and a module out of date is
+#  better found before the long steps) if bench/ has its own go.mod: go vet
+#  and a compile-and-run check of its tests (no benchmarks); each example
+#  module under examples/ (it uses nodeid as an outside user would, through a
+#  replace directive): vet, staticcheck, its tests.
 #
 # NODEID_TEST_VERBOSE=1 adds -v to go test.
 set -euo pipefail
@@ -90,6 +91,41 @@ if [[ ! -x $bin/staticcheck || ! -f $bin/staticcheck.version || "$(<"$bin/static
 fi
 "$bin/staticcheck" ./...
 "$bin/staticcheck" -tags faults ./test/faults/...
+
+step "race detector: a C compiler"
+flags=(-race -count=1)
+if [[ ${NODEID_TEST_VERBOSE:-} == 1 ]]; then
+	flags+=(-v)
+fi
+# The race detector needs cgo, hence a C compiler, which a machine with only Go
+# may lack (Go then turns cgo off).
+if [[ $(go env CGO_ENABLED) != 1 ]] && ! command -v cc >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+	echo "no C compiler: installing gcc for the race detector (apt-get)" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null
+	export CGO_ENABLED=1
+fi
+if [[ $(go env CGO_ENABLED) != 1 ]]; then
+	if [[ ${CI:-} == true ]]; then
+		echo "go test -race needs cgo and a C compiler (apt-get install -y gcc)" >&2
+		exit 1
+	fi
+	echo "WARNING: no C compiler, so cgo is off: running the tests WITHOUT the race detector (apt-get install -y gcc to enable it)" >&2
+	flags=("${flags[@]:1}")
+fi
+
+if [[ -f bench/go.mod ]]; then
+	step "bench: tests, benchmarks compiled only"
+	(cd bench && go test -count=1 -run . -bench='^$' ./...)
+fi
+
+# Each example under examples/ is a module of its own that uses nodeid as an
+# outside user does (a replace directive points at this checkout).
+for mod in examples/*/go.mod; do
+	[[ -f $mod ]] || continue
+	dir=$(dirname "$mod")
+	step "example $dir: vet, staticcheck and tests"
+	(cd "$dir" && go vet ./... && "$bin/staticcheck" ./... && go test "${flags[@]}" ./...)
+done
 
 step "ID clients in Python, Node.js and Java (clients/)"
 # The clients an application not written in Go uses (clients/README.md): their
@@ -165,25 +201,6 @@ export NODEID_ETCD_BIN
 (cd test/etcd/server && go vet ./...)
 
 step "go test -race"
-flags=(-race -count=1)
-if [[ ${NODEID_TEST_VERBOSE:-} == 1 ]]; then
-	flags+=(-v)
-fi
-# The race detector needs cgo, hence a C compiler, which a machine with only Go
-# may lack (Go then turns cgo off).
-if [[ $(go env CGO_ENABLED) != 1 ]] && ! command -v cc >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-	echo "no C compiler: installing gcc for the race detector (apt-get)" >&2
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null
-	export CGO_ENABLED=1
-fi
-if [[ $(go env CGO_ENABLED) != 1 ]]; then
-	if [[ ${CI:-} == true ]]; then
-		echo "go test -race needs cgo and a C compiler (apt-get install -y gcc)" >&2
-		exit 1
-	fi
-	echo "WARNING: no C compiler, so cgo is off: running the tests WITHOUT the race detector (apt-get install -y gcc to enable it)" >&2
-	flags=("${flags[@]:1}")
-fi
 go test "${flags[@]}" ./...
 
 step "the deterministic simulation: every seed, every mutation (nodeid, without -race)"
@@ -201,19 +218,5 @@ nice -n 5 bash spec/check.sh
 step "fault suite (go test -tags faults ./test/faults)"
 # -v: the schedule, the events and the SUMMARY lines belong in the log.
 go test -tags faults -count=1 -v -timeout 15m ./test/faults/...
-
-if [[ -f bench/go.mod ]]; then
-	step "bench: tests, benchmarks compiled only"
-	(cd bench && go test -count=1 -run . -bench='^$' ./...)
-fi
-
-# Each example under examples/ is a module of its own that uses nodeid as an
-# outside user does (a replace directive points at this checkout).
-for mod in examples/*/go.mod; do
-	[[ -f $mod ]] || continue
-	dir=$(dirname "$mod")
-	step "example $dir: vet, staticcheck and tests"
-	(cd "$dir" && go vet ./... && "$bin/staticcheck" ./... && go test -race -count=1 ./...)
-done
 
 step "all checks passed"
