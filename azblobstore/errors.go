@@ -74,7 +74,7 @@ func (s *Store) writeError(op, key string, err error) error {
 		// LeaseIdMissing, LeaseLost... (412 or 409): someone took an Azure
 		// blob lease on the blob. Not written, and not a lost race: no
 		// nodeid write takes one, and retrying cannot help until it is broken.
-		return misconfigured(fmt.Errorf("azblobstore: %s %s: blob %s%s in container %q at %s has an Azure blob lease (HTTP %d %s), which nodeid never takes: "+
+		return lease.Misconfigured(fmt.Errorf("azblobstore: %s %s: blob %s%s in container %q at %s has an Azure blob lease (HTTP %d %s), which nodeid never takes: "+
 			"break it (az storage blob lease break): %w", op, key, s.prefix, key, s.name, s.endpoint, r.status, r.code, err))
 	case r.status == http.StatusPreconditionFailed || r.code == codeConditionNotMet:
 		return fmt.Errorf("azblobstore: %s %s: %w (HTTP %d %s)", op, key, lease.ErrPreconditionFailed, r.status, r.code)
@@ -102,16 +102,6 @@ func (s *Store) readError(op, key string, err error) error {
 	return s.describe(op, key, r, err)
 }
 
-// misconfiguredError is an error that retrying cannot fix: it matches
-// lease.ErrMisconfigured, and its text is its cause's.
-type misconfiguredError struct{ err error }
-
-func (e *misconfiguredError) Error() string        { return e.err.Error() }
-func (e *misconfiguredError) Unwrap() error        { return e.err }
-func (e *misconfiguredError) Is(target error) bool { return target == lease.ErrMisconfigured }
-
-func misconfigured(err error) error { return &misconfiguredError{err: err} }
-
 // describe turns an error into one that says what to fix where it can,
 // naming the account URL and container and keeping the SDK error in the
 // chain. Answers that show a configuration error, which retrying cannot fix,
@@ -124,7 +114,7 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("azblobstore: %s: %s: %w", what, fmt.Sprintf(format, args...), err)
 	}
-	definite := func(format string, args ...any) error { return misconfigured(fail(format, args...)) }
+	definite := func(format string, args ...any) error { return lease.Misconfigured(fail(format, args...)) }
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {

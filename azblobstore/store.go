@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -150,7 +149,7 @@ func (s *Store) Check(ctx context.Context) error {
 		return s.readError(opCheck, "", err)
 	}
 	if name := deref(page.ContainerName); name != s.name {
-		return misconfigured(fmt.Errorf("azblobstore: check: %s answered a listing of container %q with one of %q: is it an Azure Blob endpoint?", s.endpoint, s.name, name))
+		return lease.Misconfigured(fmt.Errorf("azblobstore: check: %s answered a listing of container %q with one of %q: is it an Azure Blob endpoint?", s.endpoint, s.name, name))
 	}
 	return nil
 }
@@ -201,11 +200,8 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 			prevMarker = m
 		}
 	}
-	slices.SortFunc(l.Objects, func(a, b lease.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	for i := 1; i < len(l.Objects); i++ {
-		if l.Objects[i].Key == l.Objects[i-1].Key {
-			return lease.Listing{}, fmt.Errorf("azblobstore: list %s: the server listed key %q twice", s.where(), l.Objects[i].Key)
-		}
+	if err := l.SortByKey(); err != nil {
+		return lease.Listing{}, fmt.Errorf("azblobstore: list %s: %w", s.where(), err)
 	}
 	return l, nil
 }
@@ -309,19 +305,9 @@ func checkKey(op, key string) error {
 	return nil
 }
 
-// etagString returns an ETag in its quoted form. Azure quotes ETags in headers
-// but not in listings; ETags are compared as strings, so one version must
-// have one spelling.
-func etagString(e *azcore.ETag) string {
-	if e == nil || *e == "" {
-		return ""
-	}
-	s := string(*e)
-	if strings.HasPrefix(s, `"`) || strings.HasPrefix(s, `W/"`) {
-		return s
-	}
-	return `"` + s + `"`
-}
+// etagString returns an ETag in its quoted form (Azure quotes ETags in
+// headers but not in listings).
+func etagString(e *azcore.ETag) string { return lease.QuoteETag(string(deref(e))) }
 
 func (s *Store) where() string {
 	return fmt.Sprintf("%s/%s/%s", s.endpoint, s.name, s.prefix)

@@ -93,7 +93,7 @@ func (s *Store) writeError(op, key string, err error) error {
 		if op == opUpdate {
 			header = lease.CondIfMatch
 		}
-		return misconfigured(fmt.Errorf("s3store: %s %s: %s answered HTTP 501 %s to a PUT with %s: this store cannot do conditional writes, "+
+		return lease.Misconfigured(fmt.Errorf("s3store: %s %s: %s answered HTTP 501 %s to a PUT with %s: this store cannot do conditional writes, "+
 			"which nodeid needs (AWS S3, MinIO and versitygw have them): %w", op, key, s.endpoint, r.code, header, err))
 	case r.status >= 500:
 		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err, ServerError: true}
@@ -115,17 +115,6 @@ func (s *Store) readError(op, key string, err error) error {
 	return s.describe(op, key, r, err)
 }
 
-// misconfiguredError is an error that retrying cannot fix: it matches
-// lease.ErrMisconfigured, and its text is its cause's.
-type misconfiguredError struct{ err error }
-
-func (e *misconfiguredError) Error() string        { return e.err.Error() }
-func (e *misconfiguredError) Unwrap() error        { return e.err }
-func (e *misconfiguredError) Is(target error) bool { return target == lease.ErrMisconfigured }
-
-// misconfigured marks err as one that retrying cannot fix.
-func misconfigured(err error) error { return &misconfiguredError{err: err} }
-
 // describe turns an error into one that says what to fix where it can, keeping
 // the SDK error in the chain (errors.As finds smithy.APIError in it). The
 // answers that show a configuration error, which retrying cannot fix (no
@@ -141,7 +130,7 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("s3store: %s: %s: %w", what, fmt.Sprintf(format, args...), err)
 	}
-	definite := func(format string, args ...any) error { return misconfigured(fail(format, args...)) }
+	definite := func(format string, args ...any) error { return lease.Misconfigured(fail(format, args...)) }
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -204,7 +203,7 @@ func (s *Store) Check(ctx context.Context) error {
 	}
 	// Any HTTP server answers 200 to a GET; an S3 listing names its bucket.
 	if name := aws.ToString(out.Name); name != s.bucket {
-		return misconfigured(fmt.Errorf("s3store: check: %s answered a listing of bucket %q with one of %q: is it an S3 endpoint?", s.endpoint, s.bucket, name))
+		return lease.Misconfigured(fmt.Errorf("s3store: check: %s answered a listing of bucket %q with one of %q: is it an S3 endpoint?", s.endpoint, s.bucket, name))
 	}
 	s.warnBucketSettings(ctx)
 	return nil
@@ -239,7 +238,7 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 			}
 			l.Objects = append(l.Objects, lease.ObjectInfo{
 				Key:          rel,
-				ETag:         normalizeETag(aws.ToString(o.ETag)),
+				ETag:         lease.QuoteETag(aws.ToString(o.ETag)),
 				LastModified: aws.ToTime(o.LastModified).UTC(),
 				Size:         aws.ToInt64(o.Size),
 			})
@@ -255,12 +254,8 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 			prevToken = tok
 		}
 	}
-	slices.SortFunc(l.Objects, func(a, b lease.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	// A server that lists a key twice would make one object look like two.
-	for i := 1; i < len(l.Objects); i++ {
-		if l.Objects[i].Key == l.Objects[i-1].Key {
-			return lease.Listing{}, fmt.Errorf("s3store: list %s: the server listed key %q twice", s.where(), l.Objects[i].Key)
-		}
+	if err := l.SortByKey(); err != nil {
+		return lease.Listing{}, fmt.Errorf("s3store: list %s: %w", s.where(), err)
 	}
 	return l, nil
 }
@@ -292,7 +287,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error)
 		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w: the object is larger than %d bytes", key, lease.ErrCorrupt, MaxObjectSize)
 	}
 	return body, lease.Meta{
-		ETag:         normalizeETag(aws.ToString(out.ETag)),
+		ETag:         lease.QuoteETag(aws.ToString(out.ETag)),
 		LastModified: aws.ToTime(out.LastModified).UTC(),
 		Date:         serverDate(out.ResultMetadata),
 	}, nil
@@ -352,7 +347,7 @@ func (s *Store) put(ctx context.Context, op, key string, body []byte, etag strin
 		}
 		return lease.Meta{}, err
 	}
-	m := lease.Meta{ETag: normalizeETag(aws.ToString(out.ETag)), Date: serverDate(out.ResultMetadata)}
+	m := lease.Meta{ETag: lease.QuoteETag(aws.ToString(out.ETag)), Date: serverDate(out.ResultMetadata)}
 	if m.ETag == "" {
 		// The write was applied but we cannot name its version: the caller
 		// reads it back, as for any ambiguous write.
@@ -367,16 +362,6 @@ func checkKey(op, key string) error {
 		return fmt.Errorf("s3store: %s: empty key", op)
 	}
 	return nil
-}
-
-// normalizeETag returns an ETag in its quoted form. S3 quotes ETags in headers
-// and listings; a server that leaves the quotes off somewhere would otherwise
-// give one version two spellings, and ETags are compared as strings.
-func normalizeETag(e string) string {
-	if e == "" || strings.HasPrefix(e, `"`) || strings.HasPrefix(e, `W/"`) {
-		return e
-	}
-	return `"` + e + `"`
 }
 
 // serverDate returns the response's Date header, or zero.

@@ -1,0 +1,45 @@
+package lease
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// This file holds the small pieces every Store implementation needs the same
+// way, so that each store keeps one copy of none of them.
+
+// Misconfigured marks err as one that retrying cannot fix: the result matches
+// [ErrMisconfigured] (errors.Is) and everything err matches, and its text is
+// err's. A store wraps the answers that show a configuration error with it.
+func Misconfigured(err error) error { return &misconfiguredError{err: err} }
+
+type misconfiguredError struct{ err error }
+
+func (e *misconfiguredError) Error() string        { return e.err.Error() }
+func (e *misconfiguredError) Unwrap() error        { return e.err }
+func (e *misconfiguredError) Is(target error) bool { return target == ErrMisconfigured }
+
+// SortByKey sorts l.Objects by key in byte order, as [Store.List] promises,
+// and refuses a listing that names one key twice (it would make one object
+// look like two). The error says which key; a store wraps it with where.
+func (l *Listing) SortByKey() error {
+	slices.SortFunc(l.Objects, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	for i := 1; i < len(l.Objects); i++ {
+		if l.Objects[i].Key == l.Objects[i-1].Key {
+			return fmt.Errorf("the server listed key %q twice", l.Objects[i].Key)
+		}
+	}
+	return nil
+}
+
+// QuoteETag returns an ETag in its quoted form (a weak `W/"..."` one as it
+// is). HTTP quotes ETags in headers, but some servers leave the quotes off
+// in listings; ETags are compared as strings, so one version must have one
+// spelling.
+func QuoteETag(e string) string {
+	if e == "" || strings.HasPrefix(e, `"`) || strings.HasPrefix(e, `W/"`) {
+		return e
+	}
+	return `"` + e + `"`
+}
