@@ -34,7 +34,10 @@ type filtered struct {
 	sub    string
 }
 
-var _ LiveWriter = filtered{}
+var (
+	_ LiveWriter        = filtered{}
+	_ ConditionalReader = filtered{}
+)
 
 func (s filtered) List(ctx context.Context) (Listing, error) {
 	l, err := s.parent.List(ctx)
@@ -53,6 +56,12 @@ func (s filtered) List(ctx context.Context) (Listing, error) {
 
 func (s filtered) Get(ctx context.Context, key string) ([]byte, Meta, error) {
 	return s.parent.Get(ctx, s.sub+key)
+}
+
+// GetIfChanged forwards to the parent's GetIfChanged ([GetIfChanged]), so
+// that scoping hides no conditional read.
+func (s filtered) GetIfChanged(ctx context.Context, key, etag string) ([]byte, Meta, error) {
+	return GetIfChanged(ctx, s.parent, s.sub+key, etag)
 }
 
 func (s filtered) Create(ctx context.Context, key string, body []byte) (Meta, error) {

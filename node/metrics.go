@@ -83,7 +83,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5})
 	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "s3_requests_total",
-		Help: "Lease store requests by operation (list, get, create, update) and outcome (ok, not_found, precondition_failed, conflict, unknown_outcome, error).",
+		Help: "Lease store requests by operation (list, get, create, update) and outcome (ok, not_found, not_modified, precondition_failed, conflict, unknown_outcome, error).",
 	}, []string{"operation", "outcome"})
 	m.storeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "s3_request_duration_seconds",
@@ -208,6 +208,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 const (
 	outcomeOK                 = "ok"
 	outcomeNotFound           = "not_found"
+	outcomeNotModified        = "not_modified"
 	outcomePreconditionFailed = "precondition_failed"
 	outcomeConflict           = "conflict"
 	outcomeUnknown            = "unknown_outcome"
@@ -221,6 +222,8 @@ func outcome(err error) string {
 		return outcomeOK
 	case errors.Is(err, lease.ErrNotFound):
 		return outcomeNotFound
+	case errors.Is(err, lease.ErrNotModified):
+		return outcomeNotModified
 	case errors.Is(err, lease.ErrPreconditionFailed):
 		return outcomePreconditionFailed
 	case errors.Is(err, lease.ErrConflict):
@@ -257,6 +260,15 @@ func (s *countedStore) List(ctx context.Context) (lease.Listing, error) {
 func (s *countedStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
 	start := time.Now()
 	b, meta, err := s.next.Get(ctx, key)
+	s.observe("get", start, err)
+	return b, meta, err
+}
+
+// GetIfChanged implements lease.ConditionalReader (lease.GetIfChanged on the
+// wrapped store), counted as a get: it is one GET.
+func (s *countedStore) GetIfChanged(ctx context.Context, key, etag string) ([]byte, lease.Meta, error) {
+	start := time.Now()
+	b, meta, err := lease.GetIfChanged(ctx, s.next, key, etag)
 	s.observe("get", start, err)
 	return b, meta, err
 }

@@ -98,6 +98,8 @@ func (m *storeMeter) do(ctx context.Context, label string, op latproxy.Op, fn fu
 		status = 412
 	case errors.Is(err, lease.ErrNotFound):
 		status = 404
+	case errors.Is(err, lease.ErrNotModified):
+		status = 304
 	}
 	m.mu.Lock()
 	m.counts[latproxy.Key{Label: label, Op: op, Status: status}]++
@@ -122,6 +124,12 @@ func (s *meteredStore) List(ctx context.Context) (l lease.Listing, err error) {
 
 func (s *meteredStore) Get(ctx context.Context, key string) (b []byte, meta lease.Meta, err error) {
 	err = s.m.do(ctx, s.label(), latproxy.OpGet, func() (e error) { b, meta, e = s.inner.Get(ctx, key); return e })
+	return b, meta, err
+}
+
+// GetIfChanged implements lease.ConditionalReader, metered as a get.
+func (s *meteredStore) GetIfChanged(ctx context.Context, key, etag string) (b []byte, meta lease.Meta, err error) {
+	err = s.m.do(ctx, s.label(), latproxy.OpGet, func() (e error) { b, meta, e = lease.GetIfChanged(ctx, s.inner, key, etag); return e })
 	return b, meta, err
 }
 

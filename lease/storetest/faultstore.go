@@ -20,6 +20,9 @@ const (
 	OpGet    Op = "get"
 	OpCreate Op = "create"
 	OpUpdate Op = "update"
+	// OpGetIfChanged is a conditional read ([lease.ConditionalReader]). A
+	// history ([Call]) records it as an OpGet.
+	OpGetIfChanged Op = "get-if-changed"
 )
 
 // Fault is what a [FaultStore] does to one operation.
@@ -216,6 +219,17 @@ func (f *FaultStore) Get(ctx context.Context, key string) (body []byte, m lease.
 	// Writes held back for key land now, after this read saw the object
 	// without them. Their errors concern the writes, not this read.
 	if err == nil || errors.Is(err, lease.ErrNotFound) {
+		_, _ = f.landLate(&key)
+	}
+	return body, m, err
+}
+
+// GetIfChanged implements lease.ConditionalReader: lease.GetIfChanged on the
+// inner store, with the faults queued or injected for OpGetIfChanged. Like
+// Get, an answer (ErrNotModified included) lands the writes held back for key.
+func (f *FaultStore) GetIfChanged(ctx context.Context, key, etag string) (body []byte, m lease.Meta, err error) {
+	err = f.apply(ctx, OpGetIfChanged, key, func() (e error) { body, m, e = lease.GetIfChanged(ctx, f.inner, key, etag); return e }, nil)
+	if err == nil || errors.Is(err, lease.ErrNotFound) || errors.Is(err, lease.ErrNotModified) {
 		_, _ = f.landLate(&key)
 	}
 	return body, m, err

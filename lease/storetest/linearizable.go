@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -86,7 +87,10 @@ type Call struct {
 	// IfMatch is the ETag an update was conditional on.
 	IfMatch string  `json:"ifMatch,omitempty"`
 	Outcome Outcome `json:"outcome"`
-	// Got is the value a done read returned.
+	// Got is the value a done read returned; empty for a conditional read
+	// answered not modified (lease.ErrNotModified: no body), which
+	// [CheckLinearizable] names by its ETag (an ETag that no answer in the
+	// history names is a value nobody wrote).
 	Got string `json:"got,omitempty"`
 	// ETag is the ETag a done read returned, or the one a done write produced
 	// (empty when its answer did not say).
@@ -187,17 +191,27 @@ var casModel = porcupine.NondeterministicModel{
 // ones, which commute with each other, would make a failing search
 // exponential.
 func CheckLinearizable(calls []Call, timeout time.Duration) error {
-	names := map[string]string{}          // ETag -> value
-	seen := map[[2]string]time.Duration{} // {key, value} -> the first read of it ended
+	names := map[string]string{} // ETag -> value
 	for _, c := range calls {
 		switch {
-		case c.Op == OpGet && c.Outcome == OutcomeDone:
+		case c.Op == OpGet && c.Outcome == OutcomeDone && c.Got != "":
 			names[c.ETag] = c.Got
-			if end, ok := seen[[2]string{c.Key, c.Got}]; !ok || c.End < end {
-				seen[[2]string{c.Key, c.Got}] = c.End
-			}
 		case c.Op != OpGet && c.Outcome == OutcomeDone && c.ETag != "":
 			names[c.ETag] = c.Value
+		}
+	}
+	calls = slices.Clone(calls)
+	seen := map[[2]string]time.Duration{} // {key, value} -> the first read of it ended
+	for i := range calls {
+		c := &calls[i]
+		if c.Op != OpGet || c.Outcome != OutcomeDone {
+			continue
+		}
+		if c.Got == "" { // a conditional read answered 304: its ETag names the value
+			c.Got = cmp.Or(names[c.ETag], "etag:"+c.ETag)
+		}
+		if end, ok := seen[[2]string{c.Key, c.Got}]; !ok || c.End < end {
+			seen[[2]string{c.Key, c.Got}] = c.End
 		}
 	}
 	byKey := map[string][]Call{}

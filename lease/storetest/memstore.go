@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ type memBucket struct {
 	rev     int64 // writes so far: the ETag of a write when judge, as etcd's revision
 	// ignoreINM and ignoreIM make writes skip their condition, like a broken store.
 	ignoreINM, ignoreIM bool
+	// stale makes conditional reads answer from cache, the last version a
+	// read returned per key (StaleConditionalReads).
+	stale bool
+	cache map[string]memObject
 }
 
 type memObject struct {
@@ -62,6 +67,15 @@ func IgnoreIfNoneMatch() MemOption { return func(b *memBucket) { b.ignoreINM = t
 // use it.
 func IgnoreIfMatch() MemOption { return func(b *memBucket) { b.ignoreIM = true } }
 
+// StaleConditionalReads makes every conditional read (GetIfChanged) answer
+// from a cache of the last version a read (Get or GetIfChanged) returned for
+// the key, as a caching proxy or CDN in front of a store would: 304 when the
+// cached ETag is the one asked for, whatever the object is now. Tests of
+// [lease.ProbeReads] use it.
+func StaleConditionalReads() MemOption {
+	return func(b *memBucket) { b.stale = true }
+}
+
 // WithEarlyLastModified makes each write stamp its Last-Modified early by the
 // duration early returns (called once per write, under the store's lock),
 // before truncating it to the second: a store whose Last-Modified comes from
@@ -81,7 +95,7 @@ func WithJudgedExpiry() MemOption { return func(b *memBucket) { b.judge = true }
 
 // NewMemStore returns an empty store with prefix "" on a new bucket.
 func NewMemStore(opts ...MemOption) *MemStore {
-	b := &memBucket{now: time.Now, objects: map[string]memObject{}, counts: map[Op]int{}}
+	b := &memBucket{now: time.Now, objects: map[string]memObject{}, counts: map[Op]int{}, cache: map[string]memObject{}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -137,7 +151,38 @@ func (s *MemStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, err
 	if !ok {
 		return nil, lease.Meta{}, lease.ErrNotFound
 	}
-	return slices.Clone(o.body), lease.Meta{ETag: o.etag, LastModified: b.lastModified(o), Date: b.date(), Liveness: b.liveness(o)}, nil
+	b.cache[s.prefix+key] = o
+	return slices.Clone(o.body), b.meta(o), nil
+}
+
+// GetIfChanged implements lease.ConditionalReader, atomically: ErrNotModified
+// when the key's ETag is etag (with StaleConditionalReads, when the cached
+// one is).
+func (s *MemStore) GetIfChanged(ctx context.Context, key, etag string) ([]byte, lease.Meta, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, lease.Meta{}, err
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.counts[OpGetIfChanged]++
+	o, ok := b.objects[s.prefix+key]
+	if c, cached := b.cache[s.prefix+key]; b.stale && cached {
+		o, ok = c, true
+	}
+	switch {
+	case !ok:
+		return nil, lease.Meta{}, lease.ErrNotFound
+	case etag != "" && o.etag == etag:
+		return nil, b.meta(o), fmt.Errorf("storetest: get %s: %w (ETag %s)", key, lease.ErrNotModified, etag)
+	}
+	b.cache[s.prefix+key] = o
+	return slices.Clone(o.body), b.meta(o), nil
+}
+
+// meta is the Meta of a read of o answered now. Callers hold b.mu.
+func (b *memBucket) meta(o memObject) lease.Meta {
+	return lease.Meta{ETag: o.etag, LastModified: b.lastModified(o), Date: b.date(), Liveness: b.liveness(o)}
 }
 
 // Create implements lease.Store.

@@ -83,7 +83,8 @@ func (r *Recorder) Add(c Call) {
 // [lease.Store] contract says: refused, a conflict, unknown
 // ([lease.ErrUnknownOutcome]), or, any other, failed (not applied). The
 // returned store is a [lease.LiveWriter], a [lease.Scoper], a
-// [lease.Checker] and a [lease.Describer], as s may be, so that wrapping
+// [lease.Checker], a [lease.Describer] and a [lease.ConditionalReader]
+// (recorded as a Get), as s may be, so that wrapping
 // changes nothing of how it is used: its scoped stores
 // record too, their keys named in full (relative to s's prefix).
 func Record(s lease.Store, client int, sink Sink) lease.Store {
@@ -99,10 +100,11 @@ type recordedStore struct {
 }
 
 var (
-	_ lease.LiveWriter = (*recordedStore)(nil)
-	_ lease.Scoper     = (*recordedStore)(nil)
-	_ lease.Checker    = (*recordedStore)(nil)
-	_ lease.Describer  = (*recordedStore)(nil)
+	_ lease.LiveWriter        = (*recordedStore)(nil)
+	_ lease.Scoper            = (*recordedStore)(nil)
+	_ lease.Checker           = (*recordedStore)(nil)
+	_ lease.Describer         = (*recordedStore)(nil)
+	_ lease.ConditionalReader = (*recordedStore)(nil)
 )
 
 func (s *recordedStore) List(ctx context.Context) (lease.Listing, error) { return s.next.List(ctx) }
@@ -116,6 +118,29 @@ func (s *recordedStore) Get(ctx context.Context, key string) ([]byte, lease.Meta
 	switch {
 	case err == nil:
 		c.Outcome, c.Got, c.ETag = OutcomeDone, ValueOf(body), m.ETag
+	case errors.Is(err, lease.ErrNotFound):
+		c.Outcome = OutcomeMissing
+	default:
+		return body, m, err // no answer: it constrains nothing
+	}
+	end(c)
+	return body, m, err
+}
+
+// GetIfChanged implements lease.ConditionalReader: the wrapped store's
+// (lease.GetIfChanged), recorded as a Get: a 200 with its value, a 304
+// (lease.ErrNotModified) with its ETag alone (see Call.Got).
+func (s *recordedStore) GetIfChanged(ctx context.Context, key, etag string) ([]byte, lease.Meta, error) {
+	c := Call{Client: s.client, Key: s.sub + key, Op: OpGet, Start: s.sink.Now(), Outcome: OutcomeUnknown}
+	c.End = c.Start
+	end := s.sink.Begin(c)
+	body, m, err := lease.GetIfChanged(ctx, s.next, key, etag)
+	c.End = s.sink.Now()
+	switch {
+	case err == nil:
+		c.Outcome, c.Got, c.ETag = OutcomeDone, ValueOf(body), m.ETag
+	case errors.Is(err, lease.ErrNotModified):
+		c.Outcome, c.ETag = OutcomeDone, m.ETag
 	case errors.Is(err, lease.ErrNotFound):
 		c.Outcome = OutcomeMissing
 	default:
