@@ -38,12 +38,17 @@ const (
 type response struct {
 	status int    // 0: no response was received
 	code   string // the Azure error code, or ""
+	header http.Header
 }
 
 func inspect(err error) response {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		return response{status: re.StatusCode, code: re.ErrorCode}
+		r := response{status: re.StatusCode, code: re.ErrorCode}
+		if re.RawResponse != nil {
+			r.header = re.RawResponse.Header
+		}
+		return r
 	}
 	return response{}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -45,6 +46,8 @@ var (
 	_ lease.Scoper    = (*Store)(nil)
 	_ lease.Checker   = (*Store)(nil)
 	_ lease.Describer = (*Store)(nil)
+
+	_ lease.ConditionalReader = (*Store)(nil)
 )
 
 // readRetries are the SDK's retries for reads: a few quick attempts, so that
@@ -209,16 +212,47 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 // Get implements [lease.Store] with Get Blob. A body larger than
 // [MaxObjectSize] gives an error wrapping [lease.ErrCorrupt].
 func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
+	return s.get(ctx, key, "")
+}
+
+// GetIfChanged implements [lease.ConditionalReader] with Get Blob and
+// If-None-Match: etag. The SDK returns the 304 answer as a success without
+// a body; its status, ETag and Date are read from the raw HTTP response, and
+// it gives
+// lease.ErrNotModified only when its ETag header is etag (a 304 without
+// one, or with another, gives lease.ErrNotModifiedUnproven).
+func (s *Store) GetIfChanged(ctx context.Context, key, etag string) ([]byte, lease.Meta, error) {
+	return s.get(ctx, key, etag)
+}
+
+// get is a Get Blob of key, with If-None-Match: etag when etag is set.
+func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, error) {
 	if err := checkKey(opGet, key); err != nil {
 		return nil, lease.Meta{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	out, err := s.client.NewBlobClient(s.prefix+key).DownloadStream(ctx, nil)
+	var opts *blob.DownloadStreamOptions
+	if etag != "" {
+		opts = &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: ptr(azcore.ETag(etag))},
+		}}
+	}
+	var raw *http.Response
+	out, err := s.client.NewBlobClient(s.prefix+key).DownloadStream(policy.WithCaptureResponse(ctx, &raw), opts)
 	if err != nil {
+		if r := inspect(err); etag != "" && r.status == http.StatusNotModified {
+			m, err := notModified(key, etag, r.header)
+			return nil, m, err
+		}
 		return nil, lease.Meta{}, s.readError(opGet, key, err)
 	}
 	defer out.Body.Close()
+	if raw != nil && raw.StatusCode == http.StatusNotModified {
+		// The SDK takes a 304 for a success: only the status tells.
+		m, err := notModified(key, etag, raw.Header)
+		return nil, m, err
+	}
 	if n := deref(out.ContentLength); n > MaxObjectSize {
 		return nil, lease.Meta{}, fmt.Errorf("azblobstore: get %s: %w: the blob is %d bytes, a lease object is at most %d", key, lease.ErrCorrupt, n, MaxObjectSize)
 	}
@@ -234,6 +268,24 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error)
 		LastModified: deref(out.LastModified).UTC(),
 		Date:         deref(out.Date).UTC(),
 	}, nil
+}
+
+// notModified reads a 304 answer to If-None-Match: etag from its headers:
+// lease.ErrNotModified with the answer's ETag, Date and Last-Modified when
+// its ETag is etag, else lease.ErrNotModifiedUnproven.
+func notModified(key, etag string, h http.Header) (lease.Meta, error) {
+	got := lease.QuoteETag(h.Get("ETag"))
+	if got == "" || got != lease.QuoteETag(etag) {
+		return lease.Meta{}, fmt.Errorf("azblobstore: get %s: %w", key, lease.NotModifiedUnproven(key, etag, got))
+	}
+	m := lease.Meta{ETag: got}
+	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+		m.Date = t.UTC()
+	}
+	if t, err := http.ParseTime(h.Get("Last-Modified")); err == nil {
+		m.LastModified = t.UTC()
+	}
+	return m, fmt.Errorf("azblobstore: get %s: %w (HTTP 304, ETag %s)", key, lease.ErrNotModified, got)
 }
 
 // Create implements [lease.Store] with Put Blob and If-None-Match: *.

@@ -36,6 +36,8 @@ var (
 	_ lease.Scoper     = (*Store)(nil)
 	_ lease.Checker    = (*Store)(nil)
 	_ lease.Describer  = (*Store)(nil)
+
+	_ lease.ConditionalReader = (*Store)(nil)
 )
 
 // Scope implements [lease.Scoper]: a Store over the keys under the prefix +
@@ -148,6 +150,19 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error)
 		return nil, lease.Meta{}, lease.ErrNotFound
 	}
 	return obj[0].Value, lease.Meta{ETag: etagOf(obj[0].ModRevision), Liveness: livenessOf(len(live) > 0)}, nil
+}
+
+// GetIfChanged implements lease.ConditionalReader with Get, a linearizable
+// read (a transaction through the leader, never a serializable read of one
+// member), compared here: etcd has no conditional read. A key whose ETag (its
+// mod revision) is etag gives lease.ErrNotModified with its Meta (its
+// liveness; etcd reports no Date); the body still crossed the wire.
+func (s *Store) GetIfChanged(ctx context.Context, key, etag string) ([]byte, lease.Meta, error) {
+	body, m, err := s.Get(ctx, key)
+	if err != nil || etag == "" || m.ETag != etag {
+		return body, m, err
+	}
+	return nil, m, fmt.Errorf("etcdstore: get %s: %w (revision %s)", key, lease.ErrNotModified, etag)
 }
 
 // Create implements lease.Store: CreateLive with no liveness.

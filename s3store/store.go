@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -47,6 +48,8 @@ var (
 	_ lease.Scoper    = (*Store)(nil)
 	_ lease.Checker   = (*Store)(nil)
 	_ lease.Describer = (*Store)(nil)
+
+	_ lease.ConditionalReader = (*Store)(nil)
 )
 
 // awsEndpoint is how messages name the endpoint of a client that has no
@@ -263,16 +266,40 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 // Get implements [lease.Store]. A body larger than [MaxObjectSize] gives an
 // error wrapping [lease.ErrCorrupt].
 func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
+	return s.get(ctx, key, "")
+}
+
+// GetIfChanged implements [lease.ConditionalReader] with GetObject and
+// If-None-Match: etag. The SDK returns the 304 answer as an error; its ETag
+// and Date are read from the raw HTTP response, and it gives
+// lease.ErrNotModified only when its ETag header is etag (a 304 without
+// one, or with another, gives lease.ErrNotModifiedUnproven). Retries are the
+// client's, as for Get: an answer is credited to the first send by the
+// caller, which only brings a fence nearer.
+func (s *Store) GetIfChanged(ctx context.Context, key, etag string) ([]byte, lease.Meta, error) {
+	return s.get(ctx, key, etag)
+}
+
+// get is a GetObject of key, with If-None-Match: etag when etag is set.
+func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, error) {
 	if err := checkKey(opGet, key); err != nil {
 		return nil, lease.Meta{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+	in := &s3.GetObjectInput{
 		Bucket: aws.String(s.bucket),
 		Key:    aws.String(s.prefix + key),
-	})
+	}
+	if etag != "" {
+		in.IfNoneMatch = aws.String(etag)
+	}
+	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
+		if r := inspect(err); etag != "" && r.status == http.StatusNotModified {
+			m, err := notModified(key, etag, r.header)
+			return nil, m, err
+		}
 		return nil, lease.Meta{}, s.readError(opGet, key, err)
 	}
 	defer out.Body.Close()
@@ -291,6 +318,24 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error)
 		LastModified: aws.ToTime(out.LastModified).UTC(),
 		Date:         serverDate(out.ResultMetadata),
 	}, nil
+}
+
+// notModified reads a 304 answer to If-None-Match: etag from its headers:
+// lease.ErrNotModified with the answer's ETag, Date and Last-Modified when
+// its ETag is etag, else lease.ErrNotModifiedUnproven.
+func notModified(key, etag string, h http.Header) (lease.Meta, error) {
+	got := lease.QuoteETag(h.Get("ETag"))
+	if got == "" || got != lease.QuoteETag(etag) {
+		return lease.Meta{}, fmt.Errorf("s3store: get %s: %w", key, lease.NotModifiedUnproven(key, etag, got))
+	}
+	m := lease.Meta{ETag: got}
+	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+		m.Date = t.UTC()
+	}
+	if t, err := http.ParseTime(h.Get("Last-Modified")); err == nil {
+		m.LastModified = t.UTC()
+	}
+	return m, fmt.Errorf("s3store: get %s: %w (HTTP 304, ETag %s)", key, lease.ErrNotModified, got)
 }
 
 // Create implements [lease.Store] with PutObject and If-None-Match: *.
