@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// ProbeKey is the key of the one object [Probe] writes, relative to the prefix.
+// ProbeKey is the key of the one object [Probe] and [ProbeReads] write, relative to the prefix.
 // It is neither a lease object nor the manifest, so nothing else reads it; a store
 // that ignores conditions may overwrite it, and nothing else.
 const ProbeKey = "probe.json"

@@ -18,7 +18,10 @@ import (
 type Target struct {
 	// Open returns a store under prefix, in a namespace private to the test t:
 	// stores that one test opens with different prefixes share a namespace
-	// (a bucket, or a root prefix), different tests never do.
+	// (a bucket, or a root prefix), different tests never do. Two calls
+	// with one prefix give two clients of one store (lease.ProbeReads's
+	// second store): on a store reached over the network, each its own
+	// client.
 	Open func(t *testing.T, prefix string) lease.Store
 	// Wait lets at least d pass on the store's clock. Nil means time.Sleep.
 	Wait func(d time.Duration)
@@ -70,6 +73,11 @@ func Run(t *testing.T, target Target) {
 		{"CanceledContext", testCanceledContext},
 		{"Liveness", testLiveness},
 		{"Probe", testProbe},
+		{"CondReadNotModified", testCondReadNotModified},
+		{"CondReadChanged", testCondReadChanged},
+		{"CondReadMissing", testCondReadMissing},
+		{"CondReadRace", testCondReadRace},
+		{"ProbeReads", testProbeReads},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, target) })
