@@ -35,7 +35,7 @@ type StaleReadError struct {
 }
 
 func (e *StaleReadError) Error() string {
-	return fmt.Sprintf("lease: stale read: %s sent If-None-Match: %s on %s after a write had replaced it with %s, and was answered %s, not 200 with %s",
+	return fmt.Sprintf("lease: stale read, the store cannot keep leases alive by reads: %s sent If-None-Match: %s on %s after a write had replaced it with %s, and was answered %s, not 200 with %s",
 		e.Reader, e.Replaced, e.Key, e.Written, e.Seen, e.Written)
 }
 
