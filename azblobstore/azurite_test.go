@@ -109,5 +109,8 @@ func TestConformanceAzurite(t *testing.T) {
 			return st
 		},
 		ListObjects: 250,
+		// Azurite 3.35.0 answers Get Blob with If-None-Match on the current
+		// ETag with 304 ConditionNotMet and no ETag header.
+		NotModifiedWithoutETag: true,
 	})
 }

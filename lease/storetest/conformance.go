@@ -36,6 +36,13 @@ type Target struct {
 	// lease.LiveWriter writes bind liveness. False: the store reports its
 	// clock (S3), and every Liveness must be unjudged.
 	Judged bool
+	// NotModifiedWithoutETag says the server answers a conditional read on
+	// the current ETag with a 304 that carries no ETag header (versitygw
+	// 1.8.0, Azurite 3.35.0): such an answer proves nothing, so the suite
+	// then wants lease.ErrNotModifiedUnproven from it and lease.ProbeReads to
+	// refuse the store for keep-alive by reads. False: a 304 must show the
+	// ETag (AWS S3, MinIO, gofakes3).
+	NotModifiedWithoutETag bool
 }
 
 // Racers is how many goroutines race in the create and update races.

@@ -37,5 +37,6 @@ func runConformance(t *testing.T, srv server) {
 			mu.Unlock()
 			return ns.store(t, root+prefix)
 		},
+		NotModifiedWithoutETag: srv.notModifiedWithoutETag,
 	})
 }
