@@ -32,6 +32,17 @@
 // refused by [Probe], and a held write through it fails with
 // [ErrLivenessUnbound] (it was applied, but reads expired at once).
 //
+// # Conditional reads
+//
+// A store may also read conditionally ([ConditionalReader], [GetIfChanged]:
+// If-None-Match on a GET), the read a holder will send to keep its lease
+// alive by reads (docs/design.md section 11; the mode itself is not
+// implemented yet). A 304 is [ErrNotModified] only when its own ETag header
+// is the one asked for. [ProbeReads] refuses a store whose conditional reads
+// may miss a completed write ([ErrStaleReads]: a cache in front of it) or
+// whose 304s do not show the ETag ([ErrNotModifiedUnproven]). Wrappers
+// forward GetIfChanged, as they forward LiveWriter.
+//
 // # Garbage
 //
 // [DecodeRecord] and [DecodeManifest] are strict: bad JSON, an unknown field or
