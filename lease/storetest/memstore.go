@@ -151,7 +151,9 @@ func (s *MemStore) Get(ctx context.Context, key string) ([]byte, lease.Meta, err
 	if !ok {
 		return nil, lease.Meta{}, lease.ErrNotFound
 	}
-	b.cache[s.prefix+key] = o
+	if b.stale {
+		b.cache[s.prefix+key] = o
+	}
 	return slices.Clone(o.body), b.meta(o), nil
 }
 
@@ -176,7 +178,9 @@ func (s *MemStore) GetIfChanged(ctx context.Context, key, etag string) ([]byte, 
 	case etag != "" && o.etag == etag:
 		return nil, b.meta(o), fmt.Errorf("storetest: get %s: %w (ETag %s)", key, lease.ErrNotModified, etag)
 	}
-	b.cache[s.prefix+key] = o
+	if b.stale {
+		b.cache[s.prefix+key] = o
+	}
 	return slices.Clone(o.body), b.meta(o), nil
 }
 
