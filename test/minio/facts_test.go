@@ -124,6 +124,18 @@ func serverFacts(t *testing.T, c *s3.Client, bucket, root string) {
 	t.Logf("GET Last-Modified %s, Date %s (Date - Last-Modified = %v); PUT Date %s; LIST LastModified %s",
 		lm.Format(time.RFC3339Nano), getDate.Format(time.RFC3339Nano), getDate.Sub(lm), putDate.Format(time.RFC3339Nano), listRes)
 
+	// The holder's read in keep-alive by reads (docs/design.md section 11):
+	// a GET with If-None-Match on the current ETag. The SDK returns the 304
+	// as an error; its headers are on the raw response.
+	_, errINM := c.GetObject(ctx, &s3.GetObjectInput{Bucket: bkt, Key: key("a.json"), IfNoneMatch: got.ETag})
+	var re *smithyhttp.ResponseError
+	if errors.As(errINM, &re) && re.Response != nil {
+		h := re.Response.Header
+		t.Logf("GET If-None-Match: <current ETag> -> %d, ETag %q, Date %q, Last-Modified %q", re.HTTPStatusCode(), h.Get("ETag"), h.Get("Date"), h.Get("Last-Modified"))
+	} else {
+		t.Logf("GET If-None-Match: <current ETag> -> %v (not a 304: the condition is ignored)", errINM)
+	}
+
 	// The answers nodeid's safety depends on.
 	for name, err := range map[string]error{"existing": errExisting, "missing": errMissing, "stale": errStale, "bogus": errUnquoted} {
 		s := statusOf(err)
