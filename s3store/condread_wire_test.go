@@ -103,3 +103,26 @@ func TestGetIfChangedEmptyETagIsAPlainGet(t *testing.T) {
 		t.Fatalf("GetIfChanged = %+v, %v", m, err)
 	}
 }
+
+// TestGetIfChangedIsRetried checks that a conditional read is retried as a
+// Get is (a 503, then the 304), each attempt carrying the condition: the
+// answer a caller gets may come from a later attempt than the first send,
+// which is why a holder credits it to its first send only.
+func TestGetIfChangedIsRetried(t *testing.T) {
+	const asked = `"aaa"`
+	f := newFakeS3(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if got := r.Header.Get("If-None-Match"); got != asked {
+			t.Errorf("attempt %d: If-None-Match %q", n, got)
+		}
+		if n == 1 {
+			s3Error(w, http.StatusServiceUnavailable, "SlowDown")
+			return
+		}
+		w.Header().Set("ETag", asked)
+		w.WriteHeader(http.StatusNotModified)
+	})
+	_, m, err := newStore(t, f.URL).GetIfChanged(context.Background(), "7.json", asked)
+	if !errors.Is(err, lease.ErrNotModified) || m.ETag != asked || f.requests() != 2 {
+		t.Fatalf("GetIfChanged = %+v, %v after %d requests; want ErrNotModified after 2", m, err, f.requests())
+	}
+}
