@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/storage"
+	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	htransport "google.golang.org/api/transport/http"
@@ -57,6 +58,15 @@ var (
 	_ lease.WriteSpacer = (*Store)(nil)
 )
 
+// readRetries are the client's retries for reads (downloads, listings): three
+// quick attempts, so that a read-back under a storm of 503s fits in one
+// renewal attempt (the client's default backs off from one second and retries
+// until the context ends). Writes are never retried (noRetries).
+var readRetries = []storage.RetryOption{
+	storage.WithBackoff(gax.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Multiplier: 2}),
+	storage.WithMaxAttempts(3),
+}
+
 // New validates cfg and returns a Store. It sends no request to the bucket,
 // but finds the credentials (Application Default Credentials unless
 // Config.NoAuth), which off Google Cloud may probe for a metadata server: call
@@ -101,7 +111,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		client:   client,
-		bucket:   client.Bucket(cfg.Bucket),
+		bucket:   client.Bucket(cfg.Bucket).Retryer(readRetries...),
 		endpoint: endpoint,
 		name:     cfg.Bucket,
 		prefix:   cfg.Prefix,
