@@ -19,7 +19,7 @@ import (
 
 // azuriteEnv names the variable that holds Azurite's blob account URL
 // (http://127.0.0.1:PORT/devstoreaccount1); test/all.sh starts Azurite and sets
-// it (test/azurite.sh).
+// it (test/emulators.sh).
 const azuriteEnv = "NODEID_TEST_AZURITE_URL"
 
 // azuriteURL returns Azurite's account URL, skipping the test when it is not
@@ -30,9 +30,9 @@ func azuriteURL(t *testing.T) string {
 	if u == "" {
 		why := azuriteEnv + " is not set"
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s (CI=true, so this is a failure, not a skip; test/all.sh starts Azurite with test/azurite.sh)", why)
+			t.Fatalf("%s (CI=true, so this is a failure, not a skip; test/all.sh starts Azurite with test/emulators.sh)", why)
 		}
-		t.Skip(why + ` (start Azurite: eval "$(bash test/azurite.sh start)")`)
+		t.Skip(why + ` (start Azurite: eval "$(bash test/emulators.sh start azurite)")`)
 	}
 	return u
 }

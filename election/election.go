@@ -46,7 +46,7 @@ func New(store lease.Store, cfg nodeid.Config) (*Elections, error) {
 		return nil, errors.New("election: nil store")
 	}
 	cfg = scoped(cfg)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateFor(store); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
 	}
 	return &Elections{store: store, cfg: cfg}, nil

@@ -435,3 +435,8 @@ func (c foreignCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(foreignDesc, prometheus.GaugeValue, float64(k))
 }
+
+// MinWriteInterval implements lease.WriteSpacer: the wrapped store's
+// (lease.MinWriteInterval), so that nodeid.New still checks the renewal
+// interval against it through this wrapper.
+func (s *countedStore) MinWriteInterval() time.Duration { return lease.MinWriteInterval(s.next) }

@@ -251,8 +251,8 @@ func FieldErrors(err error) []*FieldError {
 }
 
 // Validate fills in the timings left zero (see each field) and the optional
-// fields, and checks the configuration; New calls it. The error joins one
-// *FieldError per broken rule (see FieldErrors).
+// fields, and checks the configuration; New calls it (through ValidateFor).
+// The error joins one *FieldError per broken rule (see FieldErrors).
 func (c *Config) Validate() error {
 	c.deriveTimings()
 	var errs []error
@@ -305,6 +305,22 @@ func (c *Config) Validate() error {
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
+	}
+	return nil
+}
+
+// ValidateFor is Validate, then the rules the store sets: a store that
+// sustains one write per object only every so often (a [lease.WriteSpacer]:
+// Google Cloud Storage, about one a second) needs RenewInterval at least that
+// long, else its renewals are throttled. [New] calls it.
+func (c *Config) ValidateFor(store lease.Store) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if least := lease.MinWriteInterval(store); c.RenewInterval < least {
+		return fmt.Errorf("nodeid: invalid config: %w", &FieldError{Field: "RenewInterval",
+			Reason: fmt.Sprintf("%v is below %v, the shortest interval between two writes of one object that %s sustains: raise RenewInterval (or LeaseDuration, which derives it)",
+				c.RenewInterval, least, lease.Describe(store))})
 	}
 	return nil
 }

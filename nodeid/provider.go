@@ -57,7 +57,7 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	if store == nil {
 		return nil, errors.New("nodeid: nil store")
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateFor(store); err != nil {
 		return nil, err
 	}
 	h := fnv.New64a()

@@ -20,14 +20,18 @@
 #  2b. builds or reuses MinIO and versitygw (test/minio/servers.sh; a cold MinIO
 #     build takes about 5 minutes on 2 cores), starts them on 127.0.0.1 and stops
 #     them on exit;
-#     It also installs or reuses Azurite (npm, test/azurite.sh), the Azure
-#     Blob emulator, starts its blob service on 127.0.0.1 in memory and
-#     stops it on exit, for azblobstore's tests (NODEID_TEST_AZURITE_URL);
+#     It also installs or reuses the storage emulators (test/emulators.sh):
+#     Azurite (npm), the Azure Blob emulator, for azblobstore's tests
+#     (NODEID_TEST_AZURITE_URL), and fake-gcs-server (go install, a binary in
+#     the server cache), the Google Cloud Storage emulator, for gcsstore's
+#     (NODEID_TEST_FAKEGCS_URL); it starts both on 127.0.0.1 in memory and
+#     stops them on exit;
 #     It also builds or reuses the pinned etcd server (test/etcd/install.sh;
 #     about 2 minutes cold), which the etcd tests start themselves;
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
 #     conformance suite runs on the in-memory store, gofakes3, MinIO,
-#     versitygw, Azurite and etcd (with CI=true a missing server fails instead of skipping). The
+#     versitygw, Azurite, fake-gcs-server and etcd (with CI=true a missing
+#     server fails instead of skipping). The
 #     race detector needs a C compiler; without one the tests run without it,
 #     with a warning (with CI=true, that is a failure);
 #  3b. the deterministic simulation's full seed sets and catch rates, without
@@ -180,7 +184,7 @@ NODEID_SERVER_STATE=$(mktemp -d "${TMPDIR:-/tmp}/nodeid-all.XXXXXX")
 export NODEID_SERVER_STATE
 cleanup() {
 	bash "$servers" stop || true
-	bash test/azurite.sh stop || true
+	bash test/emulators.sh stop || true
 	rm -rf "$NODEID_SERVER_STATE"
 }
 trap cleanup EXIT
@@ -188,11 +192,13 @@ bash "$servers" install
 bash "$servers" start
 eval "$(bash "$servers" env)"
 
-step "Azurite (Azure Blob emulator)"
-# npm, cached next to the servers (test/azurite.sh; about a minute cold, a few
-# seconds to start); azblobstore's tests read NODEID_TEST_AZURITE_URL.
-azurite_env=$(bash test/azurite.sh start)
-eval "$azurite_env"
+step "storage emulators: Azurite (Azure Blob) and fake-gcs-server (Cloud Storage)"
+# Cached next to the servers (test/emulators.sh; Azurite about a minute cold
+# with npm, fake-gcs-server about two with go install; a few seconds to
+# start); azblobstore's tests read NODEID_TEST_AZURITE_URL, gcsstore's
+# NODEID_TEST_FAKEGCS_URL.
+emulators_env=$(bash test/emulators.sh start)
+eval "$emulators_env"
 
 step "etcd server"
 NODEID_ETCD_BIN=$(bash test/etcd/install.sh)

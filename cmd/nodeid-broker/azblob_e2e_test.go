@@ -14,7 +14,7 @@ import (
 )
 
 // TestServeAzblob runs brokers with --store azblob on Azurite (test/all.sh
-// starts it with test/azurite.sh and sets NODEID_TEST_AZURITE_URL; with
+// starts it with test/emulators.sh and sets NODEID_TEST_AZURITE_URL; with
 // CI=true a missing Azurite fails the test): two get distinct IDs and serve
 // them; SIGTERM releases at once and a newcomer takes the ID with a higher
 // version; no ID repeats.
@@ -23,9 +23,9 @@ func TestServeAzblob(t *testing.T) {
 	accountURL := os.Getenv("NODEID_TEST_AZURITE_URL")
 	if accountURL == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("NODEID_TEST_AZURITE_URL is not set (CI=true, so this is a failure; test/all.sh starts Azurite with test/azurite.sh)")
+			t.Fatal("NODEID_TEST_AZURITE_URL is not set (CI=true, so this is a failure; test/all.sh starts Azurite with test/emulators.sh)")
 		}
-		t.Skip(`NODEID_TEST_AZURITE_URL is not set (start Azurite: eval "$(bash test/azurite.sh start)")`)
+		t.Skip(`NODEID_TEST_AZURITE_URL is not set (start Azurite: eval "$(bash test/emulators.sh start azurite)")`)
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)

@@ -217,3 +217,7 @@ func writeCall(client int, key string, op Op, body []byte, ifMatch string, start
 	}
 	return c
 }
+
+// MinWriteInterval implements lease.WriteSpacer: the wrapped store's
+// (lease.MinWriteInterval).
+func (s *recordedStore) MinWriteInterval() time.Duration { return lease.MinWriteInterval(s.next) }

@@ -1,0 +1,138 @@
+package gcsstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"syscall"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// Operation names, as in error messages and lease.UnknownOutcomeError.Op.
+const (
+	opCreate = "create"
+	opUpdate = "update"
+	opGet    = "get"
+	opList   = "list"
+	opCheck  = "check"
+)
+
+// response is what a client error tells about the HTTP exchange.
+type response struct {
+	status int    // 0: no HTTP error status was received
+	reason string // the JSON API's error reason ("conditionNotMet"), or ""
+}
+
+func inspect(err error) response {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		r := response{status: ge.Code}
+		if len(ge.Errors) > 0 {
+			r.reason = ge.Errors[0].Reason
+		}
+		return r
+	}
+	return response{}
+}
+
+// notSent reports whether err shows that a request never reached the server:
+// the connection could not be made, the host name did not resolve, or no
+// request reached the transport at all (a credential that could not be
+// fetched, a context that ended before).
+func notSent(err error, x *exchange) bool {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	return !x.wasSent() || errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial")
+}
+
+// writeError classifies the error of a conditional upload:
+//   - 412 (conditionNotMet: ifGenerationMatch did not hold; also an update
+//     of a missing object): lease.ErrPreconditionFailed (not written);
+//   - 409 (a conflicting concurrent change of the object): a
+//     *lease.ConflictError, not written, and nothing said of who won;
+//   - no response although the request may have left (timeout, reset
+//     connection, context ended in flight), a 5xx, a 429 or 408, or a 2xx
+//     that did not parse: *lease.UnknownOutcomeError. Cloud Storage's retry
+//     guide lists 408, 429 and 5xx together as transient answers and
+//     promises nothing about whether a throttled write was applied, so a
+//     429 is read back like a 503, never taken as "not written";
+//   - 401, 403, 404 (the bucket: an upload never answers 404 for its
+//     object) and a request that never left: an error that says what to fix
+//     (not written), matching lease.ErrMisconfigured where retrying cannot
+//     help.
+func (s *Store) writeError(op, key string, err error, x *exchange) error {
+	r := inspect(err)
+	switch {
+	case r.status == http.StatusPreconditionFailed:
+		return fmt.Errorf("gcsstore: %s %s: %w (HTTP 412 %s)", op, key, lease.ErrPreconditionFailed, r.reason)
+	case r.status == http.StatusConflict:
+		return &lease.ConflictError{Op: op, Key: key, Err: err}
+	case r.status >= 500 || r.status == http.StatusTooManyRequests || r.status == http.StatusRequestTimeout:
+		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err, ServerError: true}
+	case r.status >= 200 && r.status < 300:
+		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
+	case r.status == 0 && !notSent(err, x):
+		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
+	}
+	return s.describe(op, key, r, err)
+}
+
+// readError classifies the error of a download or a listing: a missing
+// object on get is lease.ErrNotFound; everything else is described.
+func (s *Store) readError(op, key string, err error, _ *exchange) error {
+	if op == opGet && errors.Is(err, storage.ErrObjectNotExist) {
+		return fmt.Errorf("gcsstore: get %s: %w", key, lease.ErrNotFound)
+	}
+	return s.describe(op, key, inspect(err), err)
+}
+
+// describe turns an error into one that says what to fix where it can,
+// naming the endpoint and bucket and keeping the client error in the chain.
+// Answers that show a configuration error, which retrying cannot fix, match
+// lease.ErrMisconfigured.
+func (s *Store) describe(op, key string, r response, err error) error {
+	what := op
+	if key != "" {
+		what += " " + key
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("gcsstore: %s: %s: %w", what, fmt.Sprintf(format, args...), err)
+	}
+	definite := func(format string, args ...any) error { return lease.Misconfigured(fail(format, args...)) }
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, storage.ErrBucketNotExist) || r.status == http.StatusNotFound:
+		return definite("bucket %q does not exist at %s: create it, or fix Bucket (or Endpoint)", s.name, s.endpoint)
+	case r.status == http.StatusUnauthorized:
+		return definite("%s refused the credentials for bucket %q (HTTP 401 %s): check the identity behind Application Default Credentials "+
+			"(the workload's service account, GOOGLE_APPLICATION_CREDENTIALS)", s.endpoint, s.name, r.reason)
+	case r.status == http.StatusForbidden:
+		return definite("access denied to bucket %q at %s (HTTP 403 %s): grant the identity behind Application Default Credentials "+
+			"roles/storage.objectUser on the bucket (objects get, list, create and delete: an overwrite needs delete)", s.name, s.endpoint, r.reason)
+	case r.status >= 200 && r.status < 300, r.status == 0 && (errors.As(err, &syntaxErr) || errors.As(err, &typeErr)):
+		return definite("%s answered with a body that is not a Cloud Storage JSON API response (bucket %q): is Endpoint a Cloud Storage endpoint (ending in /storage/v1/)?", s.endpoint, s.name)
+	case r.status != 0:
+		return fail("%s refused the request for bucket %q (HTTP %d %s)", s.endpoint, s.name, r.status, r.reason)
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return definite("host %q does not exist (DNS): check Endpoint", dnsErr.Name)
+	case errors.As(err, &dnsErr):
+		return fail("cannot resolve host %q: check Endpoint and the DNS resolver", dnsErr.Name)
+	case errors.As(err, &opErr) && opErr.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED):
+		return definite("%s refuses connections (bucket %q): is the server running and Endpoint right?", s.endpoint, s.name)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fail("cannot connect to %s (bucket %q): is the server running and Endpoint right?", s.endpoint, s.name)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fail("no answer from %s (bucket %q) within %v", s.endpoint, s.name, s.timeout)
+	}
+	return fmt.Errorf("gcsstore: %s (bucket %q at %s): %w", what, s.name, s.endpoint, err)
+}

@@ -1,0 +1,166 @@
+package gcsstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/gcsstore"
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
+)
+
+// fakeGCSEnv names the variable that holds fake-gcs-server's base URL
+// (http://127.0.0.1:PORT); test/all.sh starts fake-gcs-server and sets it
+// (test/emulators.sh).
+const fakeGCSEnv = "NODEID_TEST_FAKEGCS_URL"
+
+// fakeGCSURL returns fake-gcs-server's base URL, skipping the test when it is
+// not set, or failing it with CI=true: in CI, a run that silently skipped is
+// no run.
+func fakeGCSURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv(fakeGCSEnv)
+	if u == "" {
+		why := fakeGCSEnv + " is not set"
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s (CI=true, so this is a failure, not a skip; test/all.sh starts fake-gcs-server with test/emulators.sh)", why)
+		}
+		t.Skip(why + ` (start it: eval "$(bash test/emulators.sh start fakegcs)")`)
+	}
+	return strings.TrimSuffix(u, "/")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// fakeConfig returns a config for fake-gcs-server (or a proxy in front of it)
+// at base.
+func fakeConfig(base, bucket, prefix string) gcsstore.Config {
+	c := gcsstore.DefaultConfig()
+	c.Endpoint = base + "/storage/v1/"
+	c.NoAuth = true
+	c.Bucket = bucket
+	c.Prefix = prefix
+	c.RequestTimeout = 30 * time.Second // shared 2-core machines are slow under -race
+	return c
+}
+
+func fakeStore(t *testing.T, base, bucket, prefix string) *gcsstore.Store {
+	t.Helper()
+	st, err := gcsstore.New(fakeConfig(base, bucket, prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// newBucket creates a fresh bucket on fake-gcs-server for t and returns its
+// name. fake-gcs-server runs in memory, and a bucket with objects cannot be
+// deleted, so buckets are left for the server's end.
+func newBucket(t *testing.T, base string) string {
+	t.Helper()
+	name := "nodeid-test-" + randomHex(6)
+	st := fakeStore(t, base, name, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := st.Client().Bucket(name).Create(ctx, "nodeid-test", nil); err != nil {
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" && os.Getenv("CI") != "true" {
+			t.Skipf("fake-gcs-server at %s is unreachable: %v", base, err)
+		}
+		t.Fatalf("create bucket %s on fake-gcs-server at %s: %v", name, base, err)
+	}
+	return name
+}
+
+// TestConformanceFakeGCS runs the whole conformance suite, races included, on
+// fake-gcs-server: one bucket for the run, a fresh root prefix per subtest.
+// List pages hold 100 objects, so that the pagination test pages.
+func TestConformanceFakeGCS(t *testing.T) {
+	base := fakeGCSURL(t)
+	name := newBucket(t, base)
+	var (
+		mu    sync.Mutex
+		roots = map[string]string{}
+	)
+	storetest.Run(t, storetest.Target{
+		Open: func(t *testing.T, prefix string) lease.Store {
+			mu.Lock()
+			root, ok := roots[t.Name()]
+			if !ok {
+				root = fmt.Sprintf("%02d/", len(roots))
+				roots[t.Name()] = root
+			}
+			mu.Unlock()
+			st := fakeStore(t, base, name, root+prefix)
+			gcsstore.SetPageSize(st, 100)
+			return st
+		},
+		ListObjects: 250,
+	})
+}
+
+// TestCheckFakeGCS: Check passes on a bucket that exists and names the
+// bucket and endpoint, with lease.ErrMisconfigured, on a missing one.
+func TestCheckFakeGCS(t *testing.T) {
+	base := fakeGCSURL(t)
+	name := newBucket(t, base)
+	ctx := context.Background()
+	if err := lease.Check(ctx, fakeStore(t, base, name, "nodeid/")); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	err := fakeStore(t, base, "nodeid-no-such-bucket", "nodeid/").Check(ctx)
+	t.Logf("missing bucket: %v", err)
+	if !errors.Is(err, lease.ErrMisconfigured) || !strings.Contains(err.Error(), base) || !strings.Contains(err.Error(), "nodeid-no-such-bucket") {
+		t.Errorf("Check of a missing bucket: %v, want ErrMisconfigured naming %s and the bucket", err, base)
+	}
+	_, err = fakeStore(t, base, "nodeid-no-such-bucket", "nodeid/").Create(ctx, "7.json", []byte("x"))
+	t.Logf("create in a missing bucket: %v", err)
+	if !errors.Is(err, lease.ErrMisconfigured) || errors.Is(err, lease.ErrUnknownOutcome) || errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Errorf("Create in a missing bucket: %v, want ErrMisconfigured alone", err)
+	}
+}
+
+// TestFakeGCSTimes: every Meta and Listing carries the server's Date, and
+// objects their Last-Modified (updated) time; ETags are quoted generations
+// that compare equal across a write, a read and a listing.
+func TestFakeGCSTimes(t *testing.T) {
+	base := fakeGCSURL(t)
+	st := fakeStore(t, base, newBucket(t, base), "p/")
+	ctx := context.Background()
+	before := time.Now().Add(-time.Minute)
+	m, err := st.Create(ctx, "1.json", []byte(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, g, err := st.Get(ctx, "1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("create %+v; get %+v; list %+v", m, g, l)
+	if len(l.Objects) != 1 || l.Objects[0].ETag != m.ETag || g.ETag != m.ETag || !strings.HasPrefix(m.ETag, `"`) {
+		t.Fatalf("ETags differ or are not quoted: create %s, get %s, list %+v", m.ETag, g.ETag, l.Objects)
+	}
+	for what, tm := range map[string]time.Time{"create Date": m.Date, "get Date": g.Date, "get LastModified": g.LastModified,
+		"list Date": l.Date, "list LastModified": l.Objects[0].LastModified, "create LastModified": m.LastModified} {
+		if tm.Before(before) || tm.After(time.Now().Add(time.Minute)) {
+			t.Errorf("%s = %v, want about now", what, tm)
+		}
+	}
+}

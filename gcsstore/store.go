@@ -1,0 +1,361 @@
+package gcsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/storage"
+	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// MaxObjectSize is the largest body Get accepts. Lease objects are a few hundred
+// bytes; anything above this is not one, so Get refuses it with an error that
+// wraps [lease.ErrCorrupt].
+const MaxObjectSize = 1 << 20
+
+// defaultPageSize is the number of objects List asks for per page: the JSON
+// API's maximum.
+const defaultPageSize = 1000
+
+// gcsEndpoint names Google Cloud Storage in messages when Config.Endpoint is
+// empty.
+const gcsEndpoint = "https://storage.googleapis.com"
+
+// Store is a [lease.Store] over the objects under one prefix of a Google Cloud
+// Storage bucket. Every write is a conditional upload, sent once: creates
+// carry ifGenerationMatch=0, updates ifGenerationMatch with the generation
+// the caller's ETag names, and the client's retries are off for both. Reads
+// (object downloads, listings) use the client's retries. A Store is safe for
+// concurrent use.
+type Store struct {
+	client   *storage.Client
+	bucket   *storage.BucketHandle
+	endpoint string // for messages
+	name     string // the bucket name
+	prefix   string
+	timeout  time.Duration
+	log      *slog.Logger
+	pageSize int
+}
+
+var (
+	_ lease.Store       = (*Store)(nil)
+	_ lease.Scoper      = (*Store)(nil)
+	_ lease.Checker     = (*Store)(nil)
+	_ lease.Describer   = (*Store)(nil)
+	_ lease.WriteSpacer = (*Store)(nil)
+)
+
+// readRetries are the client's retries for reads (downloads, listings): three
+// quick attempts, so that a read-back under a storm of 503s fits in one
+// renewal attempt (the client's default backs off from one second and retries
+// until the context ends). Writes are never retried (noRetries).
+var readRetries = []storage.RetryOption{
+	storage.WithBackoff(gax.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Multiplier: 2}),
+	storage.WithMaxAttempts(3),
+}
+
+// New validates cfg and returns a Store. It sends no request to the bucket,
+// but finds the credentials (Application Default Credentials unless
+// Config.NoAuth), which off Google Cloud may probe for a metadata server: call
+// [Store.Check] at start to find a missing bucket, a refused credential or a
+// wrong endpoint before the first lease operation.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	base := cfg.Transport
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	var rt http.RoundTripper = dateTransport{base: base}
+	ctx := context.Background()
+	if !cfg.NoAuth {
+		authed, err := htransport.NewTransport(ctx, rt, option.WithScopes(storage.ScopeReadWrite))
+		if err != nil {
+			return nil, lease.Misconfigured(fmt.Errorf("gcsstore: no credentials for bucket %q: %w "+
+				"(Application Default Credentials: run on Cloud Run, GKE or Compute Engine with a service account, set GOOGLE_APPLICATION_CREDENTIALS, "+
+				"or run gcloud auth application-default login; for an emulator set Endpoint and NoAuth)", cfg.Bucket, err))
+		}
+		rt = authed
+	}
+	opts := []option.ClientOption{option.WithHTTPClient(&http.Client{Transport: rt}), storage.WithJSONReads()}
+	endpoint := gcsEndpoint
+	if cfg.Endpoint != "" {
+		opts = append(opts, option.WithEndpoint(cfg.Endpoint))
+		endpoint = strings.TrimSuffix(cfg.Endpoint, "/")
+	}
+	client, err := storage.NewClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("gcsstore: client for %s: %w", endpoint, err)
+	}
+	timeout := cfg.RequestTimeout
+	if timeout == 0 {
+		timeout = DefaultRequestTimeout
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{
+		client:   client,
+		bucket:   client.Bucket(cfg.Bucket).Retryer(readRetries...),
+		endpoint: endpoint,
+		name:     cfg.Bucket,
+		prefix:   cfg.Prefix,
+		timeout:  timeout,
+		log:      logger.With("component", "gcsstore", "bucket", cfg.Bucket, "prefix", cfg.Prefix),
+		pageSize: defaultPageSize,
+	}
+	if s.prefix != "" && !strings.HasSuffix(s.prefix, "/") {
+		s.log.Warn("the prefix does not end with \"/\": the keys are the prefix and the name run together", "manifest", s.prefix+lease.ManifestKey)
+	}
+	return s, nil
+}
+
+// Bucket returns the bucket name.
+func (s *Store) Bucket() string { return s.name }
+
+// Prefix returns the key prefix.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Client returns the Cloud Storage client the store uses.
+func (s *Store) Client() *storage.Client { return s.client }
+
+// Scope implements [lease.Scoper]: a Store over the keys under Prefix()+sub,
+// sharing this one's client, so that its List asks for those keys alone.
+func (s *Store) Scope(sub string) lease.Store {
+	c := *s
+	c.prefix = s.prefix + sub
+	c.log = s.log.With("scope", sub)
+	return &c
+}
+
+// Describe implements [lease.Describer]: the bucket, prefix and endpoint, for
+// messages.
+func (s *Store) Describe() string {
+	return fmt.Sprintf("Cloud Storage bucket %s (prefix %q) at %s", s.name, s.prefix, s.endpoint)
+}
+
+// MinWriteInterval implements [lease.WriteSpacer]: [MinWriteInterval], the
+// one write per second per object that Cloud Storage sustains.
+func (s *Store) MinWriteInterval() time.Duration { return MinWriteInterval }
+
+// Check implements [lease.Checker]: a one-object listing of the prefix (the
+// permission List needs), turning a misconfiguration into an error that names
+// the endpoint and bucket and says what to fix (a bucket that does not exist,
+// a refused credential, an endpoint that refuses connections or does not
+// speak the Cloud Storage JSON API); such errors match lease.ErrMisconfigured.
+// It is bounded by Config.RequestTimeout. It cannot check write permission
+// without writing; a refused write reports it the same way.
+func (s *Store) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ctx, x := withExchange(ctx)
+	var objs []*storage.ObjectAttrs
+	_, err := iterator.NewPager(s.bucket.Objects(ctx, s.query()), 1, "").NextPage(&objs)
+	if err != nil {
+		return s.readError(opCheck, "", err, x)
+	}
+	return nil
+}
+
+func (s *Store) query() *storage.Query {
+	q := &storage.Query{Prefix: s.prefix}
+	_ = q.SetAttrSelection([]string{"Name", "Generation", "Updated", "Size"}) // only fails on unknown names
+	return q
+}
+
+// List implements [lease.Store]: objects.list over the prefix, page by page to
+// the end (following nextPageToken), each page bounded by the request
+// timeout. Keys are made relative to the prefix and sorted. Listing.Date is
+// the earliest Date of the responses.
+func (s *Store) List(ctx context.Context) (lease.Listing, error) {
+	var l lease.Listing
+	ctx, x := withExchange(ctx)
+	token := ""
+	for {
+		pctx, cancel := context.WithTimeout(ctx, s.timeout)
+		var objs []*storage.ObjectAttrs
+		next, err := iterator.NewPager(s.bucket.Objects(pctx, s.query()), s.pageSize, token).NextPage(&objs)
+		cancel()
+		if err != nil {
+			return lease.Listing{}, s.readError(opList, "", err, x)
+		}
+		for _, o := range objs {
+			if o == nil || o.Name == "" {
+				continue
+			}
+			rel, ok := strings.CutPrefix(o.Name, s.prefix)
+			if !ok {
+				continue // a server that ignores the prefix
+			}
+			l.Objects = append(l.Objects, lease.ObjectInfo{
+				Key:          rel,
+				ETag:         etagOf(o.Generation),
+				LastModified: o.Updated.UTC(),
+				Size:         o.Size,
+			})
+		}
+		if next == "" {
+			break
+		}
+		if next == token {
+			return lease.Listing{}, fmt.Errorf("gcsstore: list %s: the server repeated page token %q", s.where(), next)
+		}
+		token = next
+	}
+	l.Date, _ = x.dates()
+	if err := l.SortByKey(); err != nil {
+		return lease.Listing{}, fmt.Errorf("gcsstore: list %s: %w", s.where(), err)
+	}
+	return l, nil
+}
+
+// Get implements [lease.Store] with one object download (the JSON API's
+// alt=media). A body larger than [MaxObjectSize] gives an error wrapping
+// [lease.ErrCorrupt].
+func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
+	if err := checkKey(opGet, key); err != nil {
+		return nil, lease.Meta{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ctx, x := withExchange(ctx)
+	r, err := s.bucket.Object(s.prefix + key).NewReader(ctx)
+	if err != nil {
+		return nil, lease.Meta{}, s.readError(opGet, key, err, x)
+	}
+	defer r.Close()
+	if n := r.Attrs.Size; n > MaxObjectSize {
+		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: %w: the object is %d bytes, a lease object is at most %d", key, lease.ErrCorrupt, n, MaxObjectSize)
+	}
+	body, err := io.ReadAll(io.LimitReader(r, MaxObjectSize+1))
+	if err != nil {
+		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: read the body: %w", key, err)
+	}
+	if len(body) > MaxObjectSize {
+		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: %w: the object is larger than %d bytes", key, lease.ErrCorrupt, MaxObjectSize)
+	}
+	if r.Attrs.Generation <= 0 {
+		return nil, lease.Meta{}, lease.Misconfigured(fmt.Errorf("gcsstore: get %s: %s sent no object generation (x-goog-generation): is it a Cloud Storage endpoint?", key, s.endpoint))
+	}
+	_, date := x.dates()
+	return body, lease.Meta{
+		ETag:         etagOf(r.Attrs.Generation),
+		LastModified: r.Attrs.LastModified.UTC(),
+		Date:         date,
+	}, nil
+}
+
+// Create implements [lease.Store] with an upload carrying ifGenerationMatch=0
+// (the object must not exist).
+func (s *Store) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
+	return s.put(ctx, opCreate, key, body, storage.Conditions{DoesNotExist: true}, "")
+}
+
+// Update implements [lease.Store] with an upload carrying ifGenerationMatch
+// set to the generation etag names. An etag that is not one this store
+// returned (a quoted positive decimal) matches no generation: it gives
+// ErrPreconditionFailed without a request.
+func (s *Store) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	gen, ok := parseETag(etag)
+	if !ok {
+		return lease.Meta{}, fmt.Errorf("gcsstore: update %s: ETag %q is not a generation this store returned: %w", key, etag, lease.ErrPreconditionFailed)
+	}
+	return s.put(ctx, opUpdate, key, body, storage.Conditions{GenerationMatch: gen}, etag)
+}
+
+// noRetries turns the client's retries off for one write: a conditional
+// upload whose first attempt landed but whose answer was lost would come
+// back 412 on the retry and look like a lost race.
+var noRetries = storage.WithPolicy(storage.RetryNever)
+
+func (s *Store) put(ctx context.Context, op, key string, body []byte, cond storage.Conditions, etag string) (lease.Meta, error) {
+	if err := checkKey(op, key); err != nil {
+		return lease.Meta{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return lease.Meta{}, fmt.Errorf("gcsstore: %s %s: not sent: %w", op, key, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ctx, x := withExchange(ctx)
+	w := s.bucket.Object(s.prefix + key).If(cond).Retryer(noRetries).NewWriter(ctx)
+	// One multipart upload request, without the buffer that resumable
+	// uploads (and retries) need.
+	w.ChunkSize = 0
+	w.ContentType = "application/json"
+	_, err := w.Write(body)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		err = s.writeError(op, key, err, x)
+		switch {
+		case errors.Is(err, lease.ErrPreconditionFailed):
+			s.log.Debug("conditional write refused", "op", op, "key", key, "ifMatch", etag)
+		case errors.Is(err, lease.ErrUnknownOutcome):
+			s.log.Warn("write outcome unknown: read the object back", "op", op, "key", key, "err", err)
+		default:
+			s.log.Warn("write failed", "op", op, "key", key, "err", err)
+		}
+		return lease.Meta{}, err
+	}
+	a := w.Attrs()
+	if a == nil || a.Generation <= 0 {
+		return lease.Meta{}, &lease.UnknownOutcomeError{Op: op, Key: key, Err: errors.New("the server accepted the write but sent no object generation")}
+	}
+	_, date := x.dates()
+	m := lease.Meta{ETag: etagOf(a.Generation), LastModified: a.Updated.UTC(), Date: date}
+	s.log.Debug("written", "op", op, "key", key, "etag", m.ETag)
+	return m, nil
+}
+
+func checkKey(op, key string) error {
+	if key == "" {
+		return fmt.Errorf("gcsstore: %s: empty key", op)
+	}
+	return nil
+}
+
+// etagOf returns the ETag of an object generation: the decimal generation in
+// quotes, `"1701234567890123"`. Cloud Storage's own etag changes with
+// metadata too; the generation changes exactly when the body is written, and
+// it is what the write conditions compare.
+func etagOf(gen int64) string {
+	if gen <= 0 {
+		return ""
+	}
+	return `"` + strconv.FormatInt(gen, 10) + `"`
+}
+
+// parseETag returns the generation an ETag of etagOf names.
+func parseETag(etag string) (int64, bool) {
+	s, ok := strings.CutPrefix(etag, `"`)
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, `"`)
+	if !ok || s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	gen, err := strconv.ParseInt(s, 10, 64)
+	return gen, err == nil && gen > 0
+}
+
+func (s *Store) where() string {
+	return fmt.Sprintf("%s/b/%s/o/%s", s.endpoint, s.name, s.prefix)
+}
