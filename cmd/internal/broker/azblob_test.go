@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 )
 
@@ -20,8 +21,8 @@ func TestParseServeFlagsAzblob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac := c.azblob.config(c.prefix)
-	if c.store != storeAzblob || ac.AccountURL != "http://127.0.0.1:10000/devstoreaccount1" || ac.Container != "leases" ||
+	ac := c.azblob.Config(c.prefix)
+	if c.store != azblobflag.Store || ac.AccountURL != "http://127.0.0.1:10000/devstoreaccount1" || ac.Container != "leases" ||
 		ac.AccountName != "devstoreaccount1" || ac.AccountKey != "a2V5" || ac.Prefix != "nodeid/" || ac.RequestTimeout != 2*time.Second {
 		t.Errorf("%+v", ac)
 	}
