@@ -6,9 +6,13 @@ import (
 )
 
 // openAzblob returns the Azure Blob store (--store azblob, the flags of
-// azblobflag); it holds no connection to close.
+// azblobflag, with azblobflag.DefaultCredential when they name neither a key
+// nor a SAS); it holds no connection to close.
 func (b *broker) openAzblob() (lease.Store, func(), error) {
-	c := b.cfg.azblob.Config(b.cfg.prefix)
+	c, err := b.cfg.azblob.StoreConfig(b.cfg.prefix, nil)
+	if err != nil {
+		return nil, nil, err
+	}
 	c.Logger = b.log.With("component", "azblobstore")
 	st, err := azblobstore.New(c)
 	if err != nil {

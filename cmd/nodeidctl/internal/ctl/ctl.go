@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/azblobstore"
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/s3store"
@@ -53,6 +54,10 @@ type Env struct {
 	OpenEtcd func(ctx context.Context, cfg etcdstore.Config) (lease.Store, error)
 	// OpenAzblob returns the store for --store azblob (OpenAzblob).
 	OpenAzblob func(ctx context.Context, cfg azblobstore.Config) (lease.Store, error)
+	// AzureCredential makes the Microsoft Entra ID token credential of
+	// --store azblob without a key or a SAS (nil:
+	// azblobflag.DefaultCredential).
+	AzureCredential azblobflag.NewCredential
 	// Now is the operator's wall clock (time.Now). It only stamps the manifest's
 	// createdAt (for humans), as the provider's own wall clock does; it never
 	// judges a lease.

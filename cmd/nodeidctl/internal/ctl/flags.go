@@ -185,7 +185,13 @@ func (a *app) open(ctx context.Context, c *commonFlags) (lease.Store, error) {
 	case etcdflag.StoreEtcd:
 		open = func() (lease.Store, error) { return a.env.OpenEtcd(ctx, c.etcd.Config(c.prefix)) }
 	case azblobflag.Store:
-		open = func() (lease.Store, error) { return a.env.OpenAzblob(ctx, c.azblob.Config(c.prefix)) }
+		open = func() (lease.Store, error) {
+			cfg, err := c.azblob.StoreConfig(c.prefix, a.env.AzureCredential)
+			if err != nil {
+				return nil, err
+			}
+			return a.env.OpenAzblob(ctx, cfg)
+		}
 	}
 	st, err := open()
 	if err != nil {
