@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -70,4 +71,38 @@ func TestServeAzblob(t *testing.T) {
 	}
 	fetchIDs(t, c, cs.NodeID, &ids)
 	t.Logf("%d IDs from 3 brokers on Azurite, none repeated", ids.len())
+}
+
+// TestAzblobEntraIDChainFails: with --store azblob and neither a key nor a
+// SAS, the broker and nodeidctl authenticate with azidentity's
+// DefaultAzureCredential. Here its chain is narrowed to the environment's
+// service principal and none is configured (no Entra ID is reachable from the
+// tests): both stop at the store check, before any request (the account URL
+// refuses connections anyway), with exit 1 and a message that says why the
+// chain was used and what it tried.
+func TestAzblobEntraIDChainFails(t *testing.T) {
+	t.Parallel()
+	env := brokerEnv(t, "AZURE_TOKEN_CREDENTIALS=EnvironmentCredential",
+		"NODEID_STORE=azblob", "NODEID_AZBLOB_ACCOUNT_URL=https://127.0.0.1:1/devstoreaccount1", "NODEID_AZBLOB_CONTAINER=leases")
+	for _, run := range []struct {
+		name string
+		run  func() (int, string, string)
+	}{
+		{"nodeid-broker serve", func() (int, string, string) {
+			return runBin(t, env, "serve", "--http-addr", "127.0.0.1:0")
+		}},
+		{"nodeidctl status", func() (int, string, string) { return runCtl(t, env, "status") }},
+	} {
+		code, stdout, stderr := run.run()
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1\n%s%s", run.name, code, stdout, stderr)
+			continue
+		}
+		for _, want := range []string{"without --azblob-account-key or --azblob-sas authenticates with Microsoft Entra ID", "got no token",
+			"EnvironmentCredential: missing environment variable AZURE_TENANT_ID", `container \"leases\"`} {
+			if !strings.Contains(stderr, want) && !strings.Contains(stderr, strings.ReplaceAll(want, `\"`, `"`)) {
+				t.Errorf("%s: stderr does not say %q:\n%s", run.name, want, stderr)
+			}
+		}
+	}
 }

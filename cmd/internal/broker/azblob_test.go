@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 )
 
@@ -20,8 +21,8 @@ func TestParseServeFlagsAzblob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac := c.azblob.config(c.prefix)
-	if c.store != storeAzblob || ac.AccountURL != "http://127.0.0.1:10000/devstoreaccount1" || ac.Container != "leases" ||
+	ac := c.azblob.Config(c.prefix)
+	if c.store != azblobflag.Store || ac.AccountURL != "http://127.0.0.1:10000/devstoreaccount1" || ac.Container != "leases" ||
 		ac.AccountName != "devstoreaccount1" || ac.AccountKey != "a2V5" || ac.Prefix != "nodeid/" || ac.RequestTimeout != 2*time.Second {
 		t.Errorf("%+v", ac)
 	}
@@ -29,12 +30,18 @@ func TestParseServeFlagsAzblob(t *testing.T) {
 		t.Errorf("gossip cluster %q", got)
 	}
 	base := []string{"--store", "azblob", "--azblob-account-url", "https://a.blob.core.windows.net", "--azblob-container", "leases"}
+	// Neither a key nor a SAS: Microsoft Entra ID (azblobflag.DefaultCredential).
+	c, err = parseServeFlags("nodeid-broker", base, env(), io.Discard)
+	if err != nil || !c.azblob.EntraID() {
+		t.Errorf("no key, no SAS: %v, Entra ID %v", err, c.azblob.EntraID())
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--store", "azblob"}, "AccountURL is required"},
-		{base, "no credential"},
+		{append(base[:len(base):len(base)], "--azblob-account-name", "a"), "AccountName and AccountKey must be set together"},
+		{[]string{"--store", "azblob", "--azblob-account-url", "http://127.0.0.1:10000/devstoreaccount1", "--azblob-container", "leases"}, "sent over https only"},
 		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--bucket", "b"), "excludes the S3 flags"},
 		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--etcd-endpoints", "h:1"), "excludes --etcd-endpoints"},
 		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--azblob-account-name", "a", "--azblob-account-key", "k"), "one credential"},

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
@@ -136,8 +137,8 @@ func (b *broker) runNode(ctx context.Context, n *node.Node) error {
 // storeName names the store for messages: the endpoint, or the AWS bucket.
 func (b *broker) storeName() string {
 	switch {
-	case b.cfg.store == storeAzblob:
-		return fmt.Sprintf("Azure Blob container %s at --azblob-account-url %s (prefix %s)", b.cfg.azblob.container, b.cfg.azblob.accountURL, b.cfg.prefix)
+	case b.cfg.store == azblobflag.Store:
+		return fmt.Sprintf("%s (prefix %s)", b.cfg.azblob.Where(), b.cfg.prefix)
 	case b.cfg.store == etcdflag.StoreEtcd:
 		return fmt.Sprintf("etcd at --etcd-endpoints %s (prefix %s)", b.cfg.etcd.Endpoints, b.cfg.prefix)
 	case b.cfg.embeddedS3 != "":
@@ -179,7 +180,7 @@ func (b *broker) openStore(ctx context.Context) (lease.Store, func(), error) {
 	if b.cfg.store == etcdflag.StoreEtcd {
 		return b.openEtcd()
 	}
-	if b.cfg.store == storeAzblob {
+	if b.cfg.store == azblobflag.Store {
 		return b.openAzblob()
 	}
 	sc := s3store.DefaultConfig()

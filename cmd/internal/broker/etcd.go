@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/etcdstore"
@@ -17,10 +18,10 @@ func (c *serveConfig) checkStoreFlags(f *envflag.Set) error {
 	}
 	s3Set := c.embeddedS3 != "" || c.s3Endpoint != "" || c.bucket != ""
 	switch c.store {
-	case storeAzblob:
-		return c.azblob.check(s3Set, c.etcd.Endpoints != "", c.prefix)
+	case azblobflag.Store:
+		return c.azblob.Check(s3Set, c.etcd.Endpoints != "", c.prefix)
 	case etcdflag.StoreS3, etcdflag.StoreEtcd:
-		if c.azblob.set() {
+		if c.azblob.Set() {
 			return envflag.Usagef("the --azblob-* flags need --store azblob")
 		}
 		return c.etcd.Check(c.store, f.Source("store"), s3Set, c.prefix)
@@ -32,8 +33,8 @@ func (c *serveConfig) checkStoreFlags(f *envflag.Set) error {
 // s3://BUCKET/PREFIX, etcd://ENDPOINTS/PREFIX or
 // azblob://ACCOUNT-URL/CONTAINER/PREFIX.
 func (c *serveConfig) storeName() string {
-	if c.store == storeAzblob {
-		return c.azblob.name(c.prefix)
+	if c.store == azblobflag.Store {
+		return c.azblob.Name(c.prefix)
 	}
 	if c.store == etcdflag.StoreEtcd {
 		return "etcd://" + strings.Join(c.etcd.Config(c.prefix).Endpoints, ",") + "/" + c.prefix

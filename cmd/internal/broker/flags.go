@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/gossip"
@@ -31,9 +32,9 @@ type serveConfig struct {
 	gossipCluster                      string // --gossip-cluster; "" derives it from the store
 	s3PathStyle                        bool
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
-	store                              string // --store: s3 or etcd
+	store                              string // --store: s3, etcd or azblob
 	etcd                               etcdflag.Flags
-	azblob                             azblobFlags
+	azblob                             azblobflag.Flags
 	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
 	httpAddr   string
@@ -85,7 +86,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.BindAll()
 	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*) or azblob (Azure Blob Storage: --azblob-*)")
 	c.etcd.Bind(f)
-	c.azblob.bind(f)
+	c.azblob.Bind(f)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
 	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects: ends with \"/\", or empty for the root of the bucket")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")

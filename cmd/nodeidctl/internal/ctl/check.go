@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 )
@@ -172,8 +173,11 @@ func aheadBehind(d time.Duration) string {
 
 // storeName names the store for messages: the endpoint, or the AWS bucket.
 func storeName(c *commonFlags) string {
-	if c.store == etcdflag.StoreEtcd {
+	switch c.store {
+	case etcdflag.StoreEtcd:
 		return fmt.Sprintf("etcd at --etcd-endpoints %s (prefix %s)", c.etcd.Endpoints, c.prefix)
+	case azblobflag.Store:
+		return fmt.Sprintf("%s (prefix %s)", c.azblob.Where(), c.prefix)
 	}
 	if c.endpoint != "" {
 		return fmt.Sprintf("the S3 store at --s3-endpoint %s (bucket %s)", c.endpoint, c.bucket)

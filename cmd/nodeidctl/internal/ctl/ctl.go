@@ -21,6 +21,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/nodeid/nodeid/azblobstore"
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/s3store"
@@ -50,6 +52,12 @@ type Env struct {
 	OpenStore func(ctx context.Context, cfg s3store.Config) (lease.Store, error)
 	// OpenEtcd returns the store for --store etcd (OpenEtcd).
 	OpenEtcd func(ctx context.Context, cfg etcdstore.Config) (lease.Store, error)
+	// OpenAzblob returns the store for --store azblob (OpenAzblob).
+	OpenAzblob func(ctx context.Context, cfg azblobstore.Config) (lease.Store, error)
+	// AzureCredential makes the Microsoft Entra ID token credential of
+	// --store azblob without a key or a SAS (nil:
+	// azblobflag.DefaultCredential).
+	AzureCredential azblobflag.NewCredential
 	// Now is the operator's wall clock (time.Now). It only stamps the manifest's
 	// createdAt (for humans), as the provider's own wall clock does; it never
 	// judges a lease.
@@ -59,7 +67,21 @@ type Env struct {
 // DefaultEnv returns the process's environment, S3 through [OpenS3] and the
 // system clock.
 func DefaultEnv() Env {
-	return Env{LookupEnv: os.LookupEnv, OpenStore: OpenS3, OpenEtcd: OpenEtcd, Now: time.Now}
+	return Env{LookupEnv: os.LookupEnv, OpenStore: OpenS3, OpenEtcd: OpenEtcd, OpenAzblob: OpenAzblob, Now: time.Now}
+}
+
+// OpenAzblob returns an Azure Blob store for cfg after probing the container
+// with azblobstore.Store.Check, so a missing container, a refused credential
+// or a wrong account URL are reported before anything else happens.
+func OpenAzblob(ctx context.Context, cfg azblobstore.Config) (lease.Store, error) {
+	st, err := azblobstore.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Check(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // OpenEtcd returns an etcd store for cfg after checking that etcd answers.
@@ -124,6 +146,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, env Env) 
 	if env.OpenEtcd == nil {
 		env.OpenEtcd = def.OpenEtcd
 	}
+	if env.OpenAzblob == nil {
+		env.OpenAzblob = def.OpenAzblob
+	}
 	if env.Now == nil {
 		env.Now = def.Now
 	}
@@ -185,6 +210,8 @@ Every command takes the S3 flags --bucket, --prefix, --region, --s3-endpoint,
 may also be set by an environment variable NODEID_<FLAG> (NODEID_BUCKET,
 NODEID_S3_ENDPOINT, ...), and a flag wins over its variable. Credentials come
 from the default AWS chain (environment, shared files, ECS task role).
+--store etcd takes --etcd-* instead of the S3 flags, --store azblob (Azure
+Blob Storage) --azblob-*.
 
 Exit codes: 0 done, 1 refused or failed, 2 bad usage.
 Run 'nodeidctl <command> --help' for the flags of a command.

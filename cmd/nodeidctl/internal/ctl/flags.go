@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
@@ -57,8 +58,9 @@ type commonFlags struct {
 	bucket, prefix, region, endpoint string
 	pathStyle                        bool
 	clockMargin, maxLease            time.Duration
-	store                            string // --store: s3 or etcd
+	store                            string // --store: s3, etcd or azblob
 	etcd                             etcdflag.Flags
+	azblob                           azblobflag.Flags
 }
 
 // register adds the common flags to f, each bound to its environment variable.
@@ -73,10 +75,12 @@ func (c *commonFlags) register(f *flagSet) {
 		"extra margin of the expiry rule (the provider's ClockMargin): a held lease is expired when Date - Last-Modified > lease + 1s + margin")
 	f.DurationVar(&c.maxLease, "max-lease-duration", def.MaxLeaseDuration,
 		"longest lease a record may state (the provider's MaxLeaseDuration); a record stating more is reported corrupt")
-	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*) or etcd (--etcd-endpoints, --etcd-*)")
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*) or azblob (Azure Blob Storage: --azblob-*)")
 	c.etcd.Bind(f.Set)
+	c.azblob.Bind(f.Set)
 	f.Bind("bucket", "prefix", "region", "s3-endpoint", "s3-path-style", "clock-margin", "max-lease-duration", "store")
 	f.Bind(etcdflag.Names...)
+	f.Bind(azblobflag.Names...)
 }
 
 // validate checks the common flags after parsing.
@@ -84,8 +88,21 @@ func (c *commonFlags) validate(f *flagSet) error {
 	if err := etcdflag.CheckPrefix(f.Source("prefix"), c.prefix); err != nil {
 		return err
 	}
-	if err := c.etcd.Check(c.store, f.Source("store"), c.bucket != "" || c.endpoint != "", c.prefix); err != nil {
-		return err
+	s3Set := c.bucket != "" || c.endpoint != ""
+	switch c.store {
+	case azblobflag.Store:
+		if err := c.azblob.Check(s3Set, c.etcd.Endpoints != "", c.prefix); err != nil {
+			return err
+		}
+	case etcdflag.StoreS3, etcdflag.StoreEtcd:
+		if c.azblob.Set() {
+			return usagef("the --azblob-* flags need --store azblob")
+		}
+		if err := c.etcd.Check(c.store, f.Source("store"), s3Set, c.prefix); err != nil {
+			return err
+		}
+	default:
+		return usagef("%s %q: want s3, etcd or azblob", f.Source("store"), c.store)
 	}
 	switch {
 	case c.bucket == "" && c.store == etcdflag.StoreS3:
@@ -102,11 +119,14 @@ func (c *commonFlags) validate(f *flagSet) error {
 }
 
 // where names where the flags point, for messages: in bucket B under prefix
-// "P", at the root of bucket B (prefix ""), or in etcd under prefix "P".
+// "P", at the root of bucket B (prefix ""), in etcd under prefix "P", or in
+// Azure Blob container C under prefix "P".
 func (c *commonFlags) where() string {
 	switch {
 	case c.store == etcdflag.StoreEtcd:
 		return fmt.Sprintf("in etcd under prefix %q", c.prefix)
+	case c.store == azblobflag.Store:
+		return fmt.Sprintf("in Azure Blob container %s under prefix %q", c.azblob.Container, c.prefix)
 	case c.prefix == "":
 		return fmt.Sprintf("at the root of bucket %s (prefix \"\")", c.bucket)
 	}
@@ -115,13 +135,16 @@ func (c *commonFlags) where() string {
 
 // aimedBy names the flags, or the variables that set them (f.Source), that
 // say where the flags point: "--prefix and --bucket", "NODEID_PREFIX
-// (--prefix) and --bucket", or on etcd "--prefix and --etcd-endpoints".
+// (--prefix) and --bucket", on etcd "--prefix and --etcd-endpoints", on
+// Azure Blob "--prefix, --azblob-account-url and --azblob-container".
 func (c *commonFlags) aimedBy(f *flagSet) string {
-	store := "bucket"
-	if c.store == etcdflag.StoreEtcd {
-		store = "etcd-endpoints"
+	switch c.store {
+	case etcdflag.StoreEtcd:
+		return f.Source("prefix") + " and " + f.Source("etcd-endpoints")
+	case azblobflag.Store:
+		return f.Source("prefix") + ", " + f.Source("azblob-account-url") + " and " + f.Source("azblob-container")
 	}
-	return f.Source("prefix") + " and " + f.Source(store)
+	return f.Source("prefix") + " and " + f.Source("bucket")
 }
 
 // storeConfig returns the S3 store configuration the flags describe.
@@ -158,8 +181,17 @@ func (a *app) setup(ctx context.Context, f *flagSet, c *commonFlags, args []stri
 // open opens the store the common flags describe.
 func (a *app) open(ctx context.Context, c *commonFlags) (lease.Store, error) {
 	open := func() (lease.Store, error) { return a.env.OpenStore(ctx, c.storeConfig()) }
-	if c.store == etcdflag.StoreEtcd {
+	switch c.store {
+	case etcdflag.StoreEtcd:
 		open = func() (lease.Store, error) { return a.env.OpenEtcd(ctx, c.etcd.Config(c.prefix)) }
+	case azblobflag.Store:
+		open = func() (lease.Store, error) {
+			cfg, err := c.azblob.StoreConfig(c.prefix, a.env.AzureCredential)
+			if err != nil {
+				return nil, err
+			}
+			return a.env.OpenAzblob(ctx, cfg)
+		}
 	}
 	st, err := open()
 	if err != nil {

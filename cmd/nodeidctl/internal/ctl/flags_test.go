@@ -1,9 +1,19 @@
 package ctl
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/nodeid/nodeid/azblobstore"
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/lease/storetest"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -32,6 +42,17 @@ func TestUsageErrors(t *testing.T) {
 		{"bad bool env", map[string]string{"NODEID_S3_PATH_STYLE": "maybe"}, []string{"status"},
 			`NODEID_S3_PATH_STYLE="maybe": invalid value for --s3-path-style`},
 		{"bad region env", map[string]string{"NODEID_REGION": "EU West"}, []string{"status"}, `NODEID_REGION (--region) "EU West"`},
+		{"unknown store", nil, []string{"status", "--store", "zk"}, `--store "zk": want s3, etcd or azblob`},
+		{"azblob flags without azblob", nil, []string{"status", "--azblob-container", "leases"}, "the --azblob-* flags need --store azblob"},
+		{"azblob with a bucket", nil, []string{"status", "--store", "azblob", "--azblob-account-url", "https://a.blob.core.windows.net",
+			"--azblob-container", "leases", "--azblob-sas", "sv=1"}, "--store azblob excludes the S3 flags"},
+		{"azblob with etcd", map[string]string{"NODEID_BUCKET": "", "NODEID_ETCD_ENDPOINTS": "h:1"}, []string{"status", "--store", "azblob"},
+			"--store azblob excludes --etcd-endpoints"},
+		{"azblob without account", map[string]string{"NODEID_BUCKET": "", "NODEID_STORE": "azblob"}, []string{"status"}, "AccountURL is required"},
+		{"azblob bad container", map[string]string{"NODEID_BUCKET": ""}, []string{"status", "--store", "azblob",
+			"--azblob-account-url", "https://a.blob.core.windows.net", "--azblob-container", "Leases", "--azblob-sas", "sv=1"}, `Container "Leases" is not a container name`},
+		{"azblob two credentials", map[string]string{"NODEID_BUCKET": "", "NODEID_AZBLOB_SAS": "sv=1"}, []string{"status", "--store", "azblob",
+			"--azblob-account-url", "https://a.blob.core.windows.net", "--azblob-container", "leases", "--azblob-account-name", "a", "--azblob-account-key", "k"}, "one credential"},
 		{"release without id", nil, []string{"release"}, "--id is required"},
 		{"release negative id", nil, []string{"release", "--id", "-3"}, "--id -3 is outside"},
 		{"release bad id", nil, []string{"release", "--id", "x"}, `invalid value "x" for flag -id`},
@@ -153,4 +174,51 @@ func TestBadDurationEveryCommand(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAzblobCredential: --store azblob opens the store with shared key when
+// given a key, and with Env.AzureCredential's token credential when given
+// neither a key nor a SAS; a chain that cannot be made fails the command
+// (exit 1) before the store is opened.
+func TestAzblobCredential(t *testing.T) {
+	var opened []azblobstore.Config
+	made := 0
+	env := Env{
+		LookupEnv: func(k string) (string, bool) {
+			v, ok := map[string]string{"NODEID_STORE": "azblob", "NODEID_AZBLOB_ACCOUNT_URL": "https://a.blob.core.windows.net",
+				"NODEID_AZBLOB_CONTAINER": "leases"}[k]
+			return v, ok
+		},
+		OpenAzblob: func(_ context.Context, cfg azblobstore.Config) (lease.Store, error) {
+			opened = append(opened, cfg)
+			return storetest.NewMemStore(), nil
+		},
+		AzureCredential: func() (azcore.TokenCredential, error) { made++; return fakeToken{}, nil },
+	}
+	run := func(want int, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), args, &out, &errb, env); code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out.String(), errb.String())
+		}
+		return errb.String()
+	}
+	run(ExitOK, "status", "--azblob-account-name", "a", "--azblob-account-key", "a2V5")
+	run(ExitOK, "status")
+	if len(opened) != 2 || opened[0].AccountKey != "a2V5" || opened[0].Credential != nil || opened[1].AccountKey != "" || opened[1].Credential == nil || made != 1 {
+		t.Fatalf("opened %+v, made %d credentials", opened, made)
+	}
+	env.AzureCredential = func() (azcore.TokenCredential, error) {
+		return nil, errors.New("invalid AZURE_TOKEN_CREDENTIALS value")
+	}
+	contains(t, "stderr", run(ExitFailed, "status"), "without --azblob-account-key or --azblob-sas", "invalid AZURE_TOKEN_CREDENTIALS value")
+	if len(opened) != 2 {
+		t.Errorf("the store was opened without a credential")
+	}
+}
+
+type fakeToken struct{}
+
+func (fakeToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: "t"}, nil
 }
