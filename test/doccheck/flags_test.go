@@ -12,7 +12,7 @@ import (
 
 // documents are the files whose flags and variables are checked.
 var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/design.md", "docs/regions.md",
-	"deploy/README.md", "deploy/systemd/broker.env", "clients/README.md"}
+	"deploy/README.md", "deploy/cloud-run.md", "deploy/systemd/broker.env", "clients/README.md"}
 
 // foreignFlags are flags the docs name that belong to other tools, with
 // whose.
@@ -20,12 +20,14 @@ var foreignFlags = map[string]string{
 	"data-dir": "etcd", "minio": "bench/nodeid-bench.sh", "port": "the example application", "help": "every command",
 	"capabilities": "aws cloudformation deploy", "parameter-overrides": "aws cloudformation deploy",
 	"stack-name": "aws cloudformation deploy", "template-file": "aws cloudformation deploy", "now": "systemctl",
-	"test": "node", "etcd": "the --etcd-* family", "azblob": "the --azblob-* family", "lifecycle-configuration": "aws s3api put-bucket-lifecycle-configuration",
+	"test": "node", "etcd": "the --etcd-* family", "azblob": "the --azblob-* family", "gcs": "the --gcs-* family", "lifecycle-configuration": "aws s3api put-bucket-lifecycle-configuration",
 	"lease-durations": "nodeid-bench", "runs": "nodeid-bench", "latency": "nodeid-bench", "seed": "nodeid-bench",
 	"tasks": "nodeid-bench", "ids": "nodeid-bench", "orders": "nodeid-bench",
 	// The image's build and run in deploy/README.md (test/image.sh, deploy/image_test.go).
 	"storage-driver": "buildah and podman", "cgroup-manager": "podman", "runtime": "podman", "ulimit": "podman run",
 	"signal": "podman kill", "build-context": "buildah bud", "pull": "buildah bud", "format": "buildah bud and podman image inspect",
+	"location": "gcloud storage buckets create", "uniform-bucket-level-access": "gcloud storage buckets create",
+	"member": "gcloud storage buckets add-iam-policy-binding", "role": "gcloud storage buckets add-iam-policy-binding",
 	"username": "docker login", "password-stdin": "docker login", "repository-name": "aws ecr create-repository",
 }
 
@@ -34,7 +36,7 @@ var foreignFlags = map[string]string{
 // is not the broker's, the shipped task's application's URL of the broker
 // (deploy/).
 var otherVars = []string{node.EnvNodeID, node.EnvVersion, node.EnvFloorMs, node.EnvIDsURL, node.EnvIDFile,
-	"NODEID_ETCD", "NODEID_AZBLOB", "NODEID_APP_MODE", "NODEID_URL"}
+	"NODEID_ETCD", "NODEID_AZBLOB", "NODEID_GCS", "NODEID_APP_MODE", "NODEID_URL"}
 
 // helps returns the --help of every command and subcommand the docs
 // describe.

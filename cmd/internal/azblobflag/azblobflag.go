@@ -22,6 +22,7 @@ import (
 
 	"github.com/nodeid/nodeid/azblobstore"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/storeflag"
 )
 
 // Store is the --store value of Azure Blob Storage (azblobstore).
@@ -70,15 +71,9 @@ func (a *Flags) Config(prefix string) azblobstore.Config {
 	return c
 }
 
-// Check checks the --azblob-* flags for --store azblob; s3Set and etcdSet
-// say whether S3 or etcd flags were given.
-func (a *Flags) Check(s3Set, etcdSet bool, prefix string) error {
-	switch {
-	case s3Set:
-		return envflag.Usagef("--store azblob excludes the S3 flags (--bucket, --s3-endpoint, --embedded-s3)")
-	case etcdSet:
-		return envflag.Usagef("--store azblob excludes --etcd-endpoints")
-	}
+// Check checks the --azblob-* flags for --store azblob, under prefix
+// (storeflag.Check has made sure no other store's flags were given).
+func (a *Flags) Check(prefix string) error {
 	c := a.Config(prefix)
 	if a.EntraID() {
 		c.Credential = unset{} // StoreConfig's, made only to open the store
@@ -150,6 +145,11 @@ type unset struct{}
 // GetToken implements azcore.TokenCredential; it is never called.
 func (unset) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
 	return azcore.AccessToken{}, fmt.Errorf("azblobflag: no credential made")
+}
+
+// Family is the store as storeflag.Check sees it, under prefix.
+func (a *Flags) Family(prefix string) storeflag.Family {
+	return storeflag.Family{Store: Store, Flags: "the --azblob-* flags", Given: a.Set(), Check: func() error { return a.Check(prefix) }}
 }
 
 // Name names the store in logs and gossip's default cluster identity:

@@ -95,7 +95,7 @@ func TestCheck(t *testing.T) {
 	} {
 		f := flags("https://a.blob.core.windows.net")
 		tc.f(&f)
-		err := f.Check(false, false, "nodeid/")
+		err := f.Check("nodeid/")
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%+v: %v", f, err)

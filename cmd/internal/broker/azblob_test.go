@@ -42,11 +42,11 @@ func TestParseServeFlagsAzblob(t *testing.T) {
 		{[]string{"--store", "azblob"}, "AccountURL is required"},
 		{append(base[:len(base):len(base)], "--azblob-account-name", "a"), "AccountName and AccountKey must be set together"},
 		{[]string{"--store", "azblob", "--azblob-account-url", "http://127.0.0.1:10000/devstoreaccount1", "--azblob-container", "leases"}, "sent over https only"},
-		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--bucket", "b"), "excludes the S3 flags"},
-		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--etcd-endpoints", "h:1"), "excludes --etcd-endpoints"},
+		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--bucket", "b"), "the S3 flags (--bucket, --s3-endpoint, --embedded-s3) need --store s3"},
+		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--etcd-endpoints", "h:1"), "the --etcd-* flags need --store etcd"},
 		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--azblob-account-name", "a", "--azblob-account-key", "k"), "one credential"},
 		{[]string{"--bucket", "b", "--azblob-container", "leases"}, "need --store azblob"},
-		{[]string{"--store", "zk"}, `"zk": want s3, etcd or azblob`},
+		{[]string{"--store", "zk"}, `"zk": want s3, etcd, azblob or gcs`},
 	} {
 		_, err := parseServeFlags("nodeid-broker", tc.args, env(), io.Discard)
 		if !errors.Is(err, envflag.ErrUsage) || !strings.Contains(err.Error(), tc.want) {

@@ -11,13 +11,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
-	"github.com/nodeid/nodeid/s3store"
-	"github.com/nodeid/nodeid/s3store/s3fake"
 )
 
 // broker is one running serve (or run): flags turned into a node.Node,
@@ -72,7 +69,11 @@ func (b *broker) run(ctx context.Context) error {
 		closeAll()
 		return envflag.Usagef("%v", err)
 	}
-	b.log.Info("lease store", "store", b.cfg.storeName(), "bucket", b.cfg.bucket, "prefix", b.cfg.prefix, "endpoint", b.cfg.s3Endpoint)
+	if b.cfg.store == etcdflag.StoreS3 {
+		b.log.Info("lease store", "store", b.cfg.storeName(), "bucket", b.cfg.bucket, "prefix", b.cfg.prefix, "endpoint", b.cfg.s3Endpoint)
+	} else {
+		b.log.Info("lease store", "store", b.cfg.storeName(), "prefix", b.cfg.prefix)
+	}
 	if g := b.cfg.node.Gossip; g != nil && len(g.SecretKey) == 0 {
 		b.log.Warn("gossip is not encrypted: set --gossip-key (from a secret) so that only this cluster's brokers are heard", "cluster", g.Cluster)
 	}
@@ -126,27 +127,12 @@ func (b *broker) runNode(ctx context.Context, n *node.Node) error {
 	}
 	if ce := (*lease.ConditionIgnoredError)(nil); errors.As(err, &ce) {
 		return fmt.Errorf("%s ignores %s: nodeid cannot run on it, two brokers could hold one node ID (%w)",
-			b.storeName(), ce.Condition, err)
+			b.storeWhere(), ce.Condition, err)
 	}
 	if err == nil && n.Claim() == nil {
 		b.log.Info("stopped by a signal before a node ID was acquired")
 	}
 	return err
-}
-
-// storeName names the store for messages: the endpoint, or the AWS bucket.
-func (b *broker) storeName() string {
-	switch {
-	case b.cfg.store == azblobflag.Store:
-		return fmt.Sprintf("%s (prefix %s)", b.cfg.azblob.Where(), b.cfg.prefix)
-	case b.cfg.store == etcdflag.StoreEtcd:
-		return fmt.Sprintf("etcd at --etcd-endpoints %s (prefix %s)", b.cfg.etcd.Endpoints, b.cfg.prefix)
-	case b.cfg.embeddedS3 != "":
-		return fmt.Sprintf("the embedded S3 on %s (bucket %s)", b.cfg.embeddedS3, b.cfg.bucket)
-	case b.cfg.s3Endpoint != "":
-		return fmt.Sprintf("the S3 store at --s3-endpoint %s (bucket %s)", b.cfg.s3Endpoint, b.cfg.bucket)
-	}
-	return fmt.Sprintf("AWS S3 bucket %s", b.cfg.bucket)
 }
 
 // serveHTTP serves srv on ln until ctx ends; then it keeps answering (503)
@@ -171,37 +157,4 @@ func (b *broker) serveHTTP(ctx context.Context, srv *http.Server, ln net.Listene
 	}
 	<-errc
 	return nil
-}
-
-// openStore opens the store --store names: etcd, Azure Blob, or S3 (starting the
-// embedded S3 if asked). The returned function closes the embedded S3 or the
-// etcd connection (a no-op otherwise).
-func (b *broker) openStore(ctx context.Context) (lease.Store, func(), error) {
-	if b.cfg.store == etcdflag.StoreEtcd {
-		return b.openEtcd()
-	}
-	if b.cfg.store == azblobflag.Store {
-		return b.openAzblob()
-	}
-	sc := s3store.DefaultConfig()
-	sc.Bucket, sc.Prefix, sc.Region = b.cfg.bucket, b.cfg.prefix, b.cfg.region
-	sc.Endpoint, sc.UsePathStyle = b.cfg.s3Endpoint, b.cfg.s3PathStyle
-	closeStore := func() {}
-	if b.cfg.embeddedS3 != "" {
-		srv, err := s3fake.Start(s3fake.Config{Addr: b.cfg.embeddedS3, Bucket: b.cfg.bucket, Logger: b.log.With("component", "embedded-s3")})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--embedded-s3 %s: %w", b.cfg.embeddedS3, err)
-		}
-		closeStore = func() { _ = srv.Close() }
-		b.log.Info("embedded S3 listening", "endpoint", srv.URL(), "bucket", srv.Bucket(),
-			"credentials", "any (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to anything in brokers that use it)")
-		sc = srv.StoreConfig(b.cfg.prefix)
-	}
-	sc.Logger = b.log.With("component", "s3store")
-	store, err := s3store.New(ctx, sc)
-	if err != nil {
-		closeStore()
-		return nil, nil, err
-	}
-	return store, closeStore, nil
 }

@@ -32,10 +32,10 @@ func TestParseServeFlagsEtcd(t *testing.T) {
 		want string
 	}{
 		{[]string{"--store", "etcd"}, "no endpoints"},
-		{[]string{"--store", "etcd", "--etcd-endpoints", "h:1", "--bucket", "b"}, "excludes the S3 flags"},
+		{[]string{"--store", "etcd", "--etcd-endpoints", "h:1", "--bucket", "b"}, "the S3 flags (--bucket, --s3-endpoint, --embedded-s3) need --store s3"},
 		{[]string{"--store", "etcd", "--etcd-endpoints", "h:1", "--etcd-cert-file", "c"}, "go together"},
-		{[]string{"--store", "zk"}, `"zk": want s3, etcd or azblob`},
-		{[]string{"--bucket", "b", "--etcd-endpoints", "h:1"}, "needs --store etcd"},
+		{[]string{"--store", "zk"}, `"zk": want s3, etcd, azblob or gcs`},
+		{[]string{"--bucket", "b", "--etcd-endpoints", "h:1"}, "the --etcd-* flags need --store etcd"},
 	} {
 		_, err := parseServeFlags("nodeid-broker", tc.args, env(), io.Discard)
 		if !errors.Is(err, envflag.ErrUsage) || !strings.Contains(err.Error(), tc.want) {

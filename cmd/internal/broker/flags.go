@@ -15,6 +15,7 @@ import (
 	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
+	"github.com/nodeid/nodeid/cmd/internal/gcsflag"
 	"github.com/nodeid/nodeid/gossip"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
@@ -32,9 +33,10 @@ type serveConfig struct {
 	gossipCluster                      string // --gossip-cluster; "" derives it from the store
 	s3PathStyle                        bool
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
-	store                              string // --store: s3, etcd or azblob
+	store                              string // --store: s3, etcd, azblob or gcs
 	etcd                               etcdflag.Flags
 	azblob                             azblobflag.Flags
+	gcs                                gcsflag.Flags
 	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
 	httpAddr   string
@@ -84,9 +86,10 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	pc.TaskID = "" // resolved at start (ECS metadata, else host+pid+random)
 	f := envflag.New(name, lookupEnv)
 	f.BindAll()
-	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*) or azblob (Azure Blob Storage: --azblob-*)")
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*), azblob (Azure Blob Storage: --azblob-*) or gcs (Google Cloud Storage: --gcs-*)")
 	c.etcd.Bind(f)
 	c.azblob.Bind(f)
+	c.gcs.Bind(f)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
 	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects: ends with \"/\", or empty for the root of the bucket")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")
@@ -109,7 +112,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&c.opsAddr, "ops-addr", "", "address of a second HTTP server with the operator endpoints only (/status, /leader, /health, /ready, /metrics; no /ids): the port to publish for Prometheus and a load balancer's health check (/ready) (empty: none)")
 	f.StringVar(&c.gossipAddr, "gossip-addr", "", "IP:port to gossip on (TCP and UDP), for example :7946 or 0.0.0.0:7946 (empty: no gossip; gossip is advisory)")
 	f.StringVar(&join, "join", "", "comma-separated host:port list of gossip members to join at start (needs --gossip-addr)")
-	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: s3://BUCKET/PREFIX, or etcd://ENDPOINTS/PREFIX)")
+	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: the store and prefix, s3://BUCKET/PREFIX, etcd://ENDPOINTS/PREFIX, azblob://ACCOUNT-URL/CONTAINER/PREFIX or gs://BUCKET/PREFIX)")
 	f.StringVar(&key, "gossip-key", "", "base64 of a 16, 24 or 32-byte key that encrypts gossip (AES-GCM); every broker needs the same (empty: plain text)")
 	f.DurationVar(&c.node.MaxIssueStall, "max-issue-stall", 0, "how long the generator may fail to issue IDs (a clock behind the floor, a reservation no renewal raises) before health fails and the task is replaced (0: the lesser of 30s and 2 x lease-duration)")
 	f.DurationVar(&readyTimeout, "ready-timeout", c.node.ReadyTimeout, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")

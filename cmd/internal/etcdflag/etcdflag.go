@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/cmd/internal/storeflag"
 	"github.com/nodeid/nodeid/etcdstore"
 )
 
@@ -78,24 +79,16 @@ func S3ConfigError(err error, src func(flag string) string) error {
 		"Region ", src("region")+" ", "Endpoint ", src("s3-endpoint")+" ", "goes in Prefix", "goes in "+src("prefix")).Replace(err.Error()))
 }
 
-// Check checks --store (named src in messages) and, for etcd, the --etcd-*
-// flags; s3Set says whether an S3 flag was given.
-func (e *Flags) Check(store, src string, s3Set bool, prefix string) error {
-	switch store {
-	case StoreS3:
-		if e.Endpoints != "" {
-			return envflag.Usagef("--etcd-endpoints needs --store etcd")
-		}
-		return nil
-	case StoreEtcd:
-	default:
-		return envflag.Usagef("%s %q: want s3 or etcd", src, store)
-	}
-	if s3Set {
-		return envflag.Usagef("--store etcd excludes the S3 flags (--bucket, --s3-endpoint, --embedded-s3)")
-	}
+// Check checks the --etcd-* flags for --store etcd, under prefix
+// (storeflag.Check has made sure no other store's flags were given).
+func (e *Flags) Check(prefix string) error {
 	if err := e.Config(prefix).Validate(); err != nil {
 		return envflag.Usagef("%v (flags --etcd-endpoints and --etcd-*)", err)
 	}
 	return nil
+}
+
+// Family is the store as storeflag.Check sees it, under prefix.
+func (e *Flags) Family(prefix string) storeflag.Family {
+	return storeflag.Family{Store: StoreEtcd, Flags: "the --etcd-* flags", Given: e.Endpoints != "", Check: func() error { return e.Check(prefix) }}
 }

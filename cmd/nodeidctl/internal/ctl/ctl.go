@@ -24,6 +24,7 @@ import (
 	"github.com/nodeid/nodeid/azblobstore"
 	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/etcdstore"
+	"github.com/nodeid/nodeid/gcsstore"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/s3store"
 )
@@ -58,6 +59,8 @@ type Env struct {
 	// --store azblob without a key or a SAS (nil:
 	// azblobflag.DefaultCredential).
 	AzureCredential azblobflag.NewCredential
+	// OpenGCS returns the store for --store gcs (OpenGCS).
+	OpenGCS func(ctx context.Context, cfg gcsstore.Config) (lease.Store, error)
 	// Now is the operator's wall clock (time.Now). It only stamps the manifest's
 	// createdAt (for humans), as the provider's own wall clock does; it never
 	// judges a lease.
@@ -67,7 +70,7 @@ type Env struct {
 // DefaultEnv returns the process's environment, S3 through [OpenS3] and the
 // system clock.
 func DefaultEnv() Env {
-	return Env{LookupEnv: os.LookupEnv, OpenStore: OpenS3, OpenEtcd: OpenEtcd, OpenAzblob: OpenAzblob, Now: time.Now}
+	return Env{LookupEnv: os.LookupEnv, OpenStore: OpenS3, OpenEtcd: OpenEtcd, OpenAzblob: OpenAzblob, OpenGCS: OpenGCS, Now: time.Now}
 }
 
 // OpenAzblob returns an Azure Blob store for cfg after probing the container
@@ -75,6 +78,20 @@ func DefaultEnv() Env {
 // or a wrong account URL are reported before anything else happens.
 func OpenAzblob(ctx context.Context, cfg azblobstore.Config) (lease.Store, error) {
 	st, err := azblobstore.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Check(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// OpenGCS returns a Cloud Storage store for cfg after probing the bucket
+// with gcsstore.Store.Check, so a missing bucket, refused credentials or a
+// wrong endpoint are reported before anything else happens.
+func OpenGCS(ctx context.Context, cfg gcsstore.Config) (lease.Store, error) {
+	st, err := gcsstore.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +165,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, env Env) 
 	}
 	if env.OpenAzblob == nil {
 		env.OpenAzblob = def.OpenAzblob
+	}
+	if env.OpenGCS == nil {
+		env.OpenGCS = def.OpenGCS
 	}
 	if env.Now == nil {
 		env.Now = def.Now

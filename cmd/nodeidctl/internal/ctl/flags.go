@@ -11,6 +11,8 @@ import (
 	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
+	"github.com/nodeid/nodeid/cmd/internal/gcsflag"
+	"github.com/nodeid/nodeid/cmd/internal/storeflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/s3store"
@@ -58,9 +60,10 @@ type commonFlags struct {
 	bucket, prefix, region, endpoint string
 	pathStyle                        bool
 	clockMargin, maxLease            time.Duration
-	store                            string // --store: s3, etcd or azblob
+	store                            string // --store: s3, etcd, azblob or gcs
 	etcd                             etcdflag.Flags
 	azblob                           azblobflag.Flags
+	gcs                              gcsflag.Flags
 }
 
 // register adds the common flags to f, each bound to its environment variable.
@@ -75,12 +78,14 @@ func (c *commonFlags) register(f *flagSet) {
 		"extra margin of the expiry rule (the provider's ClockMargin): a held lease is expired when Date - Last-Modified > lease + 1s + margin")
 	f.DurationVar(&c.maxLease, "max-lease-duration", def.MaxLeaseDuration,
 		"longest lease a record may state (the provider's MaxLeaseDuration); a record stating more is reported corrupt")
-	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*) or azblob (Azure Blob Storage: --azblob-*)")
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*), azblob (Azure Blob Storage: --azblob-*) or gcs (Google Cloud Storage: --gcs-*)")
 	c.etcd.Bind(f.Set)
 	c.azblob.Bind(f.Set)
+	c.gcs.Bind(f.Set)
 	f.Bind("bucket", "prefix", "region", "s3-endpoint", "s3-path-style", "clock-margin", "max-lease-duration", "store")
 	f.Bind(etcdflag.Names...)
 	f.Bind(azblobflag.Names...)
+	f.Bind(gcsflag.Names...)
 }
 
 // validate checks the common flags after parsing.
@@ -88,21 +93,9 @@ func (c *commonFlags) validate(f *flagSet) error {
 	if err := etcdflag.CheckPrefix(f.Source("prefix"), c.prefix); err != nil {
 		return err
 	}
-	s3Set := c.bucket != "" || c.endpoint != ""
-	switch c.store {
-	case azblobflag.Store:
-		if err := c.azblob.Check(s3Set, c.etcd.Endpoints != "", c.prefix); err != nil {
-			return err
-		}
-	case etcdflag.StoreS3, etcdflag.StoreEtcd:
-		if c.azblob.Set() {
-			return usagef("the --azblob-* flags need --store azblob")
-		}
-		if err := c.etcd.Check(c.store, f.Source("store"), s3Set, c.prefix); err != nil {
-			return err
-		}
-	default:
-		return usagef("%s %q: want s3, etcd or azblob", f.Source("store"), c.store)
+	s3 := storeflag.Family{Store: etcdflag.StoreS3, Flags: "the S3 flags (--bucket, --s3-endpoint)", Given: c.bucket != "" || c.endpoint != ""}
+	if err := storeflag.Check(f.Source("store"), c.store, s3, c.etcd.Family(c.prefix), c.azblob.Family(c.prefix), c.gcs.Family(c.prefix)); err != nil {
+		return err
 	}
 	switch {
 	case c.bucket == "" && c.store == etcdflag.StoreS3:
@@ -119,14 +112,17 @@ func (c *commonFlags) validate(f *flagSet) error {
 }
 
 // where names where the flags point, for messages: in bucket B under prefix
-// "P", at the root of bucket B (prefix ""), in etcd under prefix "P", or in
-// Azure Blob container C under prefix "P".
+// "P", at the root of bucket B (prefix ""), in etcd under prefix "P", in
+// Azure Blob container C under prefix "P", or in Cloud Storage bucket B
+// under prefix "P".
 func (c *commonFlags) where() string {
 	switch {
 	case c.store == etcdflag.StoreEtcd:
 		return fmt.Sprintf("in etcd under prefix %q", c.prefix)
 	case c.store == azblobflag.Store:
 		return fmt.Sprintf("in Azure Blob container %s under prefix %q", c.azblob.Container, c.prefix)
+	case c.store == gcsflag.Store:
+		return fmt.Sprintf("in Cloud Storage bucket %s under prefix %q", c.gcs.Bucket, c.prefix)
 	case c.prefix == "":
 		return fmt.Sprintf("at the root of bucket %s (prefix \"\")", c.bucket)
 	}
@@ -136,13 +132,16 @@ func (c *commonFlags) where() string {
 // aimedBy names the flags, or the variables that set them (f.Source), that
 // say where the flags point: "--prefix and --bucket", "NODEID_PREFIX
 // (--prefix) and --bucket", on etcd "--prefix and --etcd-endpoints", on
-// Azure Blob "--prefix, --azblob-account-url and --azblob-container".
+// Azure Blob "--prefix, --azblob-account-url and --azblob-container", on
+// Cloud Storage "--prefix and --gcs-bucket".
 func (c *commonFlags) aimedBy(f *flagSet) string {
 	switch c.store {
 	case etcdflag.StoreEtcd:
 		return f.Source("prefix") + " and " + f.Source("etcd-endpoints")
 	case azblobflag.Store:
 		return f.Source("prefix") + ", " + f.Source("azblob-account-url") + " and " + f.Source("azblob-container")
+	case gcsflag.Store:
+		return f.Source("prefix") + " and " + f.Source("gcs-bucket")
 	}
 	return f.Source("prefix") + " and " + f.Source("bucket")
 }
@@ -192,6 +191,8 @@ func (a *app) open(ctx context.Context, c *commonFlags) (lease.Store, error) {
 			}
 			return a.env.OpenAzblob(ctx, cfg)
 		}
+	case gcsflag.Store:
+		open = func() (lease.Store, error) { return a.env.OpenGCS(ctx, c.gcs.Config(c.prefix)) }
 	}
 	st, err := open()
 	if err != nil {
