@@ -22,7 +22,7 @@ func azuriteURL(t *testing.T) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("NODEID_TEST_AZURITE_URL is not set (CI=true, so this is a failure, not a skip; test/all.sh starts Azurite)")
 		}
-		t.Skip(`NODEID_TEST_AZURITE_URL is not set (start Azurite: eval "$(bash test/azurite.sh start)")`)
+		t.Skip(`NODEID_TEST_AZURITE_URL is not set (start Azurite: eval "$(bash test/emulators.sh start azurite)")`)
 	}
 	return u
 }
