@@ -4,28 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/azblobstore"
+	"github.com/nodeid/nodeid/internal/testkit/emulator"
 )
-
-// azuriteURL returns Azurite's account URL from NODEID_TEST_AZURITE_URL
-// (test/all.sh starts Azurite and sets it), skipping the test when it is not
-// set, or failing it with CI=true: in CI, a run that silently skipped is no
-// run.
-func azuriteURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("NODEID_TEST_AZURITE_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("NODEID_TEST_AZURITE_URL is not set (CI=true, so this is a failure, not a skip; test/all.sh starts Azurite)")
-		}
-		t.Skip(`NODEID_TEST_AZURITE_URL is not set (start Azurite: eval "$(bash test/emulators.sh start azurite)")`)
-	}
-	return u
-}
 
 // azuriteStore creates a fresh container on Azurite for t (deleted when t
 // ends) and returns a store on it under prefix, with the container's name.
@@ -55,7 +39,7 @@ func azuriteStore(t *testing.T, url, prefix string) (*azblobstore.Store, string)
 // through NODEID_* variables as an operator would, with the real OpenAzblob
 // (everyCommand); and a wrong container is reported before anything else.
 func TestAzurite(t *testing.T) {
-	url := azuriteURL(t)
+	url := emulator.Azurite(t)
 	st, name := azuriteStore(t, url, "ids/")
 	env := map[string]string{
 		"NODEID_STORE":               "azblob",

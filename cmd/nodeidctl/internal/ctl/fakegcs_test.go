@@ -4,12 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/gcsstore"
+	"github.com/nodeid/nodeid/internal/testkit/emulator"
 )
 
 // TestFakeGCS runs every command with --store gcs on fake-gcs-server
@@ -18,17 +17,11 @@ import (
 // operator would, with the real OpenGCS (everyCommand); and a missing bucket
 // is reported before anything else.
 func TestFakeGCS(t *testing.T) {
-	base := os.Getenv("NODEID_TEST_FAKEGCS_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("NODEID_TEST_FAKEGCS_URL is not set (CI=true, so this is a failure, not a skip; test/all.sh starts fake-gcs-server)")
-		}
-		t.Skip(`NODEID_TEST_FAKEGCS_URL is not set (start fake-gcs-server: eval "$(bash test/emulators.sh start fakegcs)")`)
-	}
+	base := emulator.FakeGCS(t)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	bucket := "nodeidctl-" + hex.EncodeToString(b)
-	endpoint := strings.TrimSuffix(base, "/") + "/storage/v1/"
+	endpoint := emulator.FakeGCSEndpoint(base)
 	cfg := gcsstore.DefaultConfig()
 	cfg.Bucket, cfg.Prefix, cfg.Endpoint, cfg.NoAuth = bucket, "ids/", endpoint, true
 	st, err := gcsstore.New(cfg)
