@@ -174,3 +174,21 @@ func TestCountedStoreScopes(t *testing.T) {
 		t.Fatalf("the scoped LIST is not counted:\n%s", out)
 	}
 }
+
+// spacedStore is a store that sustains one write per object a second.
+type spacedStore struct{ lease.Store }
+
+func (spacedStore) MinWriteInterval() time.Duration { return time.Second }
+
+// TestCountedStoreForwardsMinWriteInterval: the metrics wrapper reports the
+// wrapped store's lease.WriteSpacer figure, scoped or not, so that nodeid.New
+// still checks RenewInterval against it.
+func TestCountedStoreForwardsMinWriteInterval(t *testing.T) {
+	n := newTestMetrics(t)
+	st := n.metrics.Store(spacedStore{storetest.NewMemStore()})
+	for _, s := range []lease.Store{st, lease.Scope(st, "elections/jobs/")} {
+		if got := lease.MinWriteInterval(s); got != time.Second {
+			t.Fatalf("MinWriteInterval through %T = %v, want 1s", s, got)
+		}
+	}
+}

@@ -82,7 +82,9 @@ type Config struct {
 	LeaseDuration time.Duration
 
 	// RenewInterval is the time from one successful write to the next renewal.
-	// Zero: LeaseDuration / 3.
+	// Zero: LeaseDuration / 3. It must be at least the store's shortest
+	// interval between two writes of one object (lease.MinWriteInterval: 1 s
+	// on Google Cloud Storage; no limit on the others), which New checks.
 	RenewInterval time.Duration
 
 	// RenewDeadline is how long after its last successful write a holder keeps
