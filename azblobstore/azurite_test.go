@@ -13,28 +13,16 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/azblobstore"
+	"github.com/nodeid/nodeid/internal/testkit/emulator"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )
-
-// azuriteEnv names the variable that holds Azurite's blob account URL
-// (http://127.0.0.1:PORT/devstoreaccount1); test/all.sh starts Azurite and sets
-// it (test/emulators.sh).
-const azuriteEnv = "NODEID_TEST_AZURITE_URL"
 
 // azuriteURL returns Azurite's account URL, skipping the test when it is not
 // set, or failing it with CI=true: in CI, a run that silently skipped is no run.
 func azuriteURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv(azuriteEnv)
-	if u == "" {
-		why := azuriteEnv + " is not set"
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s (CI=true, so this is a failure, not a skip; test/all.sh starts Azurite with test/emulators.sh)", why)
-		}
-		t.Skip(why + ` (start Azurite: eval "$(bash test/emulators.sh start azurite)")`)
-	}
-	return u
+	return emulator.Azurite(t)
 }
 
 func randomHex(n int) string {

@@ -14,29 +14,17 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/gcsstore"
+	"github.com/nodeid/nodeid/internal/testkit/emulator"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )
-
-// fakeGCSEnv names the variable that holds fake-gcs-server's base URL
-// (http://127.0.0.1:PORT); test/all.sh starts fake-gcs-server and sets it
-// (test/emulators.sh).
-const fakeGCSEnv = "NODEID_TEST_FAKEGCS_URL"
 
 // fakeGCSURL returns fake-gcs-server's base URL, skipping the test when it is
 // not set, or failing it with CI=true: in CI, a run that silently skipped is
 // no run.
 func fakeGCSURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv(fakeGCSEnv)
-	if u == "" {
-		why := fakeGCSEnv + " is not set"
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s (CI=true, so this is a failure, not a skip; test/all.sh starts fake-gcs-server with test/emulators.sh)", why)
-		}
-		t.Skip(why + ` (start it: eval "$(bash test/emulators.sh start fakegcs)")`)
-	}
-	return strings.TrimSuffix(u, "/")
+	return strings.TrimSuffix(emulator.FakeGCS(t), "/")
 }
 
 func randomHex(n int) string {
