@@ -89,11 +89,17 @@ func (a azurite) BrokerEnv() []string {
 const azblobPartition = outageGrace + 4*time.Second
 
 // TestPartitionAzblob: ScenarioPartitionAzblob, the outage scenario's rules
-// on Azure Blob (Azurite), through a TCP proxy per broker. See
-// testPartitionAzblob.
+// on Azure Blob (Azurite), through a TCP proxy per broker, with the real
+// broker (partition-azblob-control: every check must pass) and with the
+// nofence mutant, which serves through its renew deadline (nofence: the
+// checks must find the partitioned holder serving after the spare took its
+// ID over). See testPartitionAzblob.
 func TestPartitionAzblob(t *testing.T) {
 	s, az := needAzurite(t)
-	forEachSeed(t, ScenarioPartitionAzblob, func(t *testing.T, seed uint64) { testPartitionAzblob(t, s, az, seed) })
+	forEachSeed(t, ScenarioPartitionAzblob, func(t *testing.T, seed uint64) {
+		t.Run("partition-azblob-control", func(t *testing.T) { testPartitionAzblob(t, s, az, seed, "") })
+		t.Run("nofence", func(t *testing.T) { testPartitionAzblob(t, s, az, seed, "nofence") })
+	})
 }
 
 // testPartitionAzblob runs four real brokers (--store azblob) on three node
@@ -114,7 +120,10 @@ func TestPartitionAzblob(t *testing.T) {
 // exit codes, and the store history the brokers recorded, linearizable), and
 // checkOutagePhases for the short phases: no exit, no acquisition, no version
 // change.
-func testPartitionAzblob(t *testing.T, s *suite, az storeBackend, seed uint64) {
+//
+// With a mutation (the mutant binary) only the checks' verdict is asserted:
+// nofence must give superseded-holder-served.
+func testPartitionAzblob(t *testing.T, s *suite, az storeBackend, seed uint64, mutation string) {
 	var (
 		phases []*outagePhase
 		victim *proc
@@ -122,12 +131,14 @@ func testPartitionAzblob(t *testing.T, s *suite, az storeBackend, seed uint64) {
 		vVer   int64
 	)
 	sc := scenario{
-		name: ScenarioPartitionAzblob, seed: seed, brokers: 4, clusterSize: 3, backend: az,
+		name: ScenarioPartitionAzblob, seed: seed, brokers: 4, clusterSize: 3, backend: az, mutation: mutation,
 		lease: outageLease, renew: time.Second, lossGrace: outageGrace,
 		idsEvery: [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}, idsN: 100,
 	}
 	sc.script = func(r *run) {
-		if !waitFor(30*time.Second, func() bool { return len(r.eligible(true)) == sc.clusterSize && r.holders() == sc.clusterSize }) {
+		// As many brokers as node IDs answer /health 200 and have answered
+		// /ids, which tells the test their node IDs.
+		if _, ok := r.waitServing(30 * time.Second); !ok {
 			r.t.Errorf("%d brokers did not serve within 30s of the start", sc.clusterSize)
 			return
 		}
@@ -159,6 +170,12 @@ func testPartitionAzblob(t *testing.T, s *suite, az storeBackend, seed uint64) {
 	}
 	r := newRun(t, s, sc)
 	rep := r.execute()
+	if mutation != "" {
+		if rep.Count(CheckSuperseded) == 0 {
+			t.Errorf("the checks did not find the partitioned holder serving with the fence broken (%s): %s", mutation, rep.Summary())
+		}
+		return
+	}
 	if rep.Failed() {
 		t.Errorf("the checks failed on Azure Blob (reproduce with -seed %d): %s", seed, rep.Summary())
 	}
@@ -174,6 +191,9 @@ func testPartitionAzblob(t *testing.T, s *suite, az storeBackend, seed uint64) {
 		t.Errorf("%s never logged its loss", b.Name)
 	}
 	taken := false
+	if vNode < 0 {
+		t.Fatalf("the partitioned %s's node ID was never seen", b.Name)
+	}
 	for _, o := range r.h.Takeovers {
 		taken = taken || o.Node == vNode && o.Version > vVer && o.Expired && o.Broker != victim.idx
 	}
