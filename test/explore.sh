@@ -56,7 +56,7 @@ declare -A tests=(
 	[faults]=TestFaults [faults-etcd]=TestFaultsEtcd [nofloor]=TestMutationNoFloor
 	[nofence]=TestMutationNoFence [nofloor-etcd]=TestMutationNoFloorEtcd
 	[faults-etcd3]=TestFaultsEtcd3 [outage]=TestOutage [outage-etcd]=TestOutageEtcd [storms]=TestStorms
-	[clock]=TestClockFaults
+	[clock]=TestClockFaults [partition-azblob]=TestPartitionAzblob
 )
 duration=30m
 scenarios=()

@@ -12,7 +12,7 @@ import (
 
 // documents are the files whose flags and variables are checked.
 var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/design.md", "docs/regions.md",
-	"deploy/README.md", "deploy/cloud-run.md", "deploy/systemd/broker.env", "clients/README.md"}
+	"deploy/README.md", "deploy/cloud-run.md", "deploy/azure-container-apps.md", "deploy/systemd/broker.env", "clients/README.md"}
 
 // foreignFlags are flags the docs name that belong to other tools, with
 // whose.
@@ -27,8 +27,15 @@ var foreignFlags = map[string]string{
 	"storage-driver": "buildah and podman", "cgroup-manager": "podman", "runtime": "podman", "ulimit": "podman run",
 	"signal": "podman kill", "build-context": "buildah bud", "pull": "buildah bud", "format": "buildah bud and podman image inspect",
 	"location": "gcloud storage buckets create", "uniform-bucket-level-access": "gcloud storage buckets create",
-	"member": "gcloud storage buckets add-iam-policy-binding", "role": "gcloud storage buckets add-iam-policy-binding",
+	"member": "gcloud storage buckets add-iam-policy-binding",
 	"username": "docker login", "password-stdin": "docker login", "repository-name": "aws ecr create-repository",
+	// The az CLI in deploy/azure-container-apps.md.
+	"yaml": "az containerapp create", "sku": "az storage account create", "kind": "az storage account create",
+	"min-tls-version": "az storage account create", "allow-blob-public-access": "az storage account create",
+	"allow-shared-key-access": "az storage account create", "storage-account": "az storage container-rm create",
+	"query": "az", "assignee-object-id": "az role assignment create", "assignee-principal-type": "az role assignment create",
+	"role": "az role assignment create and gcloud storage buckets add-iam-policy-binding", "scope": "az role assignment create", "condition": "az role assignment create",
+	"condition-version": "az role assignment create",
 }
 
 // otherVars are NODEID_ variables the docs name that are no flag: the

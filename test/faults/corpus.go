@@ -31,7 +31,12 @@ const (
 
 // Scenarios lists every scenario a corpus line may name.
 var Scenarios = []string{ScenarioFaults, ScenarioFaultsEtcd, ScenarioNoFloor, ScenarioNoFence, ScenarioNoFloorEtcd,
-	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock}
+	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock, ScenarioPartitionAzblob}
+
+// ScenarioPartitionAzblob is TestPartitionAzblob's: on Azure Blob
+// (Azurite), a holder partitioned past the grace, one within it, and an
+// outage of every broker's store within it.
+const ScenarioPartitionAzblob = "partition-azblob"
 
 // CorpusEntry is one line of the corpus: a seed of a scenario, and why it is
 // there (the fault kinds and check cases it covers, or the bug it once

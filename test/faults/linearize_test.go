@@ -14,12 +14,12 @@ import (
 )
 
 // recordHistory starts the run's history of store operations and returns st
-// with the test's own reads recorded in it, as client 0. On etcd it is timed
-// on the host's monotonic clock, which the brokers' --debug-store-history
-// files are timed on too.
+// with the test's own reads recorded in it, as client 0. When the brokers
+// record their own calls (etcd, a storeBackend) it is timed on the host's
+// monotonic clock, which their --debug-store-history files are timed on too.
 func (r *run) recordHistory(st lease.Store) lease.Store {
 	r.lin = storetest.NewRecorder()
-	if r.sc.etcd {
+	if r.sc.brokersRecord() {
 		now, err := storetest.MonotonicClock()
 		if err != nil {
 			r.t.Fatal(err)
@@ -30,11 +30,11 @@ func (r *run) recordHistory(st lease.Store) lease.Store {
 }
 
 // historyArgs returns the flags that make a broker named name record its
-// store calls for the run's history: on etcd, which its TCP proxy cannot
-// read, --debug-store-history to a file in the run's folder; on S3 none (its
-// proxy records them).
+// store calls for the run's history: behind a TCP proxy, which cannot read
+// them (etcd, a storeBackend), --debug-store-history to a file in the run's
+// folder; on S3 none (its proxy records them).
 func (r *run) historyArgs(name string) []string {
-	if !r.sc.etcd {
+	if !r.sc.brokersRecord() {
 		return nil
 	}
 	return []string{"--debug-store-history", r.historyPath(name)}
@@ -42,8 +42,8 @@ func (r *run) historyArgs(name string) []string {
 
 func (r *run) historyPath(name string) string { return filepath.Join(r.dir, name+".history.jsonl") }
 
-// checkHistory checks the run's history (CheckHistory): on etcd, once the
-// brokers' files are added to it. The whole history is kept in the run's
+// checkHistory checks the run's history (CheckHistory): on etcd or a
+// storeBackend, once the brokers' files are added to it. The whole history is kept in the run's
 // folder as store-history.json, for TestReplayStoreHistory -history when the
 // check fails.
 func (r *run) checkHistory(rep *Report) {
@@ -51,7 +51,7 @@ func (r *run) checkHistory(rep *Report) {
 		return
 	}
 	by := "through the proxies"
-	if r.sc.etcd {
+	if r.sc.brokersRecord() {
 		by = "by the brokers"
 		r.mu.Lock()
 		all := slices.Clone(r.all)

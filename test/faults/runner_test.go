@@ -84,7 +84,37 @@ type scenario struct {
 	// of the suite's server (scenarios_etcd3_test.go), each behind a
 	// TCPProxy per member.
 	cluster *etcdtest.Cluster
+	// backend, when set, is the store the brokers lease from instead of
+	// the suite's MinIO or etcd (Azure Blob on Azurite,
+	// scenarios_azblob_test.go): each broker reaches it through a
+	// TCPProxy and records its own store calls (--debug-store-history).
+	backend storeBackend
 }
+
+// storeBackend is a store of a scenario other than the suite's MinIO and
+// etcd, which it neither starts nor restarts: the runner puts a TCPProxy
+// (partitions, refused and reset connections) in front of it for each
+// broker, and checks the history the brokers record, as on etcd.
+type storeBackend interface {
+	// Name names the store in messages ("Azure Blob on Azurite").
+	Name() string
+	// Open makes the run's namespace (a container, a bucket: a fresh one
+	// named name, removed when t ends) and returns a store straight to it
+	// under prefix, for the poller and the checks.
+	Open(t *testing.T, name, prefix string) lease.Store
+	// Target is the host:port the brokers' TCP proxies forward to.
+	Target() string
+	// BrokerArgs are the flags that point a broker at the run's namespace
+	// through its proxy at addr (host:port); the runner adds --prefix.
+	BrokerArgs(name, addr string) []string
+	// BrokerEnv is what a broker's environment adds (its credentials).
+	BrokerEnv() []string
+}
+
+// brokersRecord reports whether the brokers record their own store calls
+// (--debug-store-history) because their proxies cannot read them: a
+// TCPProxy, on etcd or a storeBackend.
+func (sc *scenario) brokersRecord() bool { return sc.etcd || sc.backend != nil }
 
 func (sc *scenario) renewDeadline() time.Duration { return renewDeadlineFor(sc.lease) }
 
@@ -193,6 +223,10 @@ func newRun(t *testing.T, s *suite, sc scenario) *run {
 	r.prefix = "nodeid/"
 	r.slots = make([]*proc, sc.brokers)
 	r.gens = make([]int, sc.brokers)
+	if sc.backend != nil {
+		r.store = r.recordHistory(sc.backend.Open(t, r.bucket, r.prefix))
+		return r
+	}
 	if sc.etcd {
 		r.prefix = r.bucket + "/" // a namespace of the run's own in the suite's etcd
 		st, err := etcdstore.New(etcdstore.Config{Endpoints: r.etcdEndpoints(), Prefix: r.prefix, RequestTimeout: 2 * time.Second})
@@ -226,6 +260,9 @@ func (r *run) newProxy(slot, gen int) (faultProxy, error) {
 	if r.sc.cluster != nil {
 		return newClusterProxy(r.sc.cluster)
 	}
+	if r.sc.backend != nil {
+		return NewTCPProxy(r.sc.backend.Target())
+	}
 	if r.sc.etcd {
 		return NewTCPProxy(r.suite.etcd.Endpoint)
 	}
@@ -238,6 +275,9 @@ func (r *run) newProxy(slot, gen int) (faultProxy, error) {
 
 // storeArgs returns the flags of a broker behind px that name its store.
 func (r *run) storeArgs(px faultProxy) []string {
+	if r.sc.backend != nil {
+		return append(r.sc.backend.BrokerArgs(r.bucket, px.URL()), "--prefix", r.prefix)
+	}
 	if r.sc.etcd {
 		return []string{"--store", "etcd", "--etcd-endpoints", px.URL(), "--prefix", r.prefix}
 	}
@@ -439,8 +479,12 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"AWS_CONFIG_FILE=" + filepath.Join(home, "none"),
 		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none"),
 		"AWS_EC2_METADATA_DISABLED=true",
-		"AWS_ACCESS_KEY_ID=" + r.suite.minio.accessKey,
-		"AWS_SECRET_ACCESS_KEY=" + r.suite.minio.secretKey,
+	}
+	if r.suite.minio != nil {
+		env = append(env, "AWS_ACCESS_KEY_ID="+r.suite.minio.accessKey, "AWS_SECRET_ACCESS_KEY="+r.suite.minio.secretKey)
+	}
+	if sc.backend != nil {
+		env = append(env, sc.backend.BrokerEnv()...)
 	}
 	if sc.mutation != "" {
 		bin = r.suite.mutant

@@ -222,17 +222,19 @@ func (r *run) waitServing(d time.Duration) (time.Duration, bool) {
 
 // waitServingSince waits up to d until every slot's broker answered /health
 // 200 last, to a request sent after since, and answered /ids with IDs to a
-// request sent after since.
+// request sent after since; with more slots than node IDs (spares), until
+// as many brokers as there are node IDs did.
 func (r *run) waitServingSince(since, d time.Duration) (time.Duration, bool) {
 	ok := waitFor(d, func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		serving := 0
 		for _, p := range r.slots {
-			if p == nil || p.hasExited() || !p.healthy.Load() || time.Duration(p.okSent.Load()) <= since || time.Duration(p.idsSent.Load()) <= since {
-				return false
+			if p != nil && !p.hasExited() && p.healthy.Load() && time.Duration(p.okSent.Load()) > since && time.Duration(p.idsSent.Load()) > since {
+				serving++
 			}
 		}
-		return true
+		return serving >= min(len(r.slots), r.sc.clusterSize)
 	})
 	if !ok {
 		r.note("not every broker served within %v", d)
