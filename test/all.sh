@@ -45,7 +45,8 @@
 #     nodeid-broker processes on a MinIO of its own under kills, pauses,
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
 #     and the same on an etcd of its own (kills, pauses, partitions, etcd
-#     restarts); about 5 minutes. It replays the seeds of
+#     restarts), and a partition script on Azurite and on fake-gcs-server
+#     (the emulators above); about 7 minutes. It replays the seeds of
 #     test/faults/corpus.txt, the same ones on every run: random seeds are
 #     bash test/explore.sh's. Not under -race: the brokers are separate processes, and
 #     the race detector would slow the timing-sensitive runs for nothing (the

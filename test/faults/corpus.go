@@ -31,12 +31,16 @@ const (
 
 // Scenarios lists every scenario a corpus line may name.
 var Scenarios = []string{ScenarioFaults, ScenarioFaultsEtcd, ScenarioNoFloor, ScenarioNoFence, ScenarioNoFloorEtcd,
-	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock, ScenarioPartitionAzblob}
+	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock, ScenarioPartitionAzblob, ScenarioPartitionGCS}
 
 // ScenarioPartitionAzblob is TestPartitionAzblob's: on Azure Blob
 // (Azurite), a holder partitioned past the grace, one within it, and an
 // outage of every broker's store within it.
 const ScenarioPartitionAzblob = "partition-azblob"
+
+// ScenarioPartitionGCS is TestPartitionGCS's: the same on Google Cloud
+// Storage (fake-gcs-server).
+const ScenarioPartitionGCS = "partition-gcs"
 
 // CorpusEntry is one line of the corpus: a seed of a scenario, and why it is
 // there (the fault kinds and check cases it covers, or the bug it once
