@@ -1,16 +1,14 @@
 package azblobstore
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
+	"github.com/nodeid/nodeid/internal/netfail"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -56,9 +54,7 @@ func inspect(err error) response {
 // notSent reports whether err shows that a request never reached the server:
 // the connection could not be made or the host name did not resolve.
 func notSent(err error) bool {
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
-	return errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial")
+	return netfail.NotSent(err)
 }
 
 // writeError classifies the error of a conditional Put Blob:
@@ -120,8 +116,6 @@ func (s *Store) describe(op, key string, r response, err error) error {
 		return fmt.Errorf("azblobstore: %s: %s: %w", what, fmt.Sprintf(format, args...), err)
 	}
 	definite := func(format string, args ...any) error { return lease.Misconfigured(fail(format, args...)) }
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
 	switch {
 	case r.code == codeContainerNotFound:
 		return definite("container %q does not exist at %s: create it, or fix Container or AccountURL", s.name, s.endpoint)
@@ -136,16 +130,12 @@ func (s *Store) describe(op, key string, r response, err error) error {
 		return definite("%s answered HTTP %d with a body that is not an Azure Blob response (container %q): is it an Azure Blob endpoint?", s.endpoint, r.status, s.name)
 	case r.status != 0:
 		return fail("%s refused the request for container %q (HTTP %d %s)", s.endpoint, s.name, r.status, r.code)
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return definite("host %q does not exist (DNS): check AccountURL", dnsErr.Name)
-	case errors.As(err, &dnsErr):
-		return fail("cannot resolve host %q: check AccountURL and the DNS resolver", dnsErr.Name)
-	case errors.As(err, &opErr) && opErr.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED):
-		return definite("%s refuses connections (container %q): is the server running and AccountURL right?", s.endpoint, s.name)
-	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return fail("cannot connect to %s (container %q): is the server running and AccountURL right?", s.endpoint, s.name)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fail("no answer from %s (container %q) within %v", s.endpoint, s.name, s.timeout)
+	}
+	ep := netfail.Endpoint{URL: s.endpoint, Holding: fmt.Sprintf("container %q", s.name), Setting: "AccountURL", Timeout: s.timeout}
+	if msg, def, ok := ep.Describe(err); ok && def {
+		return definite("%s", msg)
+	} else if ok {
+		return fail("%s", msg)
 	}
 	return fmt.Errorf("azblobstore: %s (container %q at %s): %w", what, s.name, s.endpoint, err)
 }

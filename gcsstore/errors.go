@@ -1,17 +1,15 @@
 package gcsstore
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"syscall"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 
+	"github.com/nodeid/nodeid/internal/netfail"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -47,9 +45,7 @@ func inspect(err error) response {
 // request reached the transport at all (a credential that could not be
 // fetched, a context that ended before).
 func notSent(err error, x *exchange) bool {
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
-	return !x.wasSent() || errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial")
+	return !x.wasSent() || netfail.NotSent(err)
 }
 
 // writeError classifies the error of a conditional upload:
@@ -106,8 +102,6 @@ func (s *Store) describe(op, key string, r response, err error) error {
 		return fmt.Errorf("gcsstore: %s: %s: %w", what, fmt.Sprintf(format, args...), err)
 	}
 	definite := func(format string, args ...any) error { return lease.Misconfigured(fail(format, args...)) }
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	switch {
@@ -123,16 +117,12 @@ func (s *Store) describe(op, key string, r response, err error) error {
 		return definite("%s answered with a body that is not a Cloud Storage JSON API response (bucket %q): is Endpoint a Cloud Storage endpoint (ending in /storage/v1/)?", s.endpoint, s.name)
 	case r.status != 0:
 		return fail("%s refused the request for bucket %q (HTTP %d %s)", s.endpoint, s.name, r.status, r.reason)
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return definite("host %q does not exist (DNS): check Endpoint", dnsErr.Name)
-	case errors.As(err, &dnsErr):
-		return fail("cannot resolve host %q: check Endpoint and the DNS resolver", dnsErr.Name)
-	case errors.As(err, &opErr) && opErr.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED):
-		return definite("%s refuses connections (bucket %q): is the server running and Endpoint right?", s.endpoint, s.name)
-	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return fail("cannot connect to %s (bucket %q): is the server running and Endpoint right?", s.endpoint, s.name)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fail("no answer from %s (bucket %q) within %v", s.endpoint, s.name, s.timeout)
+	}
+	ep := netfail.Endpoint{URL: s.endpoint, Holding: fmt.Sprintf("bucket %q", s.name), Setting: "Endpoint", Timeout: s.timeout}
+	if msg, def, ok := ep.Describe(err); ok && def {
+		return definite("%s", msg)
+	} else if ok {
+		return fail("%s", msg)
 	}
 	return fmt.Errorf("gcsstore: %s (bucket %q at %s): %w", what, s.name, s.endpoint, err)
 }

@@ -77,7 +77,7 @@ func TestCheckUnreachable(t *testing.T) {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	err = newStore(t, "http://"+addr).Check(context.Background())
-	checkClass(t, err, "misconfigured", "http://"+addr+" refuses connections: is the server running and Endpoint right?")
+	checkClass(t, err, "misconfigured", "http://"+addr+` refuses connections (bucket "bucket"): is the server running and Endpoint right?`)
 }
 
 func TestCheckNoAnswer(t *testing.T) {

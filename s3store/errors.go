@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/nodeid/nodeid/internal/netfail"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -51,12 +50,7 @@ func inspect(err error) response {
 // the connection could not be made, or the SDK failed before sending
 // (credentials, signing, endpoint resolution).
 func notSent(err error) bool {
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
-	switch {
-	case errors.As(err, &dnsErr):
-		return true
-	case errors.As(err, &opErr) && opErr.Op == "dial":
+	if netfail.NotSent(err) {
 		return true
 	}
 	var sendErr *smithyhttp.RequestSendError
@@ -131,8 +125,6 @@ func (s *Store) describe(op, key string, r response, err error) error {
 		return fmt.Errorf("s3store: %s: %s: %w", what, fmt.Sprintf(format, args...), err)
 	}
 	definite := func(format string, args ...any) error { return lease.Misconfigured(fail(format, args...)) }
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
 	switch {
 	case r.code == "NoSuchBucket":
 		return definite("bucket %q does not exist at %s: create it, or fix Bucket, Endpoint or Region", s.bucket, s.endpoint)
@@ -163,16 +155,13 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	case strings.Contains(err.Error(), "get identity: "):
 		// The SDK has no error type for this; the text is its own.
 		return definite("no usable AWS credentials: give the task a role, or set AWS_PROFILE or AWS_ACCESS_KEY_ID (AccessKeyID for S3-compatible servers)")
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return definite("host %q does not exist (DNS): check Endpoint (without UsePathStyle the bucket name is put in the host name)", dnsErr.Name)
-	case errors.As(err, &dnsErr):
-		return fail("cannot resolve host %q: check Endpoint and the DNS resolver", dnsErr.Name)
-	case errors.As(err, &opErr) && opErr.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED):
-		return definite("%s refuses connections: is the server running and Endpoint right?", s.endpoint)
-	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return fail("cannot connect to %s: is the server running and Endpoint right?", s.endpoint)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fail("no answer from %s (bucket %q) within %v", s.endpoint, s.bucket, s.timeout)
+	}
+	ep := netfail.Endpoint{URL: s.endpoint, Holding: fmt.Sprintf("bucket %q", s.bucket), Setting: "Endpoint",
+		DNSHint: " (without UsePathStyle the bucket name is put in the host name)", Timeout: s.timeout}
+	if msg, def, ok := ep.Describe(err); ok && def {
+		return definite("%s", msg)
+	} else if ok {
+		return fail("%s", msg)
 	}
 	return fmt.Errorf("s3store: %s: %w", what, err)
 }
