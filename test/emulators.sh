@@ -45,11 +45,9 @@ bin=$cache/bin
 state_dir=${NODEID_SERVER_STATE:-$repo/.cache/servers}
 ready_timeout=${NODEID_SERVER_READY_TIMEOUT:-60}
 
-log() { printf 'emulators.sh: %s\n' "$*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
+script=emulators.sh
+# shellcheck source=test/lib/servers.bash
+source "$repo/test/lib/servers.bash"
 
 install_azurite() {
 	if [[ -f $azurite_dir/version && "$(<"$azurite_dir/version")" == "$AZURITE_PACKAGE" && -x $azurite_dir/node_modules/.bin/azurite-blob ]]; then
@@ -81,20 +79,6 @@ install_fakegcs() {
 	printf '%s\n' "$FAKEGCS_PACKAGE" >"$stamp"
 }
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-free_port() {
-	local p i
-	for i in $(seq 1 100); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		if ! port_in_use "$p"; then
-			printf '%s\n' "$p"
-			return
-		fi
-	done
-	die "no free port found after $i tries"
-}
-
 # exe_of NAME: the executable whose process stop may kill.
 exe_of() {
 	case $1 in
@@ -111,14 +95,8 @@ env_line() {
 	esac
 }
 
-# alive NAME: the emulator recorded in the state file is running (and is that
-# program, not a process that reused its PID).
-alive() {
-	local f=$state_dir/$1.env pid
-	[[ -f $f ]] || return 1
-	pid=$(sed -n 's/^PID=//p' "$f")
-	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$(exe_of "$1")"
-}
+# alive NAME: the emulator recorded in the state file is running.
+alive() { recorded_alive "$1" "$(exe_of "$1")"; }
 
 start_one() {
 	local name=$1 port pid logf=$state_dir/$1.log work label

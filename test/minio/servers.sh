@@ -35,11 +35,9 @@ bin=$cache/bin
 state_dir=${NODEID_SERVER_STATE:-$repo/.cache/servers}
 ready_timeout=${NODEID_SERVER_READY_TIMEOUT:-60}
 
-log() { printf 'servers.sh: %s\n' "$*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
+script=servers.sh
+# shellcheck source=test/lib/servers.bash
+source "$repo/test/lib/servers.bash"
 
 # install_one NAME PACKAGE MODULE VERSION: go install PACKAGE@VERSION into $bin
 # unless $bin/NAME is already that version. The version is recorded in a stamp
@@ -76,21 +74,6 @@ install() {
 	done
 }
 
-# port_in_use PORT: something accepts connections on 127.0.0.1:PORT.
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-free_port() {
-	local p i
-	for i in $(seq 1 100); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		if ! port_in_use "$p"; then
-			printf '%s\n' "$p"
-			return
-		fi
-	done
-	die "no free port found after $i tries"
-}
-
 # http_status PORT PATH: the status code of GET PATH on 127.0.0.1:PORT, with
 # bash alone (a fresh machine may have no curl).
 http_status() {
@@ -102,14 +85,8 @@ http_status() {
 	printf '%s\n' "$code"
 }
 
-# alive NAME: the server recorded in the state file is running (and is that
-# binary, not a process that reused its PID).
-alive() {
-	local f=$state_dir/$1.env pid
-	[[ -f $f ]] || return 1
-	pid=$(sed -n 's/^PID=//p' "$f")
-	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$bin/$1"
-}
+# alive NAME: the server recorded in the state file is running.
+alive() { recorded_alive "$1" "$bin/$1"; }
 
 # launch NAME PORT DATA LOGFILE: start the server in the background and set
 # launched_pid (not a subshell, so the server stays a child of this shell).
