@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
@@ -78,4 +80,51 @@ func TestProbeReads(t *testing.T) {
 		t.Fatalf("Start in write mode on a store whose conditional reads are stale: %v", err)
 	}
 	_ = n.Close(closeCtx(t))
+}
+
+// TestReadModeIDFileFollowsReads: in read mode the fence moves at each read
+// that proves the claim's ETag, with no write: the id file, whose
+// validUntilMs follows the fence, is rewritten then (no refresh tick here).
+func TestReadModeIDFileFollowsReads(t *testing.T) {
+	clk := fakeclock.New(time.Now().Round(time.Second))
+	mem := storetest.NewMemStore(storetest.WithClock(clk.Now))
+	path := filepath.Join(t.TempDir(), "id.json")
+	cfg := readModeConfig("a")
+	cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace, cfg.IDFileHorizon = clk, clk.Wall, path, 10*time.Millisecond, time.Minute
+	n, err := New(mem, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.idFileRefresh = time.Hour
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(closeCtx(t))
+	c := n.Claim()
+	if err := idFileUp(path); err != nil {
+		t.Fatal(err)
+	}
+	first := readIDFile(t, path).ValidUntilMs
+	writes := mem.Count(storetest.OpUpdate)
+	initial := c.ValidUntil()
+	for step := 0; !c.ValidUntil().After(initial); step++ {
+		// Both loops, the renewal loop and the read loop, asleep: then
+		// move the clock on.
+		if err := clk.WaitForSleepers(closeCtx(t), 2); err != nil {
+			t.Fatal(err)
+		}
+		if step == 20 {
+			t.Fatalf("not re-armed by a read within 2s of fake time")
+		}
+		clk.Advance(100 * time.Millisecond)
+	}
+	want := clk.Wall().Add(c.ValidUntil().Sub(clk.Now())).UnixMilli()
+	for deadline := time.Now().Add(5 * time.Second); readIDFile(t, path).ValidUntilMs != want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("id file validUntilMs %d (first %d), want the re-armed fence %d", readIDFile(t, path).ValidUntilMs, first, want)
+		}
+	}
+	if mem.Count(storetest.OpUpdate) != writes {
+		t.Fatalf("%d writes meanwhile: the fence was moved by a write, not a read", mem.Count(storetest.OpUpdate)-writes)
+	}
 }

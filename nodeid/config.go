@@ -393,6 +393,15 @@ func (c *Config) deriveTimings() {
 // readMode reports whether the claim keeps its lease alive by reads.
 func (c *Config) readMode() bool { return c.KeepAlive.Mode() == KeepAliveRead }
 
+// armSpan is how long, less SafetyMargin, a landed write keeps the claim
+// valid after its send: Window in read mode, the lease otherwise.
+func (c *Config) armSpan() time.Duration {
+	if c.readMode() {
+		return c.Window
+	}
+	return c.LeaseDuration
+}
+
 // leaseField names the field LeaseDuration comes from: Backstop in read mode.
 func (c *Config) leaseField() string {
 	if c.readMode() {
