@@ -50,20 +50,23 @@ func (c *Claim) startPolling(ctx context.Context) (wait func()) {
 	return func() { <-done }
 }
 
-// pollLoop reads every PollInterval after the previous read's send, until ctx
-// ends. A changed ETag wakes the renewal loop.
+// pollLoop reads every PollInterval after the previous read's send (the
+// first a PollInterval after it starts, when the take has just armed the
+// fence), until ctx ends. A changed ETag wakes the renewal loop.
 func (c *Claim) pollLoop(ctx context.Context) {
 	clock := c.p.clock
+	sent := clock.Now()
 	for {
-		sent, err := c.poll(ctx)
+		if err := clock.Sleep(ctx, sent.Add(c.p.cfg.PollInterval).Sub(clock.Now())); err != nil {
+			return
+		}
+		var err error
+		sent, err = c.poll(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if errors.Is(err, errETagChanged) || errors.Is(err, lease.ErrNotFound) {
 			c.wakeRenewal()
-		}
-		if err := clock.Sleep(ctx, sent.Add(c.p.cfg.PollInterval).Sub(clock.Now())); err != nil {
-			return
 		}
 	}
 }
