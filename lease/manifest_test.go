@@ -85,6 +85,15 @@ func TestManifestInvalid(t *testing.T) {
 		{"writeId", func(m *lease.Manifest) { m.WriteID = "x" }, "writeId"},
 		{"first negative", func(m *lease.Manifest) { m.ClusterSize, m.FirstNodeID = 4, -1 }, "node IDs -1..2 leave 0..1023"},
 		{"range past the node bits", func(m *lease.Manifest) { m.ClusterSize, m.FirstNodeID = 512, 513 }, "node IDs 513..1024 leave 0..1023"},
+		{"unknown mode", func(m *lease.Manifest) { m.KeepAlive = "gossip" }, `keepAlive "gossip"`},
+		{"window in write mode", func(m *lease.Manifest) { m.WindowMillis = 1000 }, "only read mode"},
+		{"read without window", func(m *lease.Manifest) { m.KeepAlive, m.BackstopMillis = lease.KeepAliveRead, 60000 }, "0 < windowMillis < backstopMillis"},
+		{"backstop not above window", func(m *lease.Manifest) {
+			m.KeepAlive, m.WindowMillis, m.BackstopMillis = lease.KeepAliveRead, 15000, 15000
+		}, "not 15000 and 15000"},
+		{"backstop above a day", func(m *lease.Manifest) {
+			m.KeepAlive, m.WindowMillis, m.BackstopMillis = lease.KeepAliveRead, 15000, 86400001
+		}, "backstopMillis <= 86400000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,5 +124,46 @@ func TestManifestSameLayout(t *testing.T) {
 	}
 	if s := a.LayoutString(); s != "layout 41/10/12 epoch 1288834974657" {
 		t.Fatalf("LayoutString = %q", s)
+	}
+}
+
+// Read mode is three keys on the wire, after filled; write mode (explicit or
+// the zero value) leaves them out, so the manifests of existing clusters keep
+// their bytes, and decodes to the zero value.
+func TestManifestKeepAlive(t *testing.T) {
+	m := validManifest()
+	m.KeepAlive, m.WindowMillis, m.BackstopMillis = lease.KeepAliveRead, 15000, 60000
+	body, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"filled":true,"keepAlive":"read","windowMillis":15000,"backstopMillis":60000,"writeId"`) {
+		t.Fatalf("Encode = %s, want keepAlive, windowMillis and backstopMillis after filled", body)
+	}
+	got, err := lease.DecodeManifest(body)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("DecodeManifest(%s) = %+v, %v; want %+v", body, got, err, m)
+	}
+	if s := got.KeepAliveString(); s != "keep-alive read, window 15s, backstop 1m0s" {
+		t.Fatalf("KeepAliveString = %q", s)
+	}
+	w := validManifest()
+	w.KeepAlive = lease.KeepAliveWrite
+	wb, err := w.Encode()
+	if err != nil || strings.Contains(string(wb), "keepAlive") {
+		t.Fatalf("Encode in write mode = %s, %v: want no keepAlive", wb, err)
+	}
+	explicit := strings.Replace(string(wb), `"writeId"`, `"keepAlive":"write","writeId"`, 1)
+	got, err = lease.DecodeManifest([]byte(explicit))
+	if err != nil || got.KeepAlive != "" || !got.SameKeepAlive(&w) || got.SameKeepAlive(&m) {
+		t.Fatalf("DecodeManifest(%s) = %+v, %v: want write mode, the zero value", explicit, got, err)
+	}
+	if s := got.KeepAliveString(); s != "keep-alive write" {
+		t.Fatalf("KeepAliveString = %q", s)
+	}
+	other := m
+	other.BackstopMillis++
+	if m.SameKeepAlive(&other) {
+		t.Fatalf("another backstop is another keep-alive")
 	}
 }

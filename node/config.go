@@ -114,7 +114,11 @@ type Config struct {
 	// to Provider.AcquireTimeout. The store's own check (lease.Check)
 	// runs before the probe in any case, bounded by the store's request
 	// timeout: an endpoint that never answers ends Start then, not after
-	// AcquireTimeout. Default false: the probe runs.
+	// AcquireTimeout. In read mode (Provider.KeepAlive) the probe also runs
+	// lease.ProbeReads: a store whose conditional reads may miss a completed
+	// write, or whose 304 answers do not show the ETag, fails Start (the
+	// error matches lease.ErrStaleReads or lease.ErrNotModifiedUnproven).
+	// Default false: the probe runs.
 	SkipProbe bool
 
 	// Metrics, when set, receives the node's Prometheus metrics (nodeid_*).

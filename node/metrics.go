@@ -380,7 +380,7 @@ func (o observers) AcquireWaiting(round int, err error, next time.Duration) {
 
 // nodeEvents passes the provider's events on (to the metrics and the
 // caller's observer), signals without blocking each successful renewal,
-// recovery and entry into jeopardy on the node's claimChanged channel (the
+// read that re-armed the fence (read mode), recovery and entry into jeopardy on the node's claimChanged channel (the
 // id file follows the claim), and tells the node why an acquisition waits.
 type nodeEvents struct {
 	observers
@@ -390,6 +390,17 @@ type nodeEvents struct {
 // Renewed implements nodeid.Observer.
 func (e nodeEvents) Renewed(id int, latency time.Duration) {
 	e.observers.Renewed(id, latency)
+	signal(e.n.claimChanged)
+}
+
+// ReadProved implements nodeid.ReadObserver: a read re-armed the fence in
+// read mode; the id file follows it.
+func (e nodeEvents) ReadProved(id int, latency time.Duration) {
+	for _, x := range e.observers {
+		if o, ok := x.(nodeid.ReadObserver); ok {
+			o.ReadProved(id, latency)
+		}
+	}
 	signal(e.n.claimChanged)
 }
 

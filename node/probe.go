@@ -76,9 +76,41 @@ func (n *Node) runProbe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store probe of %s: %w", lease.Describe(n.store), err)
 	}
+	if err := n.probeReads(ctx, r); err != nil {
+		return err
+	}
 	n.log.Info("store probe passed", "clockOffset", r.ClockOffset.String(), "roundTrip", r.ClockUncertainty.String(),
 		"dateSeen", r.DateSeen, "lastModifiedSeen", r.LastModifiedSeen)
 	return nil
+}
+
+// probeReads runs lease.ProbeReads when the provider keeps its lease alive
+// by reads (docs/design.md section 11): a store whose conditional reads may
+// miss a completed write (a cache in front of it), or whose 304 answers do
+// not show the ETag, stops the node; an inconclusive probe is retried as
+// runProbe retries. The second client is the node's own store: a cache on
+// its path is found, a replica only another connection reaches is not. The
+// failure is recorded as the probe's (GET /status, store_probe_ok).
+func (n *Node) probeReads(ctx context.Context, r lease.ProbeResult) error {
+	if n.cfg.Provider.KeepAlive.Mode() != lease.KeepAliveRead {
+		return nil
+	}
+	var err error
+	for wait := probeRetryMin; ; wait = min(2*wait, probeRetryMax) {
+		_, err = lease.ProbeReads(ctx, n.store, n.store)
+		if err == nil || !errors.Is(err, lease.ErrProbeInconclusive) || ctx.Err() != nil {
+			break
+		}
+		n.log.Warn("read probe inconclusive: retrying", "err", err, "in", wait.String())
+		if ctxtime.Sleep(ctx, wait) != nil {
+			break
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("read probe of %s (keep-alive by reads needs conditional reads that show every completed write): %w", lease.Describe(n.store), err)
+		n.probe.Store(&probeOutcome{result: r, err: err})
+	}
+	return err
 }
 
 // probeStatus returns the /status view of the probe, nil before it ran or when

@@ -106,9 +106,13 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 
 // manifestFor returns the manifest this task would create.
 func (p *Provider) manifestFor() lease.Manifest {
-	return lease.Manifest{
+	m := lease.Manifest{
 		ClusterSize: p.cfg.ClusterSize, FirstNodeID: p.cfg.FirstNodeID, Layout: p.cfg.Layout, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
 	}
+	if p.cfg.readMode() {
+		m.KeepAlive, m.WindowMillis, m.BackstopMillis = KeepAliveRead, p.cfg.Window.Milliseconds(), p.cfg.Backstop.Milliseconds()
+	}
+	return m
 }
 
 // cachedManifest is a manifest this Provider read (or wrote) and checked.
@@ -167,7 +171,8 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 		meta, err = p.createManifest(ctx, body)
 		switch {
 		case err == nil:
-			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "nodeIds", mine.RangeString(), "layout", mine.LayoutString())
+			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "nodeIds", mine.RangeString(), "layout", mine.LayoutString(),
+				"keepAlive", mine.KeepAliveString())
 			p.remember(mine, meta.ETag)
 			v := newClusterView(mine, meta)
 			v.created = true
@@ -195,6 +200,10 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 	if m.FirstNodeID != mine.FirstNodeID {
 		return nil, fmt.Errorf("%w: the manifest's cluster owns node IDs %s, this task is configured with FirstNodeID %d",
 			ErrManifestMismatch, m.RangeString(), mine.FirstNodeID)
+	}
+	if !m.SameKeepAlive(&mine) {
+		return nil, fmt.Errorf("%w: the manifest has %s, this task is configured with %s",
+			ErrManifestMismatch, m.KeepAliveString(), mine.KeepAliveString())
 	}
 	if m.ClusterSize != p.cfg.ClusterSize {
 		p.log.Warn("cluster size differs from the manifest's; the manifest's wins",

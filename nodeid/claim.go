@@ -36,6 +36,9 @@ type Claim struct {
 	// fenced, renewing on the last ETag until a write lands (recovered) or
 	// the loss is final (see jeopardy.go).
 	jeopardy atomic.Bool
+	// wake ends the renewal loop's current sleep (read mode: a poll saw the
+	// ETag change); nil before its first sleep.
+	wake atomic.Pointer[context.CancelFunc]
 
 	mu       sync.Mutex // guards the fields below and serialises writes
 	etag     string
@@ -69,13 +72,13 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 	}
 	c.rec, c.etag, c.lastSent, c.lastSuspendFence = rec, etag, sent, c.suspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
-	c.validUntil.Store(int64(c.deadline(sent)))
-	c.suspendUntil.Store(c.lastSuspendFence)
+	c.validUntil.Store(int64(c.armedDeadline(sent)))
+	c.suspendUntil.Store(c.armedSuspendDeadline(sent))
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	p.hooks.newClaimed(c)
 	if p.hooks.isSequential() {
-		close(c.loopDone) // the simulation calls renewRound itself
+		close(c.loopDone) // the simulation calls renewRound (and poll) itself
 		return c
 	}
 	go c.renewLoop(ctx)
@@ -294,19 +297,44 @@ func (c *Claim) Status() Status {
 	return st
 }
 
-// deadline returns the fence of a write sent at sent, in nanoseconds after
-// p.base: sent + LeaseDuration - SafetyMargin.
+// deadline returns the latest fence a write sent at sent allows, in
+// nanoseconds after p.base: sent + LeaseDuration - SafetyMargin. In write
+// mode it is that write's fence; in read mode (lease = Backstop) it is the
+// cap no read moves the fence past (see keepalive.go).
 func (c *Claim) deadline(sent time.Time) time.Duration {
-	return sent.Sub(c.p.base) + c.p.cfg.LeaseDuration - c.p.cfg.SafetyMargin + c.p.hooks.extraFence()
+	return c.deadlineFor(sent, c.p.cfg.LeaseDuration)
 }
 
-// suspendDeadline returns the fence of a write sent at sent on the Clock's
-// suspend-counting reading (see suspendClock); MaxInt64 when it has none.
+// suspendDeadline is deadline on the Clock's suspend-counting reading (see
+// suspendClock); MaxInt64 when it has none.
 func (c *Claim) suspendDeadline(sent time.Time) int64 {
+	return c.suspendDeadlineFor(sent, c.p.cfg.LeaseDuration)
+}
+
+// armedDeadline returns the fence a landed write sent at sent arms, in
+// nanoseconds after p.base: deadline in write mode, sent + Window -
+// SafetyMargin in read mode (below the cap, Window < Backstop).
+func (c *Claim) armedDeadline(sent time.Time) time.Duration {
+	return c.deadlineFor(sent, c.p.cfg.armSpan())
+}
+
+// armedSuspendDeadline is armedDeadline on the suspend-counting reading.
+func (c *Claim) armedSuspendDeadline(sent time.Time) int64 {
+	return c.suspendDeadlineFor(sent, c.p.cfg.armSpan())
+}
+
+// deadlineFor returns sent + span - SafetyMargin, in nanoseconds after p.base.
+func (c *Claim) deadlineFor(sent time.Time, span time.Duration) time.Duration {
+	return sent.Sub(c.p.base) + span - c.p.cfg.SafetyMargin + c.p.hooks.extraFence()
+}
+
+// suspendDeadlineFor is deadlineFor on the Clock's suspend-counting reading;
+// MaxInt64 when it has none.
+func (c *Claim) suspendDeadlineFor(sent time.Time, span time.Duration) int64 {
 	if c.p.suspend == nil {
 		return math.MaxInt64
 	}
-	return c.p.suspend.suspendReading(sent) + int64(c.p.cfg.LeaseDuration-c.p.cfg.SafetyMargin+c.p.hooks.extraFence())
+	return c.p.suspend.suspendReading(sent) + int64(span-c.p.cfg.SafetyMargin+c.p.hooks.extraFence())
 }
 
 // fence stops the claim from issuing IDs, at once and for good.

@@ -36,6 +36,20 @@ type Layout = snowflake.Layout
 // bits, epoch 2025-01-01T00:00:00Z: snowflake.DefaultLayout().
 var DefaultLayout = snowflake.DefaultLayout()
 
+// KeepAlive is how a claim keeps its lease alive: the cluster manifest's
+// mode, lease.KeepAlive.
+type KeepAlive = lease.KeepAlive
+
+const (
+	// KeepAliveWrite renews the lease with a conditional write every
+	// RenewInterval (the default; the empty KeepAlive means it too).
+	KeepAliveWrite = lease.KeepAliveWrite
+	// KeepAliveRead keeps the lease alive mostly with conditional reads of
+	// the claim's own lease object, every PollInterval, and a backstop write
+	// every RenewInterval (docs/design.md section 11).
+	KeepAliveRead = lease.KeepAliveRead
+)
+
 // Config configures a Provider. Start from DefaultConfig; New validates it once.
 type Config struct {
 	// TaskID identifies this task in the lease it holds: the ECS task ARN, or
@@ -78,8 +92,50 @@ type Config struct {
 
 	// LeaseDuration is how long a lease lasts after each write, as judged on
 	// the store's clock by other tasks. Longer leases mean fewer writes and
-	// slower failover. Default 15 s.
+	// slower failover. Default 15 s. In read mode (KeepAlive) it is
+	// Backstop, whatever it was set to: Validate sets it, and every rule
+	// below written for LeaseDuration applies to the backstop.
 	LeaseDuration time.Duration
+
+	// KeepAlive is how the claim keeps its lease alive, and must be the
+	// cluster manifest's: the first task writes its own into the manifest
+	// with Window and Backstop, and they never change; a task configured
+	// with another mode, window or backstop is refused (ErrManifestMismatch).
+	// KeepAliveWrite (the default; "" means it too) writes every
+	// RenewInterval. KeepAliveRead reads the claim's own lease object every
+	// PollInterval and writes only every RenewInterval of Backstop, which
+	// costs far less on S3; the store must be a lease.ConditionalReader whose
+	// conditional reads show every completed write (lease.ProbeReads, run by
+	// package node at start).
+	KeepAlive KeepAlive
+
+	// Window is W in read mode: a read that shows the claim's own lease
+	// unchanged, or a landed write, keeps the claim valid for Window -
+	// SafetyMargin after it was sent (never past the backstop's cap,
+	// Backstop - SafetyMargin after the last landed write). Shorter windows
+	// mean more reads and, once challenges exist, faster failover. A whole
+	// number of milliseconds, at least 1 s and above SafetyMargin. Zero:
+	// 15 s in read mode; it must be zero in write mode.
+	Window time.Duration
+
+	// Backstop is B in read mode: the lease every record states
+	// (leaseMillis), so that other tasks take a silent holder's ID only B
+	// after its last write (LeaseDuration is set to it); the claim writes a
+	// backstop renewal every RenewInterval (B/3 unless set) to keep it
+	// ahead. Longer means fewer writes and slower failover; at most
+	// MaxLeaseDuration, a whole number of milliseconds, and at least
+	// RenewDeadline + Window, so that a backstop renewal still retrying never
+	// stops the reads from keeping the claim valid. Zero: 4 * Window in read
+	// mode; it must be zero in write mode.
+	Backstop time.Duration
+
+	// PollInterval is P in read mode: the time between two conditional
+	// reads of the claim's own lease object. More often costs more reads and
+	// rides out more failed reads within a Window. PollInterval +
+	// StoreTimeout < Window - SafetyMargin, so that a read answered at the
+	// last instant still arrives before the fence the previous one set
+	// falls. Zero: Window / 5 in read mode; it must be zero in write mode.
+	PollInterval time.Duration
 
 	// RenewInterval is the time from one successful write to the next renewal.
 	// Zero: LeaseDuration / 3. It must be at least the store's shortest
@@ -256,7 +312,9 @@ func FieldErrors(err error) []*FieldError {
 // fields, and checks the configuration; New calls it (through ValidateFor).
 // The error joins one *FieldError per broken rule (see FieldErrors).
 func (c *Config) Validate() error {
+	c.deriveReadMode()
 	c.deriveTimings()
+	c.derivePoll()
 	var errs []error
 	check := func(ok bool, field, format string, args ...any) {
 		if !ok {
@@ -275,8 +333,8 @@ func (c *Config) Validate() error {
 	}
 	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID", "must be 1..1024 bytes")
 	check(len(c.Value) <= lease.MaxValueLen, "Value", "%d bytes, more than %d", len(c.Value), lease.MaxValueLen)
-	check(c.LeaseDuration >= time.Second, "LeaseDuration", "%v below 1s", c.LeaseDuration)
-	check(c.LeaseDuration <= c.MaxLeaseDuration, "LeaseDuration", "%v above MaxLeaseDuration %v", c.LeaseDuration, c.MaxLeaseDuration)
+	check(c.LeaseDuration >= time.Second, c.leaseField(), "%v below 1s", c.LeaseDuration)
+	check(c.LeaseDuration <= c.MaxLeaseDuration, c.leaseField(), "%v above MaxLeaseDuration %v", c.LeaseDuration, c.MaxLeaseDuration)
 	check(c.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration", "%v above 24h", c.MaxLeaseDuration)
 	check(c.SafetyMargin > 0 && c.SafetyMargin < c.LeaseDuration, "SafetyMargin", "%v must be in (0, LeaseDuration %v)", c.SafetyMargin, c.LeaseDuration)
 	check(c.ClockMargin >= 0, "ClockMargin", "%v is negative", c.ClockMargin)
@@ -296,6 +354,7 @@ func (c *Config) Validate() error {
 			c.StoreTimeout, c.RenewInterval, c.RenewDeadline, maxStoreTimeout(w))
 	}
 	check(c.LossGrace >= 0 || c.LossGrace == NoLossGrace, "LossGrace", "%v is negative (NoLossGrace, -1ns, turns jeopardy off)", c.LossGrace)
+	c.checkKeepAlive(check)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("nodeid: invalid config: %w", err)
 	}
@@ -347,6 +406,70 @@ func (c *Config) deriveTimings() {
 	if c.LossGrace == 0 {
 		c.LossGrace = c.LeaseDuration
 	}
+}
+
+// readMode reports whether the claim keeps its lease alive by reads.
+func (c *Config) readMode() bool { return c.KeepAlive.Mode() == KeepAliveRead }
+
+// armSpan is how long, less SafetyMargin, a landed write keeps the claim
+// valid after its send: Window in read mode, the lease otherwise.
+func (c *Config) armSpan() time.Duration {
+	if c.readMode() {
+		return c.Window
+	}
+	return c.LeaseDuration
+}
+
+// leaseField names the field LeaseDuration comes from: Backstop in read mode.
+func (c *Config) leaseField() string {
+	if c.readMode() {
+		return "Backstop"
+	}
+	return "LeaseDuration"
+}
+
+// deriveReadMode fills in Window and Backstop left zero in read mode, and
+// makes the backstop the lease.
+func (c *Config) deriveReadMode() {
+	if !c.readMode() {
+		return
+	}
+	if c.Window == 0 {
+		c.Window = 15 * time.Second
+	}
+	if c.Backstop == 0 {
+		c.Backstop = 4 * c.Window
+	}
+	c.LeaseDuration = c.Backstop
+}
+
+// derivePoll fills in PollInterval left zero in read mode.
+func (c *Config) derivePoll() {
+	if c.readMode() && c.PollInterval == 0 {
+		c.PollInterval = c.Window / 5
+	}
+}
+
+// checkKeepAlive checks the mode and, in read mode, its timings: the rules
+// of docs/design.md section 11.
+func (c *Config) checkKeepAlive(check func(ok bool, field, format string, args ...any)) {
+	switch c.KeepAlive.Mode() {
+	case KeepAliveWrite:
+		check(c.Window == 0 && c.Backstop == 0 && c.PollInterval == 0, "KeepAlive",
+			"Window %v, Backstop %v and PollInterval %v are for KeepAliveRead only", c.Window, c.Backstop, c.PollInterval)
+		return
+	case KeepAliveRead:
+	default:
+		check(false, "KeepAlive", "%q is not %q or %q", c.KeepAlive, KeepAliveWrite, KeepAliveRead)
+		return
+	}
+	check(c.Window >= time.Second && c.Window%time.Millisecond == 0 && c.Window > c.SafetyMargin, "Window",
+		"%v must be a whole number of ms, at least 1s and above SafetyMargin %v", c.Window, c.SafetyMargin)
+	check(c.Backstop%time.Millisecond == 0, "Backstop", "%v is not a whole number of ms", c.Backstop)
+	check(c.Backstop >= c.RenewDeadline+c.Window, "Backstop",
+		"%v below RenewDeadline %v + Window %v: a backstop renewal still retrying would stop the reads from keeping the claim valid", c.Backstop, c.RenewDeadline, c.Window)
+	check(c.PollInterval > 0 && c.PollInterval+c.StoreTimeout < c.Window-c.SafetyMargin, "PollInterval",
+		"%v must be positive, and with StoreTimeout %v below Window - SafetyMargin (%v)", c.PollInterval, c.StoreTimeout, c.Window-c.SafetyMargin)
 }
 
 // maxStoreTimeout is the longest renewal attempt that lets three attempts

@@ -111,3 +111,65 @@ func TestDefaultTaskIDUnique(t *testing.T) {
 		t.Fatalf("DefaultTaskID not unique: %q %q", a, b)
 	}
 }
+
+// TestConfigReadMode: read mode's defaults, derived from Window alone, and
+// its rules (docs/design.md section 11), each a FieldError naming its field.
+func TestConfigReadMode(t *testing.T) {
+	c := DefaultConfig()
+	c.KeepAlive = KeepAliveRead
+	if err := c.Validate(); err != nil {
+		t.Fatalf("read mode with the defaults: %v", err)
+	}
+	got := []time.Duration{c.Window, c.Backstop, c.LeaseDuration, c.PollInterval, c.RenewInterval, c.RenewDeadline, c.SafetyMargin, c.StoreTimeout}
+	want := []time.Duration{15 * time.Second, time.Minute, time.Minute, 3 * time.Second, 20 * time.Second, 40 * time.Second, time.Second, 2 * time.Second}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("Window, Backstop, LeaseDuration, PollInterval, RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout = %v, want %v", got, want)
+		}
+	}
+	if err := c.Validate(); err != nil || c.LeaseDuration != time.Minute {
+		t.Fatalf("validating twice: %v, LeaseDuration %v", err, c.LeaseDuration)
+	}
+	tests := []struct {
+		name  string
+		edit  func(*Config)
+		field string // "" = valid
+		want  string
+	}{
+		{"local window", func(c *Config) { c.Window, c.MaxLeaseDuration = 3*time.Second, 12*time.Second }, "", ""},
+		{"lease ignored", func(c *Config) { c.LeaseDuration = 5 * time.Second }, "", ""},
+		{"unknown mode", func(c *Config) { c.KeepAlive = "gossip" }, "KeepAlive", `"gossip" is not`},
+		{"window in write mode", func(c *Config) { c.KeepAlive, c.Window = KeepAliveWrite, 15*time.Second }, "KeepAlive", "for KeepAliveRead only"},
+		{"poll in write mode", func(c *Config) { c.KeepAlive, c.PollInterval = "", time.Second }, "KeepAlive", "for KeepAliveRead only"},
+		{"window below 1s", func(c *Config) { c.Window, c.Backstop = 900*time.Millisecond, 30*time.Second }, "Window", "at least 1s"},
+		{"window not above the margin", func(c *Config) { c.Window, c.SafetyMargin = 2*time.Second, 2*time.Second }, "Window", "above SafetyMargin"},
+		{"window not whole ms", func(c *Config) { c.Window = 15*time.Second + time.Microsecond }, "Window", "whole number of ms"},
+		{"backstop not whole ms", func(c *Config) { c.Backstop = time.Minute + time.Microsecond }, "Backstop", "whole number of ms"},
+		{"backstop above max lease", func(c *Config) { c.Backstop = 61 * time.Second }, "Backstop", "above MaxLeaseDuration 1m0s"},
+		{"backstop below the renewals and a window", func(c *Config) { c.Backstop = 30 * time.Second }, "Backstop", "below RenewDeadline 20s + Window 15s"},
+		{"backstop just enough", func(c *Config) { c.Backstop, c.RenewDeadline = 30*time.Second, 15*time.Second }, "", ""},
+		{"poll too slow", func(c *Config) { c.PollInterval = 12 * time.Second }, "PollInterval", "below Window - SafetyMargin (14s)"},
+		{"poll and timeout just below", func(c *Config) { c.PollInterval = 12*time.Second - time.Millisecond }, "", ""},
+		{"poll negative", func(c *Config) { c.PollInterval = -time.Second }, "PollInterval", "must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.KeepAlive = KeepAliveRead
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("valid config refused: %v", err)
+				}
+				return
+			}
+			for _, fe := range FieldErrors(err) {
+				if fe.Field == tc.field && strings.Contains(fe.Reason, tc.want) {
+					return
+				}
+			}
+			t.Fatalf("error = %v, want a FieldError on %s mentioning %q", err, tc.field, tc.want)
+		})
+	}
+}

@@ -27,6 +27,8 @@ type SimHooks struct {
 	OldRecentFloor  bool
 	RecoverChanged  bool
 	IssueInJeopardy bool
+	ReadArmAtAnswer bool
+	ReadArmBackstop bool
 }
 
 // WithSimHooks returns cfg with h set: a Provider made from it (nodeid.New,
@@ -37,6 +39,7 @@ func WithSimHooks(cfg Config, h SimHooks) Config {
 		stateOf: h.StateOf, onClaim: h.OnClaim, neverTake: h.NeverTake, noRevisit: h.NoRevisit,
 		rawGossip: h.RawGossip, electionFloors: h.ElectionFloors, oldRecentFloor: h.OldRecentFloor,
 		recoverChanged: h.RecoverChanged, issueInJeopardy: h.IssueInJeopardy,
+		readArmAtAnswer: h.ReadArmAtAnswer, readArmBackstop: h.ReadArmBackstop,
 	}
 	return cfg
 }
@@ -44,6 +47,10 @@ func WithSimHooks(cfg Config, h SimHooks) Config {
 // RenewStep is the renewal loop's one turn (renewStep): a round, and
 // jeopardy until a recovery or a loss when it gives up.
 func (c *Claim) RenewStep(ctx context.Context) error { return c.renewStep(ctx) }
+
+// Poll is the read loop's one read (poll), in read mode: it returns its send
+// time, and nil when its answer proved the claim's ETag.
+func (c *Claim) Poll(ctx context.Context) (time.Time, error) { return c.poll(ctx) }
 
 // InJeopardy reports whether the claim is in jeopardy.
 func (c *Claim) InJeopardy() bool { return c.jeopardy.Load() }

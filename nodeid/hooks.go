@@ -95,3 +95,15 @@ type WaitObserver interface {
 	// and the next round begins within next.
 	AcquireWaiting(round int, err error, next time.Duration)
 }
+
+// ReadObserver is an Observer that also hears of each read that proved the
+// claim's ETag in read mode (Config.KeepAlive) and re-armed its fence: the
+// fence moved without a write (package node rewrites its id file, whose
+// validUntilMs follows the fence). A Provider calls it when Config.Observer
+// implements it. Like the other methods it must be fast and not block.
+type ReadObserver interface {
+	Observer
+	// ReadProved reports a read of node id's lease object, answered after
+	// latency, that showed the claim's ETag.
+	ReadProved(id int, latency time.Duration)
+}

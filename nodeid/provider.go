@@ -60,6 +60,9 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	if err := cfg.ValidateFor(store); err != nil {
 		return nil, err
 	}
+	if _, ok := store.(lease.ConditionalReader); cfg.readMode() && !ok {
+		return nil, fmt.Errorf("nodeid: KeepAlive %q needs a store with conditional reads (lease.ConditionalReader); %s has none", KeepAliveRead, lease.Describe(store))
+	}
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(cfg.TaskID))
 	seed := h.Sum64()

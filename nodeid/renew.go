@@ -9,14 +9,23 @@ import (
 
 // renewLoop renews the lease every RenewInterval after the last successful write
 // until ctx is canceled (by Close or a loss) or the lease is lost.
+//
+// In read mode it also runs the claim's read loop (keepalive.go), and waits
+// for it to end before it returns; a poll that sees the ETag change ends its
+// sleep early.
 func (c *Claim) renewLoop(ctx context.Context) {
 	defer close(c.loopDone)
+	defer c.startPolling(ctx)()
 	clock := c.p.clock
 	for {
 		c.mu.Lock()
 		next := c.lastSent.Add(c.p.cfg.RenewInterval)
 		c.mu.Unlock()
-		if err := clock.Sleep(ctx, next.Sub(clock.Now())); err != nil {
+		sctx, wake := context.WithCancel(ctx)
+		c.wake.Store(&wake)
+		clock.Sleep(sctx, next.Sub(clock.Now())) //nolint:errcheck // ctx tells
+		wake()
+		if ctx.Err() != nil {
 			return
 		}
 		if err := c.renewStep(ctx); err != nil {

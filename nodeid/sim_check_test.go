@@ -48,6 +48,9 @@ type simChecker struct {
 	versions   map[[2]int64]string      // (nodeId, version) -> task that acquired it
 	last       map[string]lease.Record  // key -> last record written
 	applied    map[string]time.Duration // key -> real time the store applied that record
+	// proved: key -> the last real time the store served its holder a read
+	// that showed the record's ETag (read mode).
+	proved map[string]time.Duration
 
 	// Progress: since when some task has waited while a node ID it could
 	// take was free or expired (-1: not now), and the longest such stretch.
@@ -61,7 +64,7 @@ type simChecker struct {
 func newSimChecker(s *sim) *simChecker {
 	return &simChecker{s: s, ids: map[snowflake.ID]string{}, maxIssued: map[[2]int64]int64{},
 		floors: map[[2]int64]int64{}, versions: map[[2]int64]string{}, last: map[string]lease.Record{},
-		applied: map[string]time.Duration{}, bound: progressBound(s.params), stuckSince: -1}
+		applied: map[string]time.Duration{}, proved: map[string]time.Duration{}, bound: progressBound(s.params), stuckSince: -1}
 }
 
 // progressBound is how long a task may wait while a node ID it could take is
@@ -134,6 +137,32 @@ func (k *simChecker) fenceBacked(t *simTask, c *nodeid.Claim) {
 	case fence > expires:
 		k.fail(violationRule, "%s: node %d version %d: its fence falls %v after the store applied its last write, lease %v",
 			t.name, c.NodeID(), c.Version(), fence-k.applied[key], rec.Lease())
+	}
+	if t.cfg.KeepAlive == nodeid.KeepAliveRead {
+		k.windowBacked(t, c, key, fence)
+	}
+}
+
+// windowBacked, in read mode: the claim's fence falls within Window of the
+// last instant the store showed its holder the record, by applying its write
+// or by serving it a read that showed the record's ETag (docs/design.md
+// section 11: a read re-arms from its send, before the store served it; a
+// write arms from its send, before it landed). The challenge of slice 2
+// relies on it: a holder's reads stop showing its ETag once a challenge
+// lands, and its fence falls within the window.
+func (k *simChecker) windowBacked(t *simTask, c *nodeid.Claim, key string, fence time.Duration) {
+	shown := max(k.applied[key], k.proved[key])
+	if fence > shown+t.cfg.Window {
+		k.fail(violationRule, "%s: node %d version %d: its fence falls %v after the store last showed it the record, window %v",
+			t.name, c.NodeID(), c.Version(), fence-shown, t.cfg.Window)
+	}
+}
+
+// readProved hears that the store served t a read of key that showed the
+// ETag asked for: the current record, t's own when it holds it.
+func (k *simChecker) readProved(t *simTask, key string) {
+	if rec, ok := k.last[key]; ok && rec.Holder == t.name {
+		k.proved[key] = k.s.now
 	}
 }
 
@@ -375,7 +404,7 @@ func (k *simChecker) summary() string {
 	fmt.Fprintf(&b, "%d checks, %d IDs issued, %d by applications on the host's clock, longest wait %v", k.steps, k.issuedIDs, k.outsideIDs, k.maxStuck)
 	for _, name := range []string{"acquired", "lost", "crash", "pause", "partition", "graceful stop", "wall step", "host step",
 		"ambiguous landed", "ambiguous lost", "late write", "late write landing", "409", "read error", "issue waited", "issue fenced",
-		"acquire failed", "child killed", "bad peer", "jeopardy", "recovered"} {
+		"acquire failed", "child killed", "bad peer", "jeopardy", "recovered", "poll proved", "poll failed"} {
 		fmt.Fprintf(&b, ", %s %d", name, k.s.counts[name])
 	}
 	return b.String()

@@ -117,6 +117,21 @@ func (ss simStore) Get(ctx context.Context, key string) (b []byte, m lease.Meta,
 	return b, m, err
 }
 
+// GetIfChanged is the read of a holder in read mode: a read, with a read's
+// faults. The checker hears of each that the store served showing the ETag
+// asked for, which is the record's holder's proof (fenceBacked).
+func (ss simStore) GetIfChanged(ctx context.Context, key, etag string) (b []byte, m lease.Meta, err error) {
+	err = ss.call(storetest.OpGetIfChanged, key, func() (e error) {
+		b, m, e = lease.GetIfChanged(ctx, ss.t.s.mem, key, etag)
+		if errors.Is(e, lease.ErrNotModified) || (e == nil && m.ETag == etag) {
+			ss.t.s.check.readProved(ss.t, key)
+		}
+		ss.t.s.landLate(ss.t, key)
+		return e
+	}, nil)
+	return b, m, err
+}
+
 func (ss simStore) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
 	return ss.CreateLive(ctx, key, body, 0)
 }

@@ -65,6 +65,11 @@ func (s *sim) startTask(at time.Duration) {
 		cfg.RenewInterval, cfg.RenewDeadline = cfg.LeaseDuration/3, cfg.LeaseDuration*2/3
 		cfg.SafetyMargin = s.params.safetyMargin
 	}
+	if s.params.readMode {
+		b := s.params.backstop
+		cfg.KeepAlive, cfg.Backstop, cfg.Window, cfg.PollInterval = nodeid.KeepAliveRead, b, (b / 3).Truncate(time.Millisecond), 300*time.Millisecond
+		cfg.RenewInterval, cfg.RenewDeadline = b/3, b*2/3
+	}
 	cfg.TaskID, cfg.ClusterSize, cfg.FirstNodeID, cfg.Clock = t.name, s.params.ids, s.params.firstID, t
 	if s.rng.Float64() < s.params.shortWait {
 		cfg.MaxClockWait = 500 * time.Millisecond
@@ -148,6 +153,9 @@ func (t *simTask) acquire() {
 		s.gossip.advertise(t, gossipEntry{id: c.NodeID(), version: c.Version(), held: true}, false)
 	}
 	t.scheduleRenewal()
+	if t.cfg.KeepAlive == nodeid.KeepAliveRead {
+		t.s.schedule(t.s.now+t.realFor(t.cfg.PollInterval), t, true, func() { t.poll(c) })
+	}
 	if t.p != nil {
 		t.startGenerator(c)
 	}
@@ -210,6 +218,29 @@ func (t *simTask) renew() {
 		t.app.renewed(c)
 	}
 	t.scheduleRenewal()
+}
+
+// poll does what the claim's read loop does in read mode: a conditional read
+// of its own lease object every PollInterval after the previous one's send,
+// on the task's monotonic clock, while the claim lasts. A read that sees
+// the ETag change leaves it to the next renewal.
+func (t *simTask) poll(c *nodeid.Claim) {
+	if c != t.claim || isDone(c) || t.stopped || t.crashed {
+		return
+	}
+	sent, err := c.Poll(context.Background())
+	if err != nil {
+		t.s.counts["poll failed"]++
+	} else {
+		t.s.counts["poll proved"]++
+	}
+	next := sent.Add(t.cfg.PollInterval).Sub(t.mono())
+	t.s.schedule(t.s.now+t.realFor(next), t, true, func() { t.poll(c) })
+}
+
+// realFor is the real time d of the task's monotonic clock takes.
+func (t *simTask) realFor(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / (1 + t.drift))
 }
 
 // exit ends the process after a lost lease (node.Node removes the id file and

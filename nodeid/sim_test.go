@@ -204,6 +204,14 @@ var recoveryMutations = []simMutation{
 	{name: "issue during jeopardy", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.IssueInJeopardy = true }},
 }
 
+// The read-mode rules broken (docs/design.md section 11): a read that shows
+// the claim's ETag re-arms the fence from its answer's arrival instead of its
+// send, or for the backstop, uncapped, instead of the window.
+var readMutations = []simMutation{
+	{name: "read re-arms from its answer, not its send", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.ReadArmAtAnswer = true }},
+	{name: "read re-arms for the backstop, no cap", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.ReadArmBackstop = true }},
+}
+
 // The liveness bugs the progress rule catches.
 var progressMutations = []simMutation{
 	{name: "Acquire never takes an ID", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.NeverTake = true }},
@@ -242,6 +250,19 @@ func TestSimulationCatchesBrokenRecovery(t *testing.T) {
 			return p
 		}, 0.9, false)
 	}
+}
+
+// TestSimulationCatchesBrokenReads: the read-mode rules broken are caught in
+// at least 90 % of the seeds of a read-mode run.
+func TestSimulationCatchesBrokenReads(t *testing.T) {
+	testSimulationCatches(t, readMutations, readSimParamsFor, 0.9, false)
+}
+
+// readSimParamsFor is defaultSimParamsFor in read mode.
+func readSimParamsFor(seed uint64) simParams {
+	p := defaultSimParamsFor(seed)
+	p.readMode, p.backstop = true, readBackstop(seed, p)
+	return p
 }
 
 // TestSimulationObservesBrokenRules: coarse breaks of the rules show as the

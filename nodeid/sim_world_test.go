@@ -83,6 +83,13 @@ type simParams struct {
 	// lossGrace, when set, is every task's Config.LossGrace
 	// (nodeid.NoLossGrace: no jeopardy); else a lease.
 	lossGrace time.Duration
+	// readMode: every task keeps its lease alive by reads
+	// (Config.KeepAlive), with this seed's backstop, a window of a third of
+	// it and 300 ms polls; the checker adds the window rule (fenceBacked).
+	readMode bool
+	// backstop is the backstop of a read-mode run, the same for every task
+	// (the manifest fixes it), in [minLease, maxLease), whole ms.
+	backstop time.Duration
 	// mutation breaks a rule on purpose (nil: none).
 	mutation *simMutation
 }
@@ -117,7 +124,18 @@ func simParamsFor(seed uint64) simParams {
 	if seed%3 == 2 { // a cluster with a range of its own, at the top of the node IDs
 		p.firstID = 1024 - p.ids
 	}
+	if seed%4 == 3 && !p.production {
+		p.readMode = true
+	}
+	p.backstop = readBackstop(seed, p)
 	return p
+}
+
+// readBackstop is the backstop of seed's read-mode run, in [minLease,
+// maxLease), whole ms.
+func readBackstop(seed uint64, p simParams) time.Duration {
+	span := (p.maxLease - p.minLease).Milliseconds()
+	return p.minLease + time.Duration(int64(seed)%max(span, 1))*time.Millisecond
 }
 
 // electionSimParams: one election, five candidates campaigning through

@@ -43,7 +43,24 @@ type testHooks struct {
 	// another writer's record (recoverChanged), or stays valid, ignoring its
 	// fence, while in jeopardy (issueInJeopardy).
 	recoverChanged, issueInJeopardy bool
+	// Read-mode bugs: a read that proves the claim's ETag re-arms the fence
+	// from its answer's arrival instead of its send (readArmAtAnswer), or
+	// for the backstop, with no cap (readArmBackstop).
+	readArmAtAnswer, readArmBackstop bool
 }
+
+// readArmedAt returns the instant a read sent at sent and answered at
+// answered re-arms the fence from: sent.
+func (h *testHooks) readArmedAt(sent, answered time.Time) time.Time {
+	if h != nil && h.readArmAtAnswer {
+		return answered
+	}
+	return sent
+}
+
+// readArmsForBackstop reports whether a read re-arms the fence for the
+// backstop, uncapped (a bug).
+func (h *testHooks) readArmsForBackstop() bool { return h != nil && h.readArmBackstop }
 
 // recoversOnAnyRecord reports whether a claim in jeopardy adopts another
 // writer's record as a recovery (a bug).

@@ -170,7 +170,7 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 // committed records a write sent at sent that landed: a CAS on our last
 // ETag, so nobody wrote the object in between (docs/design.md section 6). It
 // moves the fence to the write's deadline, sent + LeaseDuration -
-// SafetyMargin, except that a fence dropped for good (Close began, or the
+// SafetyMargin (in read mode sent + Window - SafetyMargin), except that a fence dropped for good (Close began, or the
 // claim was lost: MinInt64) stays down, and that a fence that fell, by time or
 // into jeopardy, is lifted only when the claim may recover (LossGrace not
 // NoLossGrace); otherwise it stays down, as before jeopardy existed, and the
@@ -180,7 +180,14 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
 	c.lastSuspendFence = c.suspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
-	until := int64(c.deadline(sent))
+	c.arm(int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent))
+}
+
+// arm moves the fence to until (nanoseconds after p.base) and, on the
+// suspend-counting reading, to suspendUntil: committed's rule, which a read
+// that proves the claim's ETag in read mode follows too (see keepalive.go).
+// Callers hold c.mu.
+func (c *Claim) arm(until, suspendUntil int64) {
 	nowT := c.p.clock.Now()
 	now := int64(nowT.Sub(c.p.base))
 	fallen := c.jeopardy.Load() || c.suspendFallen(nowT) || now >= c.validUntil.Load()
@@ -189,7 +196,7 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	}
 	// The suspend-counting deadline first: Valid, seeing the new fence,
 	// must not judge it on the old one and bring it down (see Valid).
-	c.suspendUntil.Store(c.lastSuspendFence)
+	c.suspendUntil.Store(suspendUntil)
 	for {
 		cur := c.validUntil.Load()
 		if cur == math.MinInt64 {

@@ -27,13 +27,20 @@ func (c *commonFlags) checkMaxLease(f *flagSet) error {
 // nodeidConfig returns the provider configuration nodeid.Init runs with: the
 // cluster's range of node IDs and layout given (m's), and the expiry flags. The lease timings are
 // the defaults, scaled down when --max-lease-duration is below the default
-// lease so that the configuration validates; Init itself never takes a lease.
+// lease so that the configuration validates, or in read mode the manifest's
+// keep-alive (derived from its backstop); Init itself never takes a lease.
 func (a *app) nodeidConfig(c *commonFlags, m lease.Manifest) nodeid.Config {
 	cfg := nodeid.DefaultConfig()
 	cfg.TaskID = operatorTaskID
 	cfg.ClusterSize, cfg.FirstNodeID, cfg.Layout = m.ClusterSize, m.FirstNodeID, m.Layout
 	cfg.ClockMargin, cfg.MaxLeaseDuration = c.clockMargin, c.maxLease
-	if l := c.maxLease; l < cfg.LeaseDuration {
+	if m.KeepAlive.Mode() == lease.KeepAliveRead {
+		// The manifest's mode, window and backstop, which a provider must
+		// match; its timings derive from the backstop.
+		cfg.KeepAlive = lease.KeepAliveRead
+		cfg.Window = time.Duration(m.WindowMillis) * time.Millisecond
+		cfg.Backstop = time.Duration(m.BackstopMillis) * time.Millisecond
+	} else if l := c.maxLease; l < cfg.LeaseDuration {
 		cfg.LeaseDuration, cfg.SafetyMargin, cfg.RenewInterval, cfg.RenewDeadline = l, l/4, l/4, l/2
 	}
 	cfg.Clock = wallClock{Clock: nodeid.SystemClock(0), wall: a.env.Now}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
@@ -51,9 +52,15 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	f.IntVar(&want.Layout.TimestampBits, "timestamp-bits", def.Layout.TimestampBits, "Snowflake timestamp bits")
 	f.IntVar(&want.Layout.NodeBits, "node-bits", def.Layout.NodeBits, "Snowflake node bits")
 	f.IntVar(&want.Layout.SequenceBits, "sequence-bits", def.Layout.SequenceBits, "Snowflake sequence bits")
-	f.Bind("cluster-size", "first-node-id", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits")
+	keepAlive := f.String("keepalive", string(lease.KeepAliveWrite), "how holders keep their leases alive: write (a conditional write every renewal) or read (mostly conditional reads, docs/design.md section 11); immutable")
+	window := f.Duration("window", 15*time.Second, "read mode's window W: how long a holder's read or write keeps it valid; immutable")
+	backstop := f.Duration("backstop", 0, "read mode's backstop B, the lease every record states (default 4 * --window); immutable")
+	f.Bind("cluster-size", "first-node-id", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits", "keepalive", "window", "backstop")
 	st, err := a.setup(ctx, f, &c, args, func() error {
 		if err := checkLayout(f, &want); err != nil {
+			return err
+		}
+		if err := keepAliveFlags(f, &want, *keepAlive, *window, *backstop); err != nil {
 			return err
 		}
 		return c.checkMaxLease(f)
@@ -82,6 +89,10 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 			return refusef("the cluster owns node IDs %s, not from %s %d: a cluster's range never changes (a new range is a new cluster: another prefix or bucket)",
 				mv.m.RangeString(), f.Source("first-node-id"), want.FirstNodeID)
 		}
+		if (f.IsSet("keepalive") || f.IsSet("window") || f.IsSet("backstop")) && !want.SameKeepAlive(&mv.m) {
+			return refusef("the cluster manifest has %s, not the %s asked for: a cluster's keep-alive never changes",
+				mv.m.KeepAliveString(), want.KeepAliveString())
+		}
 		if f.IsSet("cluster-size") && want.ClusterSize != mv.m.ClusterSize {
 			a.note("%s %d differs from the manifest's %d, which wins; change it with nodeidctl resize",
 				f.Source("cluster-size"), want.ClusterSize, mv.m.ClusterSize)
@@ -93,7 +104,7 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	m := b.Manifest
 	switch {
 	case b.ManifestCreated:
-		a.out("created cluster manifest %s%s: cluster size %d, node IDs %s, %s", c.prefix, lease.ManifestKey, m.ClusterSize, m.RangeString(), m.LayoutString())
+		a.out("created cluster manifest %s%s: cluster size %d, node IDs %s, %s, %s", c.prefix, lease.ManifestKey, m.ClusterSize, m.RangeString(), m.LayoutString(), m.KeepAliveString())
 	case mv.state == StateMissing && m.ClusterSize > 0:
 		a.out("cluster manifest exists (created meanwhile by a task, or by this init when the answer to its create was lost): cluster size %d, %s",
 			m.ClusterSize, m.LayoutString())
@@ -106,6 +117,31 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 		a.out("the cluster manifest is now filled: lease objects %s all exist (from now on, a missing one means deleted)",
 			idRanges(ownIDs(m)))
 	}
+	return nil
+}
+
+// keepAliveFlags sets the keep-alive of the manifest init would create from
+// --keepalive, --window and --backstop (the latter two for read mode only);
+// the provider's configuration checks the timings.
+func keepAliveFlags(f *flagSet, m *lease.Manifest, mode string, window, backstop time.Duration) error {
+	switch lease.KeepAlive(mode) {
+	case lease.KeepAliveWrite:
+		if f.IsSet("window") || f.IsSet("backstop") {
+			return usagef("%s and %s are for --keepalive read only", f.Source("window"), f.Source("backstop"))
+		}
+		return nil
+	case lease.KeepAliveRead:
+	default:
+		return usagef("%s %q is not write or read", f.Source("keepalive"), mode)
+	}
+	if backstop == 0 {
+		backstop = 4 * window
+	}
+	if window < time.Second || backstop <= window || window%time.Millisecond != 0 || backstop%time.Millisecond != 0 {
+		return usagef("%s %v and %s %v: the window must be at least 1s, the backstop above it, both whole ms",
+			f.Source("window"), window, f.Source("backstop"), backstop)
+	}
+	m.KeepAlive, m.WindowMillis, m.BackstopMillis = lease.KeepAliveRead, window.Milliseconds(), backstop.Milliseconds()
 	return nil
 }
 

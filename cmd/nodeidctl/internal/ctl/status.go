@@ -48,6 +48,12 @@ type ManifestJSON struct {
 	NodeBits      int    `json:"nodeBits,omitempty"`
 	SequenceBits  int    `json:"sequenceBits,omitempty"`
 	EpochMs       *int64 `json:"epochMs,omitempty"`
+	// KeepAlive is how the cluster's holders keep their leases alive,
+	// "write" or "read" (present when State is "ok"); WindowMs and
+	// BackstopMs are read mode's W and B (the lease every record states).
+	KeepAlive  lease.KeepAlive `json:"keepAlive,omitempty"`
+	WindowMs   int64           `json:"windowMs,omitempty"`
+	BackstopMs int64           `json:"backstopMs,omitempty"`
 	// CreatedAt is the creator's wall clock, for humans.
 	CreatedAt time.Time `json:"createdAt,omitzero"`
 	// Filled is the manifest's filled flag (present when State is "ok"): true
@@ -279,6 +285,7 @@ func manifestJSON(mv manifestView) ManifestJSON {
 		m := mv.m
 		j.ClusterSize, j.FirstNodeID, j.TimestampBits, j.NodeBits, j.SequenceBits = m.ClusterSize, &m.FirstNodeID, m.Layout.TimestampBits, m.Layout.NodeBits, m.Layout.SequenceBits
 		j.EpochMs, j.CreatedAt, j.Filled = &m.Layout.EpochMs, m.CreatedAt.UTC(), &m.Filled
+		j.KeepAlive, j.WindowMs, j.BackstopMs = m.KeepAlive.Mode(), m.WindowMillis, m.BackstopMillis
 	case StateCorrupt:
 		j.Error = mv.err.Error()
 	}
@@ -360,6 +367,7 @@ func printStatus(w io.Writer, s *snapshot, j *StatusJSON, sum string) {
 		fmt.Fprintf(w, "  cluster size  %d (node IDs %s)\n", m.ClusterSize, m.RangeString())
 		fmt.Fprintf(w, "  layout        %d/%d/%d bits (timestamp/node/sequence)\n", m.Layout.TimestampBits, m.Layout.NodeBits, m.Layout.SequenceBits)
 		fmt.Fprintf(w, "  epoch         %s\n", fmtMs(m.Layout.EpochMs))
+		fmt.Fprintf(w, "  keep-alive    %s\n", strings.TrimPrefix(m.KeepAliveString(), "keep-alive "))
 		fmt.Fprintf(w, "  created       %s (creator's clock)", fmtTime(m.CreatedAt))
 		if a := ageMs(mv.meta); a != nil {
 			fmt.Fprintf(w, ", last written %s ago (store clock)", fmtAge(*a))

@@ -110,7 +110,7 @@ func TestStatusJSONShape(t *testing.T) {
 	}
 	var manifest map[string]json.RawMessage
 	_ = json.Unmarshal(doc["manifest"], &manifest)
-	if got := sortedKeys(manifest); !slices.Equal(got, []string{"ageMs", "clusterSize", "createdAt", "epochMs", "filled", "firstNodeId", "nodeBits", "sequenceBits", "state", "timestampBits"}) {
+	if got := sortedKeys(manifest); !slices.Equal(got, []string{"ageMs", "clusterSize", "createdAt", "epochMs", "filled", "firstNodeId", "keepAlive", "nodeBits", "sequenceBits", "state", "timestampBits"}) {
 		t.Errorf("manifest keys = %v", got)
 	}
 	var leases []map[string]json.RawMessage

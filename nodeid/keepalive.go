@@ -1,0 +1,130 @@
+package nodeid
+
+// Keep-alive by reads (docs/design.md section 11), the holder's half: in
+// read mode a claim reads its own lease object every PollInterval,
+// conditionally on its ETag, and a read whose answer shows that ETag re-arms
+// the fence from the read's send. The renewal loop still writes, every
+// RenewInterval: a backstop renewal, which keeps the cap ahead. The rules,
+// one copy each:
+//   - a landed write arms the fence for Window from its send (armedDeadline);
+//   - a read sent at s whose answer shows the claim's ETag (a 304 with it,
+//     lease.ErrNotModified, or a 200 with it) re-arms it to s + Window -
+//     SafetyMargin, on the monotonic and the suspend-counting readings, never
+//     past the cap: the last landed write's send + Backstop - SafetyMargin
+//     (deadline), the fence write mode would have for a lease of Backstop;
+//   - a 304 that does not show the ETag (lease.ErrNotModifiedUnproven)
+//     proves nothing, nor does a read sent before the last landed write;
+//   - another ETag is left to the write path: the renewal loop is woken, and
+//     its CAS on the claim's ETag meets the change (a 412: lost, or a
+//     pending write of ours found landed by read-back, as ever);
+//   - one read in flight at a time, each answer credited to its own send.
+// The reservation is the last landed write's: no read raises it. A fence
+// that fell (the reads failed) is lifted by a read as by a landed write, by
+// arm's rule: only when the claim may recover (LossGrace).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// errETagChanged is a poll whose answer shows an ETag other than the one it
+// was conditional on: another writer's, or a write of ours that landed
+// meanwhile. The renewal loop tells which.
+var errETagChanged = errors.New("nodeid: the lease object's ETag changed")
+
+// startPolling starts the read loop of a claim in read mode, and returns the
+// function that waits for it to end (after ctx ends).
+func (c *Claim) startPolling(ctx context.Context) (wait func()) {
+	if !c.p.cfg.readMode() {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.pollLoop(ctx)
+	}()
+	return func() { <-done }
+}
+
+// pollLoop reads every PollInterval after the previous read's send (the
+// first a PollInterval after it starts, when the take has just armed the
+// fence), until ctx ends. A changed ETag wakes the renewal loop.
+func (c *Claim) pollLoop(ctx context.Context) {
+	clock := c.p.clock
+	sent := clock.Now()
+	for {
+		if err := clock.Sleep(ctx, sent.Add(c.p.cfg.PollInterval).Sub(clock.Now())); err != nil {
+			return
+		}
+		var err error
+		sent, err = c.poll(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errETagChanged) || errors.Is(err, lease.ErrNotFound) {
+			c.wakeRenewal()
+		}
+	}
+}
+
+// poll sends one conditional read of the claim's lease object on its ETag,
+// bounded by StoreTimeout, and re-arms the fence from its send when the
+// answer shows that ETag. It returns the send time, and nil when the read
+// proved the ETag; errETagChanged when the object has another; the store's
+// error otherwise (lease.ErrNotModifiedUnproven included).
+func (c *Claim) poll(ctx context.Context) (time.Time, error) {
+	c.mu.Lock()
+	etag := c.etag
+	c.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+	sent := c.p.clock.Now()
+	_, meta, err := lease.GetIfChanged(rctx, c.p.store, c.key, etag)
+	cancel()
+	switch {
+	case errors.Is(err, lease.ErrNotModified) && meta.ETag == etag, err == nil && meta.ETag == etag:
+		answered := c.p.clock.Now()
+		c.proved(c.p.hooks.readArmedAt(sent, answered))
+		if o, ok := c.p.cfg.Observer.(ReadObserver); ok {
+			o.ReadProved(c.id, answered.Sub(sent))
+		}
+		return sent, nil
+	case err == nil || errors.Is(err, lease.ErrNotModified):
+		return sent, fmt.Errorf("%w: read %s on %s, answered %s", errETagChanged, c.key, etag, meta.ETag)
+	}
+	return sent, err
+}
+
+// proved re-arms the fence after a read sent at sent showed the claim's
+// ETag of that instant: to sent + Window - SafetyMargin, capped by
+// the last landed write's deadline, on both readings. It never lowers a
+// fence that stands (a write sent after the read arms a later one) and
+// lifts a fallen one by arm's rule.
+func (c *Claim) proved(sent time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sent.Before(c.lastSent) || c.closing.Load() {
+		return // the last landed write proves more; or Close fenced for good
+	}
+	until := int64(min(c.deadlineFor(sent, c.p.cfg.Window), c.deadline(c.lastSent)))
+	suspendUntil := min(c.suspendDeadlineFor(sent, c.p.cfg.Window), c.lastSuspendFence)
+	if c.p.hooks.readArmsForBackstop() {
+		until, suspendUntil = int64(c.deadline(sent)), c.suspendDeadline(sent) // the bug: for B, no cap
+	}
+	now := c.p.clock.Now()
+	standing := !c.jeopardy.Load() && !c.suspendFallen(now) && int64(now.Sub(c.p.base)) < c.validUntil.Load()
+	if standing && until <= c.validUntil.Load() {
+		return
+	}
+	c.arm(until, suspendUntil)
+}
+
+// wakeRenewal ends the renewal loop's sleep now, so that it writes at once.
+func (c *Claim) wakeRenewal() {
+	if f := c.wake.Load(); f != nil {
+		(*f)()
+	}
+}
