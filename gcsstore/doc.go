@@ -39,6 +39,23 @@
 // is not of this form matches nothing: Update returns ErrPreconditionFailed
 // without a request.
 //
+// # Conditional reads
+//
+// [Store.GetIfChanged] makes the store a [lease.ConditionalReader], for
+// keep-alive by reads: a download with ifGenerationNotMatch set to the
+// generation the ETag names. Cloud Storage documents that such a download
+// fails with 304 Not Modified when the object's generation is that value; it
+// does not document the headers of that 304. A 304 is credited
+// ([lease.ErrNotModified]) only when its x-goog-generation header is the
+// generation asked for; one without the header, or with another generation,
+// is [lease.ErrNotModifiedUnproven] and proves nothing, so
+// [lease.ProbeReads] would refuse the store for keep-alive by reads. (Its
+// ETag header is Cloud Storage's own etag, not the generation, and is not
+// looked at.) fake-gcs-server v1.56.1 ignores the condition on a download
+// and answers 200 with the object and its unchanged generation, which a
+// holder may credit too. An ETag that names no generation makes the read a
+// plain Get.
+//
 // # Time
 //
 // The client does not return response headers, so the store's transport

@@ -24,14 +24,15 @@ const (
 
 // response is what a client error tells about the HTTP exchange.
 type response struct {
-	status int    // 0: no HTTP error status was received
-	reason string // the JSON API's error reason ("conditionNotMet"), or ""
+	status int         // 0: no HTTP error status was received
+	reason string      // the JSON API's error reason ("conditionNotMet"), or ""
+	header http.Header // the answer's headers, when the client kept them
 }
 
 func inspect(err error) response {
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
-		r := response{status: ge.Code}
+		r := response{status: ge.Code, header: ge.Header}
 		if len(ge.Errors) > 0 {
 			r.reason = ge.Errors[0].Reason
 		}
