@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -253,15 +252,9 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		m, err := notModified(key, etag, raw.Header)
 		return nil, m, err
 	}
-	if n := deref(out.ContentLength); n > MaxObjectSize {
-		return nil, lease.Meta{}, fmt.Errorf("azblobstore: get %s: %w: the blob is %d bytes, a lease object is at most %d", key, lease.ErrCorrupt, n, MaxObjectSize)
-	}
-	body, err := io.ReadAll(io.LimitReader(out.Body, MaxObjectSize+1))
+	body, err := lease.ReadBody(out.Body, deref(out.ContentLength), MaxObjectSize)
 	if err != nil {
-		return nil, lease.Meta{}, fmt.Errorf("azblobstore: get %s: read the body: %w", key, err)
-	}
-	if len(body) > MaxObjectSize {
-		return nil, lease.Meta{}, fmt.Errorf("azblobstore: get %s: %w: the blob is larger than %d bytes", key, lease.ErrCorrupt, MaxObjectSize)
+		return nil, lease.Meta{}, fmt.Errorf("azblobstore: get %s: %w", key, err)
 	}
 	return body, lease.Meta{
 		ETag:         etagString(out.ETag),

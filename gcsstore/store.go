@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -291,15 +290,9 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		return nil, lease.Meta{}, s.readError(opGet, key, err, x)
 	}
 	defer r.Close()
-	if n := r.Attrs.Size; n > MaxObjectSize {
-		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: %w: the object is %d bytes, a lease object is at most %d", key, lease.ErrCorrupt, n, MaxObjectSize)
-	}
-	body, err := io.ReadAll(io.LimitReader(r, MaxObjectSize+1))
+	body, err := lease.ReadBody(r, r.Attrs.Size, MaxObjectSize)
 	if err != nil {
-		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: read the body: %w", key, err)
-	}
-	if len(body) > MaxObjectSize {
-		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: %w: the object is larger than %d bytes", key, lease.ErrCorrupt, MaxObjectSize)
+		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: %w", key, err)
 	}
 	if r.Attrs.Generation <= 0 {
 		return nil, lease.Meta{}, lease.Misconfigured(fmt.Errorf("gcsstore: get %s: %s sent no object generation (x-goog-generation): is it a Cloud Storage endpoint?", key, s.endpoint))

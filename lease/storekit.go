@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 )
@@ -42,4 +43,23 @@ func QuoteETag(e string) string {
 		return e
 	}
 	return `"` + e + `"`
+}
+
+// ReadBody reads an object's body from r for a store's Get, refusing one
+// that is not a lease object by its size alone: more than max bytes, as the
+// answer declared it (size; negative when it did not say) or as read (at
+// most max+1 bytes are read, so an endless body costs nothing). A refusal
+// wraps [ErrCorrupt]; a failed read is returned as it is.
+func ReadBody(r io.Reader, size int64, max int) ([]byte, error) {
+	if size > int64(max) {
+		return nil, fmt.Errorf("%w: the object is %d bytes, a lease object is at most %d", ErrCorrupt, size, max)
+	}
+	body, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the body: %w", err)
+	}
+	if len(body) > max {
+		return nil, fmt.Errorf("%w: the object is larger than %d bytes", ErrCorrupt, max)
+	}
+	return body, nil
 }

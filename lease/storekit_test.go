@@ -2,9 +2,11 @@ package lease
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestMisconfiguredKeepsCauseAndText(t *testing.T) {
@@ -44,5 +46,23 @@ func TestQuoteETag(t *testing.T) {
 		if got := QuoteETag(in); got != want {
 			t.Errorf("QuoteETag(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	if b, err := ReadBody(strings.NewReader("abc"), 3, 3); err != nil || string(b) != "abc" {
+		t.Fatalf("a body of the limit: %q, %v", b, err)
+	}
+	if b, err := ReadBody(strings.NewReader("abc"), -1, 3); err != nil || string(b) != "abc" {
+		t.Fatalf("a body of unknown size: %q, %v", b, err)
+	}
+	if _, err := ReadBody(strings.NewReader("abcd"), 4, 3); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "4 bytes") {
+		t.Fatalf("a declared size over the limit: %v, want ErrCorrupt naming the size", err)
+	}
+	if _, err := ReadBody(strings.NewReader("abcd"), -1, 3); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a body over the limit, size unknown: %v, want ErrCorrupt", err)
+	}
+	if _, err := ReadBody(iotest.ErrReader(io.ErrUnexpectedEOF), -1, 3); !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a failed read: %v, want it as it is, not corrupt", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -303,15 +302,9 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		return nil, lease.Meta{}, s.readError(opGet, key, err)
 	}
 	defer out.Body.Close()
-	if n := aws.ToInt64(out.ContentLength); n > MaxObjectSize {
-		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w: the object is %d bytes, a lease object is at most %d", key, lease.ErrCorrupt, n, MaxObjectSize)
-	}
-	body, err := io.ReadAll(io.LimitReader(out.Body, MaxObjectSize+1))
+	body, err := lease.ReadBody(out.Body, aws.ToInt64(out.ContentLength), MaxObjectSize)
 	if err != nil {
-		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: read the body: %w", key, err)
-	}
-	if len(body) > MaxObjectSize {
-		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w: the object is larger than %d bytes", key, lease.ErrCorrupt, MaxObjectSize)
+		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w", key, err)
 	}
 	return body, lease.Meta{
 		ETag:         lease.QuoteETag(aws.ToString(out.ETag)),
