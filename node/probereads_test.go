@@ -20,7 +20,7 @@ func readModeConfig(task string) Config {
 	c := testConfig(task, 2)
 	c.Metrics = nil
 	p := &c.Provider
-	p.KeepAlive, p.Window, p.MaxLeaseDuration = nodeid.KeepAliveRead, 3*time.Second, 12*time.Second
+	p.KeepAlive, p.Window, p.Backstop, p.MaxLeaseDuration = nodeid.KeepAliveRead, 3*time.Second, 12*time.Second, 12*time.Second
 	p.RenewInterval, p.RenewDeadline, p.SafetyMargin = 0, 0, 0
 	return c
 }

@@ -120,14 +120,14 @@ func TestConfigReadMode(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("read mode with the defaults: %v", err)
 	}
-	got := []time.Duration{c.Window, c.Backstop, c.LeaseDuration, c.PollInterval, c.RenewInterval, c.RenewDeadline, c.SafetyMargin, c.StoreTimeout}
-	want := []time.Duration{15 * time.Second, time.Minute, time.Minute, 3 * time.Second, 20 * time.Second, 40 * time.Second, time.Second, 2 * time.Second}
+	got := []time.Duration{c.Window, c.Backstop, c.LeaseDuration, c.MaxLeaseDuration, c.PollInterval, c.RenewInterval, c.RenewDeadline, c.SafetyMargin, c.StoreTimeout}
+	want := []time.Duration{15 * time.Second, 10 * time.Minute, 10 * time.Minute, 10 * time.Minute, 7500 * time.Millisecond, 200 * time.Second, 400 * time.Second, time.Second, 2 * time.Second}
 	for i := range got {
 		if got[i] != want[i] {
-			t.Fatalf("Window, Backstop, LeaseDuration, PollInterval, RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout = %v, want %v", got, want)
+			t.Fatalf("Window, Backstop, LeaseDuration, MaxLeaseDuration, PollInterval, RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout = %v, want %v", got, want)
 		}
 	}
-	if err := c.Validate(); err != nil || c.LeaseDuration != time.Minute {
+	if err := c.Validate(); err != nil || c.LeaseDuration != 10*time.Minute {
 		t.Fatalf("validating twice: %v, LeaseDuration %v", err, c.LeaseDuration)
 	}
 	tests := []struct {
@@ -136,7 +136,7 @@ func TestConfigReadMode(t *testing.T) {
 		field string // "" = valid
 		want  string
 	}{
-		{"local window", func(c *Config) { c.Window, c.MaxLeaseDuration = 3*time.Second, 12*time.Second }, "", ""},
+		{"local window", func(c *Config) { c.Window, c.Backstop = 3*time.Second, 12*time.Second }, "", ""},
 		{"lease ignored", func(c *Config) { c.LeaseDuration = 5 * time.Second }, "", ""},
 		{"unknown mode", func(c *Config) { c.KeepAlive = "gossip" }, "KeepAlive", `"gossip" is not`},
 		{"window in write mode", func(c *Config) { c.KeepAlive, c.Window = KeepAliveWrite, 15*time.Second }, "KeepAlive", "for KeepAliveRead only"},
@@ -145,7 +145,7 @@ func TestConfigReadMode(t *testing.T) {
 		{"window not above the margin", func(c *Config) { c.Window, c.SafetyMargin = 2*time.Second, 2*time.Second }, "Window", "above SafetyMargin"},
 		{"window not whole ms", func(c *Config) { c.Window = 15*time.Second + time.Microsecond }, "Window", "whole number of ms"},
 		{"backstop not whole ms", func(c *Config) { c.Backstop = time.Minute + time.Microsecond }, "Backstop", "whole number of ms"},
-		{"backstop above max lease", func(c *Config) { c.Backstop = 61 * time.Second }, "Backstop", "above MaxLeaseDuration 1m0s"},
+		{"backstop above a day", func(c *Config) { c.Backstop = 25 * time.Hour }, "MaxLeaseDuration", "above 24h"},
 		{"backstop below the renewals and a window", func(c *Config) { c.Backstop = 30 * time.Second }, "Backstop", "below RenewDeadline 20s + Window 15s"},
 		{"backstop just enough", func(c *Config) { c.Backstop, c.RenewDeadline = 30*time.Second, 15*time.Second }, "", ""},
 		{"poll too slow", func(c *Config) { c.PollInterval = 12 * time.Second }, "PollInterval", "below Window - SafetyMargin (14s)"},

@@ -107,3 +107,19 @@ type ReadObserver interface {
 	// latency, that showed the claim's ETag.
 	ReadProved(id int, latency time.Duration)
 }
+
+// ChallengeObserver is an Observer that also hears of the challenges of read
+// mode (docs/design.md section 11): those this task makes of a held lease,
+// and those it answers on its own claim. A Provider calls it when
+// Config.Observer implements it. Like the other methods it must be fast and
+// not block.
+type ChallengeObserver interface {
+	Observer
+	// Challenged reports a challenge this task wrote on node id's lease,
+	// held by holder; confirmed reports whether its confirm landed too (the
+	// ID may then be taken a Window later, unless the holder answers).
+	Challenged(id int, holder string, confirmed bool)
+	// Answered reports a challenge (or a confirm) of this task's claim on
+	// node id that it answered with a write of its own: the claim holds.
+	Answered(id int)
+}

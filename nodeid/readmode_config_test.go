@@ -13,7 +13,7 @@ import (
 // readConfig is e.config in read mode: a 3 s window, a 12 s backstop.
 func (e *env) readConfig(task string) Config {
 	c := e.config(task)
-	c.KeepAlive, c.Window, c.MaxLeaseDuration = KeepAliveRead, 3*time.Second, 12*time.Second
+	c.KeepAlive, c.Window, c.Backstop, c.MaxLeaseDuration = KeepAliveRead, 3*time.Second, 12*time.Second, 12*time.Second
 	c.RenewInterval, c.RenewDeadline, c.SafetyMargin = 0, 0, 0 // derived from the backstop
 	return c
 }

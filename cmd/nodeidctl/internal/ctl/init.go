@@ -53,8 +53,8 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	f.IntVar(&want.Layout.NodeBits, "node-bits", def.Layout.NodeBits, "Snowflake node bits")
 	f.IntVar(&want.Layout.SequenceBits, "sequence-bits", def.Layout.SequenceBits, "Snowflake sequence bits")
 	keepAlive := f.String("keepalive", string(lease.KeepAliveWrite), "how holders keep their leases alive: write (a conditional write every renewal) or read (mostly conditional reads, docs/design.md section 11); immutable")
-	window := f.Duration("window", 15*time.Second, "read mode's window W: how long a holder's read or write keeps it valid; immutable")
-	backstop := f.Duration("backstop", 0, "read mode's backstop B, the lease every record states (default 4 * --window); immutable")
+	window := f.Duration("window", nodeid.DefaultWindow, "read mode's window W: how long a holder's read or write keeps it valid; immutable")
+	backstop := f.Duration("backstop", nodeid.DefaultBackstop, "read mode's backstop B, the lease every record states (default 10m); immutable")
 	f.Bind("cluster-size", "first-node-id", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits", "keepalive", "window", "backstop")
 	st, err := a.setup(ctx, f, &c, args, func() error {
 		if err := checkLayout(f, &want); err != nil {
@@ -133,9 +133,6 @@ func keepAliveFlags(f *flagSet, m *lease.Manifest, mode string, window, backstop
 	case lease.KeepAliveRead:
 	default:
 		return usagef("%s %q is not write or read", f.Source("keepalive"), mode)
-	}
-	if backstop == 0 {
-		backstop = 4 * window
 	}
 	if window < time.Second || backstop <= window || window%time.Millisecond != 0 || backstop%time.Millisecond != 0 {
 		return usagef("%s %v and %s %v: the window must be at least 1s, the backstop above it, both whole ms",

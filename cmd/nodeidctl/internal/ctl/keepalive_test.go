@@ -18,7 +18,7 @@ func TestKeepAliveRead(t *testing.T) {
 	_, stderr = h.mustRun(ExitUsage, "init", "--keepalive", "read", "--window", "3s", "--backstop", "3s")
 	contains(t, "backstop not above window", stderr, "the window must be at least 1s, the backstop above it")
 
-	stdout, _ := h.mustRun(ExitOK, "init", "--cluster-size", "4", "--keepalive", "read", "--window", "3s", "--max-lease-duration", "12s")
+	stdout, _ := h.mustRun(ExitOK, "init", "--cluster-size", "4", "--keepalive", "read", "--window", "3s", "--backstop", "12s", "--max-lease-duration", "12s")
 	contains(t, "init", stdout, "keep-alive read, window 3s, backstop 12s")
 	if m := h.manifest(); m.KeepAlive != lease.KeepAliveRead || m.WindowMillis != 3000 || m.BackstopMillis != 12000 {
 		t.Fatalf("manifest = %+v", m)
@@ -32,7 +32,7 @@ func TestKeepAliveRead(t *testing.T) {
 
 	_, stderr = h.mustRun(ExitFailed, "init", "--keepalive", "write", "--max-lease-duration", "12s")
 	contains(t, "init with another mode", stderr, "the cluster manifest has keep-alive read, window 3s, backstop 12s, not the keep-alive write asked for")
-	_, stderr = h.mustRun(ExitFailed, "init", "--keepalive", "read", "--window", "2s", "--max-lease-duration", "12s")
+	_, stderr = h.mustRun(ExitFailed, "init", "--keepalive", "read", "--window", "2s", "--backstop", "8s", "--max-lease-duration", "12s")
 	contains(t, "init with another window", stderr, "not the keep-alive read, window 2s, backstop 8s asked for")
 	h.mustRun(ExitOK, "init", "--max-lease-duration", "12s") // no keep-alive flag: the manifest's
 
