@@ -53,8 +53,10 @@ func New(store lease.Store, cfg nodeid.Config) (*Elections, error) {
 }
 
 // scoped turns a node-ID configuration into the one of an election: one slot,
-// waiting until elected, no gossip, and no Snowflake reservation (a leader
-// issues no IDs, so a successor waits for no floor).
+// waiting until elected, no gossip of node IDs (Tasks, gossip's view of which
+// tasks live, is kept: in read mode it is how a dead leader is challenged),
+// and no Snowflake reservation (a leader issues no IDs, so a successor waits
+// for no floor).
 func scoped(cfg nodeid.Config) nodeid.Config {
 	cfg.ClusterSize, cfg.FirstNodeID, cfg.AcquireTimeout, cfg.Peers, cfg.Observer = 1, 0, forever, nil, nil
 	cfg.IssuesNoIDs = true

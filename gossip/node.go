@@ -175,6 +175,20 @@ func (n *Node) KnownNodes() map[int]int64 {
 	return out
 }
 
+// TaskLive reports whether the member called name (a task identity: the
+// broker names members by task) is live in this member's view, this one
+// included; false after Close. It satisfies nodeid.Tasks.
+func (n *Node) TaskLive(name string) bool {
+	if n.closed.Load() {
+		return false
+	}
+	if name == n.cfg.Name {
+		return true
+	}
+	_, ok := n.view.get(name)
+	return ok
+}
+
 // SetClaim advertises that this member holds nodeID at version, and returns
 // once the update is broadcast or Config.UpdateTimeout has passed (it keeps
 // spreading). From now on, another member advertising nodeID with a higher

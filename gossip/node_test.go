@@ -154,12 +154,18 @@ func TestLeftNodeDisappears(t *testing.T) {
 	}
 	a, c := nodes[0], nodes[2]
 	eventually(t, "a knows three IDs", func() bool { return len(a.KnownNodes()) == 3 })
+	if !a.TaskLive(a.Name()) || !a.TaskLive(c.Name()) || a.TaskLive("nobody") {
+		t.Errorf("TaskLive before c leaves: self %v, c %v, a stranger %v", a.TaskLive(a.Name()), a.TaskLive(c.Name()), a.TaskLive("nobody"))
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "c's ID leaves a's view", func() bool {
 		return mapsEqual(a.KnownNodes(), map[int]int64{0: 1, 1: 1}) && len(a.Members()) == 2
 	})
+	if a.TaskLive(c.Name()) || c.TaskLive(c.Name()) {
+		t.Errorf("TaskLive of the closed c: in a's view %v, in its own %v", a.TaskLive(c.Name()), c.TaskLive(c.Name()))
+	}
 
 	// A closed node stays closed.
 	if err := c.Close(); err != nil {

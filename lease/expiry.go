@@ -73,7 +73,8 @@ func FirstExpiredDate(lastModified time.Time, lease, clockMargin time.Duration) 
 // StateOf judges a decoded record from one response's Meta: free when it has no
 // holder; on a store that judges expiry itself (m.Liveness judged), expired
 // when the store says its liveness ran out; on a store that reports its clock,
-// expired by [Expired] with the record's own lease duration; else held.
+// expired by [Expired] with the record's own lease duration (a confirm of read
+// mode: its window, Record.TakeableAfter); else held.
 func StateOf(r *Record, m Meta, clockMargin time.Duration) State {
 	switch {
 	case r.Free():
@@ -83,7 +84,7 @@ func StateOf(r *Record, m Meta, clockMargin time.Duration) State {
 			return StateExpired
 		}
 		return StateHeld
-	case Expired(m.LastModified, m.Date, r.Lease(), clockMargin):
+	case Expired(m.LastModified, m.Date, r.TakeableAfter(), clockMargin):
 		return StateExpired
 	default:
 		return StateHeld

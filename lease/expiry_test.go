@@ -63,6 +63,9 @@ func TestStateOf(t *testing.T) {
 	lm := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	held := lease.Record{NodeID: 1, Holder: "t", LeaseMillis: 5000, WriteID: "0000000000000000"}
 	free := lease.Record{NodeID: 1, LeaseMillis: 5000, WriteID: "0000000000000000"}
+	challenge, confirm := held, held
+	challenge.Challenge = &lease.Challenge{Of: "00000000000000aa", By: "c", WindowMillis: 2000}
+	confirm.Challenge = &lease.Challenge{Of: "00000000000000aa", By: "c", Confirmed: true, WindowMillis: 2000}
 	tests := []struct {
 		name string
 		r    lease.Record
@@ -74,6 +77,10 @@ func TestStateOf(t *testing.T) {
 		{"held fresh", held, time.Second, lease.StateHeld},
 		{"held at bound", held, 7 * time.Second, lease.StateHeld},
 		{"held expired", held, 8 * time.Second, lease.StateExpired},
+		{"challenge past its window", challenge, 5 * time.Second, lease.StateHeld},
+		{"challenge expired by its lease", challenge, 8 * time.Second, lease.StateExpired},
+		{"confirm at its window's bound", confirm, 4 * time.Second, lease.StateHeld},
+		{"confirm past its window", confirm, 5 * time.Second, lease.StateExpired},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

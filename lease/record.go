@@ -51,6 +51,45 @@ type Record struct {
 	// WriteID is new at every write (16 hex digits): it makes every body unique
 	// and lets a write whose outcome is unknown be recognised on read-back.
 	WriteID string
+	// Challenge is set on a challenge or a confirm of read mode (see
+	// Challenge); nil on every other record, and then absent on the wire.
+	Challenge *Challenge
+}
+
+// Challenge is what a challenge of read mode adds to the holder's record,
+// which it copies otherwise unchanged (docs/design.md section 11): a task
+// that wants a held ID writes the challenge by CAS on the holder's record,
+// then, once that write is answered 2xx, the confirm by CAS on the
+// challenge. The holder answers either by a write of its own on its ETag;
+// anyone may take a confirm that stood its window on the store's clock.
+type Challenge struct {
+	// Of is the writeId of the holder's write that the challenge copies.
+	Of string
+	// By is the challenger's task identity.
+	By string
+	// Confirmed marks the confirm; false on the challenge.
+	Confirmed bool
+	// WindowMillis is the cluster's window W, in ms: a confirm may be taken
+	// once its age on the store's clock passes it (see Record.TakeableAfter).
+	WindowMillis int64
+}
+
+// challengeWire is the JSON form of a Challenge.
+type challengeWire struct {
+	Of           string `json:"of"`
+	By           string `json:"by"`
+	Confirmed    bool   `json:"confirmed,omitempty"`
+	WindowMillis int64  `json:"windowMillis"`
+}
+
+// TakeableAfter is how long after its last write, on the store's clock, the
+// record may be judged expired (Expired): its lease, or on a confirm the
+// window.
+func (r *Record) TakeableAfter() time.Duration {
+	if c := r.Challenge; c != nil && c.Confirmed {
+		return time.Duration(c.WindowMillis) * time.Millisecond
+	}
+	return r.Lease()
 }
 
 // Free reports whether no one holds the lease.
@@ -61,17 +100,18 @@ func (r *Record) Lease() time.Duration { return time.Duration(r.LeaseMillis) * t
 
 // recordWire is the JSON form; pointers mark the fields that must be present.
 type recordWire struct {
-	Schema          *int          `json:"schema"`
-	NodeID          *int          `json:"nodeId"`
-	Holder          string        `json:"holder"`
-	Value           string        `json:"value,omitempty"`
-	Version         *int64        `json:"version"`
-	LeaseMillis     int64         `json:"leaseMillis"`
-	RenewedAt       time.Time     `json:"renewedAt,omitzero"`
-	ExpiresAt       time.Time     `json:"expiresAt,omitzero"`
-	ReservedUntilMs int64         `json:"reservedUntilMs"`
-	KnownNodes      map[int]int64 `json:"knownNodes,omitempty"`
-	WriteID         *string       `json:"writeId"`
+	Schema          *int           `json:"schema"`
+	NodeID          *int           `json:"nodeId"`
+	Holder          string         `json:"holder"`
+	Value           string         `json:"value,omitempty"`
+	Version         *int64         `json:"version"`
+	LeaseMillis     int64          `json:"leaseMillis"`
+	RenewedAt       time.Time      `json:"renewedAt,omitzero"`
+	ExpiresAt       time.Time      `json:"expiresAt,omitzero"`
+	ReservedUntilMs int64          `json:"reservedUntilMs"`
+	KnownNodes      map[int]int64  `json:"knownNodes,omitempty"`
+	WriteID         *string        `json:"writeId"`
+	Challenge       *challengeWire `json:"challenge,omitempty"`
 }
 
 // DecodeRecord decodes the body of the lease object for node ID id. Anything but
@@ -99,6 +139,9 @@ func DecodeRecord(data []byte, id int) (Record, error) {
 		NodeID: *w.NodeID, Holder: w.Holder, Value: w.Value, Version: *w.Version, LeaseMillis: w.LeaseMillis,
 		RenewedAt: w.RenewedAt, ExpiresAt: w.ExpiresAt, ReservedUntilMs: w.ReservedUntilMs,
 		KnownNodes: w.KnownNodes, WriteID: *w.WriteID,
+	}
+	if c := w.Challenge; c != nil {
+		r.Challenge = &Challenge{Of: c.Of, By: c.By, Confirmed: c.Confirmed, WindowMillis: c.WindowMillis}
 	}
 	if err := r.Validate(); err != nil {
 		return Record{}, err
@@ -135,6 +178,25 @@ func (r *Record) Validate() error {
 			return corruptf("knownNodes entry %d -> %d out of range", id, v)
 		}
 	}
+	return r.validChallenge()
+}
+
+// validChallenge checks r's challenge, if any: on a held record, naming a
+// writeId, by a task, with a window below the lease.
+func (r *Record) validChallenge() error {
+	c := r.Challenge
+	switch {
+	case c == nil:
+		return nil
+	case r.Holder == "":
+		return corruptf("a challenge of a free record")
+	case !validWriteID(c.Of) || c.Of == r.WriteID:
+		return corruptf("challenge of writeId %q: not 16 lowercase hex digits, or the challenge's own", c.Of)
+	case c.By == "" || len(c.By) > MaxHolderLen:
+		return corruptf("challenger of %d bytes: must be 1..%d", len(c.By), MaxHolderLen)
+	case c.WindowMillis <= 0 || c.WindowMillis >= r.LeaseMillis:
+		return corruptf("challenge windowMillis %d out of range 1..%d (below leaseMillis)", c.WindowMillis, r.LeaseMillis-1)
+	}
 	return nil
 }
 
@@ -152,10 +214,14 @@ func (r *Record) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("encode record %d: %w", r.NodeID, err)
 	}
 	schema, id, version, writeID := RecordSchema, r.NodeID, r.Version, r.WriteID
+	var challenge *challengeWire
+	if c := r.Challenge; c != nil {
+		challenge = &challengeWire{Of: c.Of, By: c.By, Confirmed: c.Confirmed, WindowMillis: c.WindowMillis}
+	}
 	return json.Marshal(recordWire{
 		Schema: &schema, NodeID: &id, Holder: r.Holder, Value: r.Value, Version: &version,
 		LeaseMillis: r.LeaseMillis, RenewedAt: r.RenewedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
-		ReservedUntilMs: r.ReservedUntilMs, KnownNodes: r.KnownNodes, WriteID: &writeID,
+		ReservedUntilMs: r.ReservedUntilMs, KnownNodes: r.KnownNodes, WriteID: &writeID, Challenge: challenge,
 	})
 }
 

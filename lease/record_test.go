@@ -28,6 +28,8 @@ func TestRecordRoundTrip(t *testing.T) {
 			WriteID: "00000000000000bb"},
 		"released": {NodeID: 1023, Version: 41, LeaseMillis: 15000, ReservedUntilMs: 5,
 			WriteID: "00000000000000aa"},
+		"confirm": {NodeID: 3, Holder: "task-a", Version: 2, LeaseMillis: 600000, ReservedUntilMs: 9,
+			WriteID: "00000000000000cc", Challenge: &lease.Challenge{Of: "00000000000000bb", By: "task-b", Confirmed: true, WindowMillis: 15000}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			body, err := r.Encode()
@@ -74,6 +76,32 @@ func TestRecordWireFormatValue(t *testing.T) {
 	}
 }
 
+// TestRecordWireFormatChallenge pins a challenge's and a confirm's form.
+func TestRecordWireFormatChallenge(t *testing.T) {
+	r := lease.Record{NodeID: 0, Holder: "a", Version: 2, LeaseMillis: 60000, WriteID: "0123456789abcdef",
+		Challenge: &lease.Challenge{Of: "00000000000000aa", By: "b", WindowMillis: 15000}}
+	for _, confirmed := range []bool{false, true} {
+		r.Challenge.Confirmed = confirmed
+		body, err := r.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		flag := map[bool]string{true: `"confirmed":true,`}[confirmed]
+		want := `{"schema":1,"nodeId":0,"holder":"a","version":2,"leaseMillis":60000,"reservedUntilMs":0,"writeId":"0123456789abcdef",` +
+			`"challenge":{"of":"00000000000000aa","by":"b",` + flag + `"windowMillis":15000}}`
+		if string(body) != want {
+			t.Fatalf("wire format:\n got %s\nwant %s", body, want)
+		}
+	}
+	if got := r.TakeableAfter(); got != 15*time.Second {
+		t.Fatalf("a confirm's TakeableAfter = %v, want its window", got)
+	}
+	r.Challenge.Confirmed = false
+	if got := r.TakeableAfter(); got != time.Minute {
+		t.Fatalf("a challenge's TakeableAfter = %v, want its lease", got)
+	}
+}
+
 func TestDecodeRecordCorrupt(t *testing.T) {
 	const ok = `"schema":1,"nodeId":7,"version":3,"writeId":"0123456789abcdef"`
 	tests := []struct {
@@ -110,6 +138,13 @@ func TestDecodeRecordCorrupt(t *testing.T) {
 		{"long value", `{` + ok + `,"leaseMillis":1,"holder":"t","value":"` + strings.Repeat("v", lease.MaxValueLen+1) + `"}`, "value of 4097 bytes"},
 		{"value when free", `{` + ok + `,"value":"v"}`, "value without a holder"},
 		{"bad time", `{` + ok + `,"renewedAt":"yesterday"}`, "bad JSON"},
+		{"challenge of a free record", `{` + ok + `,"challenge":{"of":"00000000000000aa","by":"b","windowMillis":1}}`, "challenge of a free record"},
+		{"challenge of no writeId", `{` + ok + `,"holder":"t","leaseMillis":60000,"challenge":{"of":"x","by":"b","windowMillis":1}}`, "challenge of writeId"},
+		{"challenge of itself", `{` + ok + `,"holder":"t","leaseMillis":60000,"challenge":{"of":"0123456789abcdef","by":"b","windowMillis":1}}`, "the challenge's own"},
+		{"challenge by no one", `{` + ok + `,"holder":"t","leaseMillis":60000,"challenge":{"of":"00000000000000aa","by":"","windowMillis":1}}`, "challenger"},
+		{"challenge window zero", `{` + ok + `,"holder":"t","leaseMillis":60000,"challenge":{"of":"00000000000000aa","by":"b","windowMillis":0}}`, "windowMillis 0"},
+		{"challenge window as long as the lease", `{` + ok + `,"holder":"t","leaseMillis":60000,"challenge":{"of":"00000000000000aa","by":"b","windowMillis":60000}}`, "windowMillis 60000"},
+		{"challenge unknown field", `{` + ok + `,"holder":"t","leaseMillis":60000,"challenge":{"of":"00000000000000aa","by":"b","windowMillis":1,"x":1}}`, "unknown field"},
 		{"oversized", `{` + ok + `,"holder":"` + strings.Repeat(" ", lease.MaxObjectSize) + `"}`, "exceeds"},
 	}
 	for _, tc := range tests {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/nodeid"
 )
 
 // LeaderResponse is the body of GET /leader (and the Leader of /status).
@@ -42,19 +43,36 @@ type elector struct {
 	once   sync.Once
 }
 
-// newElector returns nil when cfg.Elect is empty.
-func newElector(store lease.Store, cfg Config) (*elector, error) {
+// newElector returns nil when cfg.Elect is empty. With gossip, the
+// campaign sees which tasks live through it (tasks): in read mode a leader
+// gossip finds dead is challenged at once.
+func newElector(store lease.Store, cfg Config, tasks nodeid.Tasks) (*elector, error) {
 	if cfg.Elect == "" {
 		return nil, nil
 	}
 	if err := election.CheckName(cfg.Elect); err != nil {
 		return nil, err
 	}
-	e, err := election.New(store, cfg.Provider)
+	pc := cfg.Provider
+	if cfg.Gossip != nil && pc.Tasks == nil {
+		pc.Tasks = tasks
+	}
+	e, err := election.New(store, pc)
 	if err != nil {
 		return nil, err
 	}
 	return &elector{name: cfg.Elect, value: cfg.ElectValue, task: cfg.Provider.TaskID, e: e, done: make(chan struct{})}, nil
+}
+
+// gossipTasks is the node's gossip view of live tasks (nodeid.Tasks); every
+// task counts as live until gossip started, so that nothing is challenged
+// for want of a view.
+type gossipTasks struct{ n *Node }
+
+// TaskLive implements nodeid.Tasks.
+func (t gossipTasks) TaskLive(taskID string) bool {
+	g := t.n.gossip.Load()
+	return g == nil || g.TaskLive(taskID)
 }
 
 // start campaigns in the background until stop.

@@ -97,7 +97,7 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n.metrics = m
 	n.store = m.Store(store)
-	if n.elector, err = newElector(n.store, cfg); err != nil {
+	if n.elector, err = newElector(n.store, cfg, gossipTasks{n}); err != nil {
 		return nil, err
 	}
 	return n, nil

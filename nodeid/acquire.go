@@ -67,6 +67,7 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 	tried := map[int]bool{}
 	var errs []error
 	var far []farFloor
+	w.suspects = nil
 	for relists := 0; ; relists++ {
 		c, lostRace, err := p.visit(ctx, v, tried, &errs, &far, w)
 		if c != nil || err != nil {
@@ -82,6 +83,10 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		}
 		p.observeDate(l.Date, p.clock.Now())
 		v.index(l)
+	}
+	if len(w.suspects) > 0 && p.challenge(ctx, w.suspects[0], w) {
+		return nil, fmt.Errorf("%w: challenged node %d's holder (read mode); it may be taken a Window after the confirm unless its holder answers",
+			ErrClusterFull, w.suspects[0].r.id)
 	}
 	if near, ok := p.nearestRecent(far, len(errs) > 0); ok {
 		// A floor a release a moment ago explains becomes takeable as this
@@ -155,7 +160,10 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			case err != nil:
 				continue // corrupt: reported, never taken
 			case state == lease.StateHeld:
-				w.note(r, prev.Lease(), p.cfg.ClockMargin)
+				if p.suspected(r, prev, known, w) {
+					w.suspects = append(w.suspects, suspect{r: r, prev: prev})
+				}
+				w.note(r, prev, p.cfg.ClockMargin)
 				if w.movedHeld(v, r) {
 					return nil, true, nil
 				}

@@ -57,20 +57,31 @@ type watched struct {
 	// none was.
 	floorNear time.Time
 	listed    map[int]lease.ObjectInfo // by ID in the previous listing; nil before the first
+	// suspects are the held leases of this round that this task may
+	// challenge (read mode, challenge.go), in the order read.
+	suspects []suspect
+	// challenged maps each node ID this Acquire challenged to the version
+	// it challenged: gossip's word alone never challenges that version
+	// again (its holder may have answered: it lives).
+	challenged map[int]int64
 }
 
 // heldLease is one lease found held: the ETag and length it was read with,
-// and its lease.
+// how long after its last write it may be judged expired (its lease, or a
+// confirm's window), and its holder and version.
 type heldLease struct {
-	etag  string
-	size  int64
-	lease time.Duration
+	etag    string
+	size    int64
+	lease   time.Duration
+	holder  string
+	version int64
 }
 
-// note records a lease found held in r.
-func (w *watched) note(r readResult, leaseDur, clockMargin time.Duration) {
-	w.held[r.id] = heldLease{etag: r.meta.ETag, size: int64(len(r.body)), lease: leaseDur}
-	w.soon(r.meta.LastModified, leaseDur, clockMargin)
+// note records rec, a lease found held in r.
+func (w *watched) note(r readResult, rec lease.Record, clockMargin time.Duration) {
+	h := heldLease{etag: r.meta.ETag, size: int64(len(r.body)), lease: rec.TakeableAfter(), holder: rec.Holder, version: rec.Version}
+	w.held[r.id] = h
+	w.soon(r.meta.LastModified, h.lease, clockMargin)
 }
 
 // soon lowers w.soonest to the first instant a lease written at lastModified
@@ -136,7 +147,11 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 		if _, seen := w.held[id]; seen && p.hooks.revisitsNothing() {
 			return true
 		}
-		return w.stillHeld(id, v, p.cfg.ClockMargin) || p.liveByGossip(id, v, known, longest)
+		if w.stillHeld(id, v, p.cfg.ClockMargin) {
+			h := w.held[id]
+			return !p.deadByGossip(id, h.holder, h.version, known, w) // read again, to challenge
+		}
+		return p.liveByGossip(id, v, known, longest)
 	})
 	// Within classOther, the objects listed short (a free record is shorter
 	// than a held one) first, then those written longest ago (by whole

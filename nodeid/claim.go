@@ -40,11 +40,16 @@ type Claim struct {
 	// ETag change); nil before its first sleep.
 	wake atomic.Pointer[context.CancelFunc]
 
-	mu       sync.Mutex // guards the fields below and serialises writes
-	etag     string
-	rec      lease.Record   // the last record written
-	lastSent time.Time      // when the last successful write was sent (Clock.Now)
-	pending  []pendingWrite // writes whose outcome is unknown, since lastSent
+	mu   sync.Mutex // guards the fields below and serialises writes
+	etag string
+	// answering: etag is not our record's but a challenge's (or a
+	// confirm's) naming our last landed write (read mode, challenge.go): the
+	// next write answers it, and no read on it proves the claim. A landed
+	// write clears it.
+	answering bool
+	rec       lease.Record   // the last record written
+	lastSent  time.Time      // when the last successful write was sent (Clock.Now)
+	pending   []pendingWrite // writes whose outcome is unknown, since lastSent
 	// lastSuspendFence is suspendDeadline(lastSent): that write's fence on
 	// the suspend-counting reading, kept when the fence falls (Close's
 	// read-back proof, freedByOurRelease, needs it then).

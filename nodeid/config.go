@@ -227,6 +227,12 @@ type Config struct {
 	Observer Observer
 	// Peers, when set, supplies gossip hints (see Peers).
 	Peers Peers
+	// Tasks, when set, tells which tasks are alive (see Tasks): in read
+	// mode a lease whose holder it does not show live is challenged at
+	// once rather than when its backstop is late. Elections keep it (they
+	// drop Peers): it is how a dead leader is replaced within about a
+	// Window. Nil: no such signal.
+	Tasks Tasks
 
 	// hooks is nil in production; tests set it (see testHooks).
 	hooks *testHooks

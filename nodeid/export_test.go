@@ -52,6 +52,10 @@ func (c *Claim) RenewStep(ctx context.Context) error { return c.renewStep(ctx) }
 // time, and nil when its answer proved the claim's ETag.
 func (c *Claim) Poll(ctx context.Context) (time.Time, error) { return c.poll(ctx) }
 
+// AfterPoll is what the read loop does after a Poll that returned err
+// (afterPoll): the time to the next, and whether to wake the renewal.
+func AfterPoll(err error, poll time.Duration) (time.Duration, bool) { return afterPoll(err, poll) }
+
 // InJeopardy reports whether the claim is in jeopardy.
 func (c *Claim) InJeopardy() bool { return c.jeopardy.Load() }
 

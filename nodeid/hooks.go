@@ -12,6 +12,16 @@ type Peers interface {
 	KnownNodes() map[int]int64
 }
 
+// Tasks tells which tasks are alive by a signal other than the store (the
+// gossip package's membership satisfies it, for members named by task
+// identity). In read mode a task that finds a lease held by a task it does
+// not show live challenges it (docs/design.md section 11); a live holder
+// answers with one write, so a wrong answer costs a write, never safety.
+type Tasks interface {
+	// TaskLive reports whether the task called taskID is alive.
+	TaskLive(taskID string) bool
+}
+
 // PeerHints is a Peers that also tells a waiting Acquire when to look (the
 // gossip package satisfies it). Like Peers it only schedules the store
 // requests: every take is still judged on a read of the lease.

@@ -36,6 +36,10 @@ import (
 // meanwhile. The renewal loop tells which.
 var errETagChanged = errors.New("nodeid: the lease object's ETag changed")
 
+// errAnswering is a poll not sent: the claim's ETag is a challenge's that the
+// renewal loop is answering (challenge.go).
+var errAnswering = errors.New("nodeid: answering a challenge")
+
 // startPolling starts the read loop of a claim in read mode, and returns the
 // function that waits for it to end (after ctx ends).
 func (c *Claim) startPolling(ctx context.Context) (wait func()) {
@@ -52,12 +56,14 @@ func (c *Claim) startPolling(ctx context.Context) (wait func()) {
 
 // pollLoop reads every PollInterval after the previous read's send (the
 // first a PollInterval after it starts, when the take has just armed the
-// fence), until ctx ends. A changed ETag wakes the renewal loop.
+// fence), until ctx ends; a read that failed is followed by the next a
+// quarter of that later, so that one failed read does not let the fence fall.
+// A changed ETag wakes the renewal loop.
 func (c *Claim) pollLoop(ctx context.Context) {
 	clock := c.p.clock
-	sent := clock.Now()
+	sent, every := clock.Now(), c.p.cfg.PollInterval
 	for {
-		if err := clock.Sleep(ctx, sent.Add(c.p.cfg.PollInterval).Sub(clock.Now())); err != nil {
+		if err := clock.Sleep(ctx, sent.Add(every).Sub(clock.Now())); err != nil {
 			return
 		}
 		var err error
@@ -65,10 +71,25 @@ func (c *Claim) pollLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errETagChanged) || errors.Is(err, lease.ErrNotFound) {
+		var wake bool
+		if every, wake = afterPoll(err, c.p.cfg.PollInterval); wake {
 			c.wakeRenewal()
 		}
 	}
+}
+
+// afterPoll tells the read loop what follows a poll that returned err: the
+// time from its send to the next (PollInterval, a quarter of it after a
+// failed read), and whether to wake the renewal loop (the ETag changed, or
+// the object is gone).
+func afterPoll(err error, poll time.Duration) (next time.Duration, wake bool) {
+	switch {
+	case errors.Is(err, errETagChanged) || errors.Is(err, lease.ErrNotFound):
+		return poll, true
+	case err != nil && !errors.Is(err, errAnswering):
+		return poll / 4, false
+	}
+	return poll, false
 }
 
 // poll sends one conditional read of the claim's lease object on its ETag,
@@ -78,8 +99,11 @@ func (c *Claim) pollLoop(ctx context.Context) {
 // error otherwise (lease.ErrNotModifiedUnproven included).
 func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 	c.mu.Lock()
-	etag := c.etag
+	etag, answering := c.etag, c.answering
 	c.mu.Unlock()
+	if answering && !c.p.hooks.readsProveChallenge() {
+		return c.p.clock.Now(), errAnswering // the renewal loop writes the answer; a read on the challenge proves nothing
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
 	sent := c.p.clock.Now()
 	_, meta, err := lease.GetIfChanged(rctx, c.p.store, c.key, etag)

@@ -98,7 +98,7 @@ func (p *Provider) Config() Config { return p.cfg }
 func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
-	w := &watched{held: map[int]heldLease{}}
+	w := &watched{held: map[int]heldLease{}, challenged: map[int]int64{}}
 	lastLook := start
 	for round := 1; ; round++ {
 		if err := p.awaitFreed(ctx, start, lastLook, round > 1); err != nil {

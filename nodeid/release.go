@@ -81,6 +81,8 @@ func (c *Claim) release(ctx context.Context) error {
 				c.id, ctx.Err(), c.p.cfg.LeaseDuration)
 		case errors.Is(err, errEarlierWriteLanded):
 			continue // an earlier renewal landed: write the release again, on its ETag, at once
+		case errors.Is(err, errChallenged):
+			continue // a challenge of ours (read mode): release on its ETag, at once
 		}
 		if !c.sleepOrDone(ctx, pace.next()) {
 			continue // the next write sees ctx done and reports it

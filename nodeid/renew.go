@@ -105,17 +105,24 @@ func (c *Claim) attempt(ctx context.Context) error {
 	return err
 }
 
-// renewOnce writes one renewal: a new writeId, times and reservation.
+// renewOnce writes one renewal: a new writeId, times and reservation. A
+// renewal that meets a challenge of ours (read mode) is written again at once
+// on the challenge's ETag: the answer.
 func (c *Claim) renewOnce(ctx context.Context) error {
-	c.mu.Lock()
-	rec := c.rec
-	c.mu.Unlock()
-	c.p.stamp(&rec, c.reserveWall())
-	rec.KnownNodes = c.p.knownNodes()
-	if err := c.write(ctx, rec); !errors.Is(err, errEarlierWriteLanded) {
-		return err
+	for range maxAnswers {
+		c.mu.Lock()
+		rec := c.rec
+		c.mu.Unlock()
+		c.p.stamp(&rec, c.reserveWall())
+		rec.KnownNodes = c.p.knownNodes()
+		switch err := c.write(ctx, rec); {
+		case errors.Is(err, errEarlierWriteLanded):
+			return nil // an earlier renewal landed: the lease is renewed
+		case !errors.Is(err, errChallenged):
+			return err
+		}
 	}
-	return nil // an earlier renewal landed: the lease is renewed
+	return fmt.Errorf("node %d: challenged again at each of %d answers", c.id, maxAnswers)
 }
 
 // sleepOrDone waits d on the provider's clock; false if ctx ended first.

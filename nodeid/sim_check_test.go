@@ -262,16 +262,52 @@ func (k *simChecker) written(key string, body []byte) {
 		k.fail(violationRule, "%s taken by %s with version %d after %d", key, r.Holder, r.Version, prev.Version)
 	case seen && r.ReservedUntilMs < prev.ReservedUntilMs && r.Holder != "":
 		k.fail(violationRule, "%s reservation lowered from %d to %d while held", key, prev.ReservedUntilMs, r.ReservedUntilMs)
-	case seen && prev.Holder != "" && r.Version > prev.Version && k.s.now-k.applied[key] <= prev.Lease():
+	case seen && prev.Holder != "" && r.Version > prev.Version && k.s.now-k.applied[key] <= prev.TakeableAfter():
 		// The taker's half of section 4: the expiry rule implies that more
-		// than the lease passed, in real time, since the store applied the
-		// record taken.
-		k.fail(violationRule, "%s: %s's lease (version %d, lease %v) taken by %s only %v after the store applied it",
-			key, prev.Holder, prev.Version, prev.Lease(), r.Holder, k.s.now-k.applied[key])
+		// than the lease (a confirm's window, section 11) passed, in real
+		// time, since the store applied the record taken.
+		k.fail(violationRule, "%s: %s's lease (version %d, takeable after %v) taken by %s only %v after the store applied it",
+			key, prev.Holder, prev.Version, prev.TakeableAfter(), r.Holder, k.s.now-k.applied[key])
+	case r.Challenge != nil:
+		k.challenge(key, r, prev, seen)
 	}
+	k.countChallenge(r, prev, seen)
 	k.last[key] = r
 	k.applied[key] = k.s.now
 	k.s.tracef("write %s: holder %q version %d reserved %d", key, r.Holder, r.Version, r.ReservedUntilMs)
+}
+
+// challenge checks a challenge or a confirm r written over prev (section
+// 11): a copy of the holder's record, the challenge over a plain record
+// naming its writeId, the confirm over that challenge.
+func (k *simChecker) challenge(key string, r, prev lease.Record, seen bool) {
+	ch := r.Challenge
+	switch {
+	case !seen || r.Holder != prev.Holder || r.Version != prev.Version || r.ReservedUntilMs != prev.ReservedUntilMs:
+		k.fail(violationRule, "%s: a challenge by %s that does not copy the record (%+v over %+v)", key, ch.By, r, prev)
+	case !ch.Confirmed && (prev.Challenge != nil || ch.Of != prev.WriteID):
+		k.fail(violationRule, "%s: a challenge by %s of writeId %s over a record that is no plain record with it (%+v)", key, ch.By, ch.Of, prev)
+	case ch.Confirmed && (prev.Challenge == nil || prev.Challenge.Confirmed || prev.Challenge.Of != ch.Of || prev.Challenge.By != ch.By):
+		k.fail(violationRule, "%s: a confirm by %s over a record that is not its challenge (%+v)", key, ch.By, prev)
+	}
+}
+
+// countChallenge counts the steps of the challenges of read mode: so that a
+// run shows they happened.
+func (k *simChecker) countChallenge(r, prev lease.Record, seen bool) {
+	switch {
+	case r.Challenge != nil && r.Challenge.Confirmed:
+		k.s.counts["confirm"]++
+	case r.Challenge != nil:
+		k.s.counts["challenge"]++
+	case !seen || prev.Challenge == nil:
+	case r.Version > prev.Version:
+		k.s.counts["challenge taken"]++
+	case r.Free():
+		k.s.counts["challenge released"]++
+	default:
+		k.s.counts["challenge answered"]++
+	}
 }
 
 // final: every successor's floor is at or above every timestamp issued under an
@@ -404,7 +440,7 @@ func (k *simChecker) summary() string {
 	fmt.Fprintf(&b, "%d checks, %d IDs issued, %d by applications on the host's clock, longest wait %v", k.steps, k.issuedIDs, k.outsideIDs, k.maxStuck)
 	for _, name := range []string{"acquired", "lost", "crash", "pause", "partition", "graceful stop", "wall step", "host step",
 		"ambiguous landed", "ambiguous lost", "late write", "late write landing", "409", "read error", "issue waited", "issue fenced",
-		"acquire failed", "child killed", "bad peer", "jeopardy", "recovered", "poll proved", "poll failed"} {
+		"acquire failed", "child killed", "bad peer", "jeopardy", "recovered", "poll proved", "poll failed", "poll saw a change", "challenge", "confirm", "challenge answered", "challenge taken", "challenge released"} {
 		fmt.Fprintf(&b, ", %s %d", name, k.s.counts[name])
 	}
 	return b.String()

@@ -28,6 +28,7 @@ type simTask struct {
 	claim    *nodeid.Claim
 	lead     *election.Leadership
 	pending  *nodeid.Claim // the claim the Provider just created (SimHooks.OnClaim)
+	renewals int           // renewal events scheduled: only the latest one runs
 	drift    float64
 	skew     time.Duration // the node's wall clock minus real time
 	hostSkew time.Duration // the host's clock minus real time
@@ -194,8 +195,19 @@ func (t *simTask) startGenerator(c *nodeid.Claim) {
 // scheduleRenewal does what renewLoop does: renew RenewInterval after the last
 // successful write, measured on the task's monotonic clock.
 func (t *simTask) scheduleRenewal() {
-	d := time.Duration(float64(t.claim.NextRenewal().Sub(t.mono())) / (1 + t.drift))
-	t.s.schedule(t.s.now+d, t, true, t.renew)
+	t.renewIn(time.Duration(float64(t.claim.NextRenewal().Sub(t.mono())) / (1 + t.drift)))
+}
+
+// renewIn schedules the renewal d of real time from now, in place of the
+// one scheduled before (a poll that saw the ETag change wakes it early).
+func (t *simTask) renewIn(d time.Duration) {
+	t.renewals++
+	gen := t.renewals
+	t.s.schedule(t.s.now+d, t, true, func() {
+		if gen == t.renewals {
+			t.renew()
+		}
+	})
 }
 
 func (t *simTask) renew() {
@@ -221,20 +233,26 @@ func (t *simTask) renew() {
 }
 
 // poll does what the claim's read loop does in read mode: a conditional read
-// of its own lease object every PollInterval after the previous one's send,
-// on the task's monotonic clock, while the claim lasts. A read that sees
-// the ETag change leaves it to the next renewal.
+// of its own lease object every PollInterval after the previous one's send
+// (a quarter of it after a failed one), on the task's monotonic clock, while
+// the claim lasts. A read that sees the ETag change (a challenge, another
+// writer, a write of ours that landed late) wakes the renewal.
 func (t *simTask) poll(c *nodeid.Claim) {
 	if c != t.claim || isDone(c) || t.stopped || t.crashed {
 		return
 	}
 	sent, err := c.Poll(context.Background())
-	if err != nil {
+	every, wake := nodeid.AfterPoll(err, t.cfg.PollInterval)
+	switch {
+	case wake:
+		t.s.counts["poll saw a change"]++
+		t.renewIn(0)
+	case err != nil:
 		t.s.counts["poll failed"]++
-	} else {
+	default:
 		t.s.counts["poll proved"]++
 	}
-	next := sent.Add(t.cfg.PollInterval).Sub(t.mono())
+	next := sent.Add(every).Sub(t.mono())
 	t.s.schedule(t.s.now+t.realFor(next), t, true, func() { t.poll(c) })
 }
 

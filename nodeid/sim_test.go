@@ -206,7 +206,10 @@ var recoveryMutations = []simMutation{
 
 // The read-mode rules broken (docs/design.md section 11): a read that shows
 // the claim's ETag re-arms the fence from its answer's arrival instead of its
-// send, or for the backstop, uncapped, instead of the window.
+// send, or for the backstop, uncapped, instead of the window. The challenge
+// rules broken are shown by challenge_test.go: the runs here rarely make the
+// schedules that need (a stale holder meeting a challenge of its successor, a
+// holder whose answers fail while its reads work).
 var readMutations = []simMutation{
 	{name: "read re-arms from its answer, not its send", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.ReadArmAtAnswer = true }},
 	{name: "read re-arms for the backstop, no cap", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.ReadArmBackstop = true }},

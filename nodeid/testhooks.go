@@ -47,6 +47,10 @@ type testHooks struct {
 	// from its answer's arrival instead of its send (readArmAtAnswer), or
 	// for the backstop, with no cap (readArmBackstop).
 	readArmAtAnswer, readArmBackstop bool
+	// Challenge bugs (read mode): the holder answers a challenge whatever
+	// writeId it names (answerAny), or a read that shows the challenge it
+	// is answering re-arms its fence (readProvesChallenge).
+	answerAny, readProvesChallenge bool
 }
 
 // readArmedAt returns the instant a read sent at sent and answered at
@@ -61,6 +65,14 @@ func (h *testHooks) readArmedAt(sent, answered time.Time) time.Time {
 // readArmsForBackstop reports whether a read re-arms the fence for the
 // backstop, uncapped (a bug).
 func (h *testHooks) readArmsForBackstop() bool { return h != nil && h.readArmBackstop }
+
+// answersAnyChallenge reports whether a holder answers a challenge naming
+// another writeId as its own (a bug).
+func (h *testHooks) answersAnyChallenge() bool { return h != nil && h.answerAny }
+
+// readsProveChallenge reports whether a read showing the challenge being
+// answered proves the claim (a bug).
+func (h *testHooks) readsProveChallenge() bool { return h != nil && h.readProvesChallenge }
 
 // recoversOnAnyRecord reports whether a claim in jeopardy adopts another
 // writer's record as a recovery (a bug).

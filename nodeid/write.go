@@ -33,6 +33,13 @@ var errNotApplied = errors.New("nodeid: write not applied")
 // release does; a renewal is done, since the earlier write renewed the lease).
 var errEarlierWriteLanded = errors.New("nodeid: an earlier write landed instead")
 
+// errChallenged means the object holds a challenge (or a confirm) of read
+// mode naming our last landed write, or a pending one now adopted
+// (docs/design.md section 11): the write did not land, and the claim's next
+// write, on the challenge's ETag, answers it. The caller writes again at once
+// with a new writeId.
+var errChallenged = errors.New("nodeid: the lease is challenged")
+
 // takenError is the loss found by a read-back: the lease object carries none of
 // our writes but another writer's record. It wraps ErrLeaseLost; release uses
 // what was seen, and when, to tell a successor that took our release from one
@@ -66,7 +73,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 		return err
 	}
 	c.mu.Lock()
-	etag := c.etag
+	etag, answering := c.etag, c.answering
 	c.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
 	sent := c.p.clock.Now()
@@ -76,6 +83,9 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 		c.mu.Lock()
 		c.committed(rec, meta.ETag, sent)
 		c.mu.Unlock()
+		if answering {
+			c.answered()
+		}
 		return nil
 	}
 	unknown := !errors.Is(err, lease.ErrPreconditionFailed) &&
@@ -96,7 +106,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 		// A 409: ours was not applied, and it says nothing about who
 		// won: read back.
 		return c.resolve(ctx, rec)
-	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && !(c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord()):
+	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && !c.p.cfg.readMode() && !(c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord()):
 		return lostf("node %d was written by another task (the store answered: %v)", c.id, err)
 	case serverError(err):
 		// A 5xx (500 InternalError, 503 SlowDown): the store saw it and most
@@ -105,7 +115,8 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 		// without a read here that would meet the same storm.
 		return fmt.Errorf("write %s: the store answered with a server error (outcome unknown, tried again on the same ETag): %w", c.key, err)
 	case errors.Is(err, lease.ErrPreconditionFailed) || unknown:
-		// A 412 with a write of ours pending may be that write: read back.
+		// A 412 with a write of ours pending may be that write, and in read
+		// mode any 412 may be a challenge to answer: read back.
 		return c.resolve(ctx, rec)
 	default:
 		return fmt.Errorf("write %s: %w", c.key, err)
@@ -122,8 +133,8 @@ func serverError(err error) bool {
 // resolve reads the object back after the write of rec was answered with
 // nothing certain: nil when rec landed, errEarlierWriteLanded when an earlier
 // pending write of ours did instead, errNotApplied when the object is
-// unchanged, an error wrapping ErrLeaseLost when another writer's record is
-// there.
+// unchanged, errChallenged when a challenge of ours is there to answer, an
+// error wrapping ErrLeaseLost when another writer's record is there.
 func (c *Claim) resolve(ctx context.Context, rec lease.Record) error {
 	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
 	defer cancel()
@@ -160,6 +171,9 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 			return rec.WriteID, nil
 		}
 	}
+	if rec.Challenge != nil {
+		return "", c.challengedBy(rec, meta.ETag, seen)
+	}
 	if c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord() {
 		c.committed(c.rec, meta.ETag, seen) // the bug: another writer's record taken for ours
 		return rec.WriteID, nil
@@ -177,7 +191,7 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 // renewal loop ends the claim. A write whose deadline has passed already
 // leaves the claim fenced. Callers hold c.mu.
 func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
-	c.rec, c.etag, c.lastSent, c.pending = rec, etag, sent, nil
+	c.rec, c.etag, c.lastSent, c.pending, c.answering = rec, etag, sent, nil, false
 	c.lastSuspendFence = c.suspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
 	c.arm(int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent))

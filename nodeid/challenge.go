@@ -1,0 +1,147 @@
+package nodeid
+
+// Challenges of read mode (docs/design.md section 11). In read mode a
+// holder writes only every RenewInterval of the backstop, so a silent
+// holder's record expires by its lease only a Backstop after its last write.
+// A task that wants a held ID sooner challenges the holder instead:
+//   - challenge: a CAS on the holder's record, copying it unchanged and
+//     naming its writeId (lease.Challenge);
+//   - confirm: once the challenge's PUT is answered 2xx (a read-back that
+//     finds it is not enough), a CAS on the challenge's ETag, the same copy
+//     marked confirmed. From then on every read the holder sends shows
+//     another ETag, so its fence falls within Window of the confirm;
+//   - take: anyone may take the confirm by CAS once it is older than its
+//     window on the store's clock (lease.StateOf, Record.TakeableAfter);
+//   - answer: a live holder sees the challenge at its next poll, and its
+//     next write, by CAS on the challenge's (or confirm's) ETag, clears it
+//     (errChallenged; a challenge naming a write of ours still pending proves
+//     it landed, and adopts it at its send).
+// Whom to challenge: a held plain record whose holder gossip does not show
+// live (Peers for node IDs, Tasks for elections too), or whose backstop is late (older than RenewInterval + Window on the
+// store's clock); never a challenge or a confirm (one at a time per record),
+// never on a store that judges expiry itself (no store clock to run a window
+// on), and one per acquire round, after the round found nothing to take.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// maxAnswers bounds the writes of one renewal that each met a new challenge.
+const maxAnswers = 3
+
+// challengedBy handles rec, a challenge or a confirm read back at seen
+// with etag: when it names the claim's last landed write, or a pending one
+// (which it proves landed: adopted at its send), the claim's next write goes
+// on etag and answers it (errChallenged); any other writeId is another
+// holder's record, challenged: the claim is lost. Callers hold c.mu.
+func (c *Claim) challengedBy(rec lease.Record, etag string, seen time.Time) error {
+	of := rec.Challenge.Of
+	if of == c.rec.WriteID || c.p.hooks.answersAnyChallenge() {
+		c.etag, c.answering = etag, true
+		return errChallenged
+	}
+	for _, pw := range c.pending {
+		if pw.rec.WriteID == of {
+			c.committed(pw.rec, etag, c.p.hooks.adoptedSent(pw.sent, seen))
+			c.answering = true
+			return errChallenged
+		}
+	}
+	return &takenError{id: c.id, holder: rec.Holder, version: rec.Version, seen: seen}
+}
+
+// answered reports a landed write that answered a challenge.
+func (c *Claim) answered() {
+	c.p.log.Info("answered a challenge of the lease: still held", "nodeId", c.id, "version", c.version)
+	if o, ok := c.p.cfg.Observer.(ChallengeObserver); ok {
+		o.Answered(c.id)
+	}
+}
+
+// suspect is a held lease read in an acquire round that this task may
+// challenge.
+type suspect struct {
+	r    readResult
+	prev lease.Record
+}
+
+// suspected reports whether prev, read held in r, is one to challenge: in
+// read mode, a plain record (not a challenge or a confirm) on a store that
+// reports its clock, that gossip shows dead (deadByGossip) or whose last
+// write is older than RenewInterval + Window (a backstop missed).
+func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int64, w *watched) bool {
+	if !p.cfg.readMode() || prev.Challenge != nil || r.meta.Liveness.Judged() || p.hooks.takesNothing() {
+		return false
+	}
+	age, ok := lease.StoreAge(r.meta.LastModified, r.meta.Date)
+	return ok && (p.deadByGossip(r.id, prev.Holder, prev.Version, known, w) || age > p.cfg.RenewInterval+p.cfg.Window)
+}
+
+// deadByGossip reports whether, in read mode, gossip shows no live holder of
+// node id's lease, held by holder at version: no live member advertises the
+// ID (with Peers), or Tasks does not show the holder live. Once this Acquire
+// challenged that version, gossip's word alone no longer counts: a holder
+// that answered lives, whatever gossip says.
+func (p *Provider) deadByGossip(id int, holder string, version int64, known map[int]int64, w *watched) bool {
+	if v, ok := w.challenged[id]; !p.cfg.readMode() || (ok && v == version) {
+		return false
+	}
+	_, held := known[id]
+	return (p.cfg.Peers != nil && !held) || (p.cfg.Tasks != nil && !p.cfg.Tasks.TaskLive(holder))
+}
+
+// challenge challenges s's holder: the challenge, then, once it is answered
+// 2xx, the confirm. It notes the confirm in w (held, takeable a Window after
+// it), so that Acquire looks again when it may be taken, and reports whether
+// the confirm landed. Any failure leaves it to a later round (a challenge
+// whose outcome is unknown is never confirmed: it stands until the holder
+// answers it or the backstop expires it).
+func (p *Provider) challenge(ctx context.Context, s suspect, w *watched) bool {
+	key := lease.RecordKey(s.r.id)
+	ch := s.prev
+	ch.Challenge = &lease.Challenge{Of: s.prev.WriteID, By: p.cfg.TaskID, WindowMillis: p.cfg.Window.Milliseconds()}
+	ch.WriteID = lease.NewWriteID()
+	w.challenged[s.r.id] = s.prev.Version
+	meta, err := p.writeChallenge(ctx, key, ch, s.r.meta.ETag)
+	if err != nil {
+		p.log.Info("challenge not written", "key", key, "nodeId", s.r.id, "holder", s.prev.Holder, "err", err)
+		return false
+	}
+	cf := ch
+	cf.Challenge = &lease.Challenge{Of: ch.Challenge.Of, By: p.cfg.TaskID, Confirmed: true, WindowMillis: ch.Challenge.WindowMillis}
+	cf.WriteID = lease.NewWriteID()
+	meta, err = p.writeChallenge(ctx, key, cf, meta.ETag)
+	if errors.Is(err, lease.ErrUnknownOutcome) {
+		meta, err = p.readBackTake(ctx, key, cf.WriteID) // a confirm found landed is one: its window runs from its Last-Modified
+	}
+	confirmed := err == nil
+	p.log.Info("challenged a held lease", "key", key, "nodeId", s.r.id, "holder", s.prev.Holder, "version", s.prev.Version,
+		"confirmed", confirmed, "err", err)
+	if o, ok := p.cfg.Observer.(ChallengeObserver); ok {
+		o.Challenged(s.r.id, s.prev.Holder, confirmed)
+	}
+	if confirmed {
+		if meta.LastModified.IsZero() {
+			meta.LastModified = meta.Date // a PUT's answer: the confirm landed no later
+		}
+		body, _ := cf.Encode()
+		w.note(readResult{id: s.r.id, body: body, meta: meta}, cf, p.cfg.ClockMargin)
+	}
+	return confirmed
+}
+
+// writeChallenge writes rec, a challenge or a confirm, by CAS on etag,
+// bounded by StoreTimeout.
+func (p *Provider) writeChallenge(ctx context.Context, key string, rec lease.Record, etag string) (lease.Meta, error) {
+	body, err := rec.Encode()
+	if err != nil {
+		return lease.Meta{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.cfg.StoreTimeout)
+	defer cancel()
+	return lease.UpdateLive(wctx, p.store, key, body, etag, rec.LiveFor())
+}
