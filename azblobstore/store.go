@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/nodeid/nodeid/internal/notmodified"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -241,7 +242,7 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 	out, err := s.client.NewBlobClient(s.prefix+key).DownloadStream(policy.WithCaptureResponse(ctx, &raw), opts)
 	if err != nil {
 		if r := inspect(err); etag != "" && r.status == http.StatusNotModified {
-			m, err := notModified(key, etag, r.header)
+			m, err := notmodified.Read("azblobstore", key, etag, r.header, notmodified.ETag)
 			return nil, m, err
 		}
 		return nil, lease.Meta{}, s.readError(opGet, key, err)
@@ -249,7 +250,7 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 	defer out.Body.Close()
 	if raw != nil && raw.StatusCode == http.StatusNotModified {
 		// The SDK takes a 304 for a success: only the status tells.
-		m, err := notModified(key, etag, raw.Header)
+		m, err := notmodified.Read("azblobstore", key, etag, raw.Header, notmodified.ETag)
 		return nil, m, err
 	}
 	body, err := lease.ReadBody(out.Body, deref(out.ContentLength), MaxObjectSize)
@@ -261,24 +262,6 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		LastModified: deref(out.LastModified).UTC(),
 		Date:         deref(out.Date).UTC(),
 	}, nil
-}
-
-// notModified reads a 304 answer to If-None-Match: etag from its headers:
-// lease.ErrNotModified with the answer's ETag, Date and Last-Modified when
-// its ETag is etag, else lease.ErrNotModifiedUnproven.
-func notModified(key, etag string, h http.Header) (lease.Meta, error) {
-	got := lease.QuoteETag(h.Get("ETag"))
-	if got == "" || got != lease.QuoteETag(etag) {
-		return lease.Meta{}, fmt.Errorf("azblobstore: get %s: %w", key, lease.NotModifiedUnproven(key, etag, got))
-	}
-	m := lease.Meta{ETag: got}
-	if t, err := http.ParseTime(h.Get("Date")); err == nil {
-		m.Date = t.UTC()
-	}
-	if t, err := http.ParseTime(h.Get("Last-Modified")); err == nil {
-		m.LastModified = t.UTC()
-	}
-	return m, fmt.Errorf("azblobstore: get %s: %w (HTTP 304, ETag %s)", key, lease.ErrNotModified, got)
 }
 
 // Create implements [lease.Store] with Put Blob and If-None-Match: *.

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/api/option"
 	htransport "google.golang.org/api/transport/http"
 
+	"github.com/nodeid/nodeid/internal/notmodified"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -306,25 +307,36 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 }
 
 // notModified reads a 304 answer to a download with ifGenerationNotMatch=gen
-// from its headers: lease.ErrNotModified, with the generation's ETag, the
-// answer's Date and its Last-Modified when it has one, when its
-// x-goog-generation header is gen; else lease.ErrNotModifiedUnproven.
+// from its headers (notmodified.Read with the generation proof):
+// lease.ErrNotModified, with the generation's ETag, the answer's Date (the
+// exchange's when the answer has none) and its Last-Modified when it has
+// one, when its x-goog-generation header is gen; else
+// lease.ErrNotModifiedUnproven.
 func notModified(key string, gen int64, h http.Header, x *exchange) (lease.Meta, error) {
-	etag := etagOf(gen)
-	got := strings.TrimSpace(h.Get("X-Goog-Generation"))
-	if g, err := strconv.ParseInt(got, 10, 64); got == "" || err != nil || g != gen {
-		return lease.Meta{}, fmt.Errorf("gcsstore: get %s: %w", key, notModifiedUnproven(key, gen, got))
-	}
-	m := lease.Meta{ETag: etag}
-	if t, err := http.ParseTime(h.Get("Date")); err == nil {
-		m.Date = t.UTC()
-	} else {
+	m, err := notmodified.Read("gcsstore", key, etagOf(gen), h, generation)
+	if errors.Is(err, lease.ErrNotModified) && m.Date.IsZero() {
 		_, m.Date = x.dates()
 	}
-	if t, err := http.ParseTime(h.Get("Last-Modified")); err == nil {
-		m.LastModified = t.UTC()
-	}
-	return m, fmt.Errorf("gcsstore: get %s: %w (HTTP 304, x-goog-generation %s)", key, lease.ErrNotModified, got)
+	return m, err
+}
+
+// generation is how Cloud Storage's 304 answers show the version they
+// compared: the x-goog-generation header, a decimal, naming the ETag
+// etagOf gives it ("" when it is not a positive decimal).
+var generation = notmodified.Proof{
+	Header: "x-goog-generation",
+	Shown: func(h http.Header) (string, string) {
+		text := strings.TrimSpace(h.Get("X-Goog-Generation"))
+		g, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return text, ""
+		}
+		return text, etagOf(g)
+	},
+	Unproven: func(key, etag, text string) error {
+		gen, _ := parseETag(etag) // notModified asks with etagOf(gen), gen > 0
+		return notModifiedUnproven(key, gen, text)
+	},
 }
 
 // notModifiedUnproven is lease.NotModifiedUnproven in Cloud Storage's

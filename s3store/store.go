@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/nodeid/nodeid/internal/notmodified"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -296,7 +297,7 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
 		if r := inspect(err); etag != "" && r.status == http.StatusNotModified {
-			m, err := notModified(key, etag, r.header)
+			m, err := notmodified.Read("s3store", key, etag, r.header, notmodified.ETag)
 			return nil, m, err
 		}
 		return nil, lease.Meta{}, s.readError(opGet, key, err)
@@ -311,24 +312,6 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		LastModified: aws.ToTime(out.LastModified).UTC(),
 		Date:         serverDate(out.ResultMetadata),
 	}, nil
-}
-
-// notModified reads a 304 answer to If-None-Match: etag from its headers:
-// lease.ErrNotModified with the answer's ETag, Date and Last-Modified when
-// its ETag is etag, else lease.ErrNotModifiedUnproven.
-func notModified(key, etag string, h http.Header) (lease.Meta, error) {
-	got := lease.QuoteETag(h.Get("ETag"))
-	if got == "" || got != lease.QuoteETag(etag) {
-		return lease.Meta{}, fmt.Errorf("s3store: get %s: %w", key, lease.NotModifiedUnproven(key, etag, got))
-	}
-	m := lease.Meta{ETag: got}
-	if t, err := http.ParseTime(h.Get("Date")); err == nil {
-		m.Date = t.UTC()
-	}
-	if t, err := http.ParseTime(h.Get("Last-Modified")); err == nil {
-		m.LastModified = t.UTC()
-	}
-	return m, fmt.Errorf("s3store: get %s: %w (HTTP 304, ETag %s)", key, lease.ErrNotModified, got)
 }
 
 // Create implements [lease.Store] with PutObject and If-None-Match: *.
