@@ -74,6 +74,10 @@ func TestServeReadMode(t *testing.T) {
 			t.Errorf("%s's store probe (the read probe included): %+v", s.Task, s.StoreProbe)
 		}
 	}
+	if l := a.waitLog("keep-alive", time.Second); l["mode"] != "read" || l["window"] != "3s" || l["backstop"] != "12s" ||
+		l["backstopInterval"] != "4s" || l["pollInterval"] != "700ms" {
+		t.Errorf("a's keep-alive log line: %v", l)
+	}
 	code, out, errOut := runCtl(t, env, append([]string{"status"}, store...)...)
 	if code != 0 || !strings.Contains(out, "keep-alive    read, window 3s, backstop 12s") || strings.Count(out, " held ") != 2 {
 		t.Errorf("nodeidctl status: exit %d:\n%s%s", code, out, errOut)
