@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -114,6 +115,28 @@ func TestParseKeepAliveUsage(t *testing.T) {
 			if strings.Contains(err.Error(), field) {
 				t.Errorf("%v: %v names %s", tc.args, err, field)
 			}
+		}
+	}
+}
+
+// TestRunKeepAliveRead: run takes serve's read-mode flags, and its check
+// of the child's stop budget passes at read mode's timings (the backstop
+// is the lease it is computed on).
+func TestRunKeepAliveRead(t *testing.T) {
+	for _, args := range [][]string{
+		{"--keepalive", "read"},
+		{"--keepalive", "read", "--window", "3s", "--backstop", "12s"},
+	} {
+		c, err := parseBrokerFlags("nodeid-broker run", "", append([]string{"--bucket", "b"}, args...), env(), io.Discard, nil)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		cc := node.DefaultChildConfig()
+		if err := checkRunConfig("nodeid-broker", c, &cc, true, []string{"true"}); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+		if c.node.Provider.KeepAlive != nodeid.KeepAliveRead {
+			t.Errorf("%v: keep-alive %q", args, c.node.Provider.KeepAlive)
 		}
 	}
 }
