@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/nodeid/nodeid/health"
+	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -219,6 +220,7 @@ func (n *Node) Status() StatusResponse {
 		s.Error = err.Error()
 	}
 	s.StoreProbe = n.probeStatus()
+	s.KeepAlive = keepAliveStatus(&n.cfg.Provider)
 	c := n.claim.Load()
 	if c != nil {
 		st := c.Status()
@@ -246,6 +248,17 @@ func (n *Node) Status() StatusResponse {
 	}
 	s.Ready = n.CheckReady() == nil
 	return s
+}
+
+// keepAliveStatus reports the keep-alive of pc, validated (its timings
+// derived).
+func keepAliveStatus(pc *nodeid.Config) KeepAliveStatus {
+	if pc.KeepAlive.Mode() != nodeid.KeepAliveRead {
+		return KeepAliveStatus{Mode: string(nodeid.KeepAliveWrite), LeaseMs: pc.LeaseDuration.Milliseconds(),
+			RenewIntervalMs: pc.RenewInterval.Milliseconds()}
+	}
+	return KeepAliveStatus{Mode: string(nodeid.KeepAliveRead), WindowMs: pc.Window.Milliseconds(), BackstopMs: pc.Backstop.Milliseconds(),
+		BackstopIntervalMs: pc.RenewInterval.Milliseconds(), PollIntervalMs: pc.PollInterval.Milliseconds()}
 }
 
 // writeJSON writes v as JSON with code, not to be cached.

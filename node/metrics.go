@@ -31,13 +31,20 @@ type metrics struct {
 	expiredTakeovers                      prometheus.Counter
 	acquireDuration, renewLatency         prometheus.Histogram
 
+	readsProved                                         prometheus.Counter // read mode
+	readLatency                                         prometheus.Histogram
+	challenges, challengesConfirmed, challengesAnswered prometheus.Counter
+
 	storeRequests *prometheus.CounterVec
 	storeDuration *prometheus.HistogramVec
 
 	idsIssued, fencedRefusals prometheus.Counter
 }
 
-var _ nodeid.Observer = (*metrics)(nil)
+var (
+	_ nodeid.ReadObserver      = (*metrics)(nil)
+	_ nodeid.ChallengeObserver = (*metrics)(nil)
+)
 
 // newMetrics registers the node's metrics on reg; nil: a registry of their
 // own, with the Go runtime and process collectors.
@@ -81,6 +88,16 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		[]float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60})
 	m.renewLatency = f.histogram("lease_renew_duration_seconds", "Latency of successful lease renewals (one conditional write, or more with read-backs).",
 		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5})
+	m.readsProved = f.counter("lease_reads_proved_total",
+		"Read mode: conditional reads of the lease object that showed it unchanged and kept the lease valid without a write.")
+	m.readLatency = f.histogram("lease_read_duration_seconds", "Read mode: latency of the reads that proved the lease (one conditional GET).",
+		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5})
+	m.challenges = f.counter("lease_challenges_total",
+		"Read mode: challenges this node wrote on another task's held lease (to take its node ID a window later unless the holder answers).")
+	m.challengesConfirmed = f.counter("lease_challenges_confirmed_total",
+		"Read mode: challenges of this node whose confirm landed too (the node ID may be taken a window later unless the holder answers).")
+	m.challengesAnswered = f.counter("lease_challenges_answered_total",
+		"Read mode: challenges (or confirms) of this node's own lease that it answered with a write: the lease held.")
 	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "s3_requests_total",
 		Help: "Lease store requests by operation (list, get, create, update) and outcome (ok, not_found, not_modified, precondition_failed, conflict, unknown_outcome, error).",
@@ -142,6 +159,23 @@ func (m *metrics) Released(int) { m.released.Inc() }
 
 // Anomaly implements nodeid.Observer.
 func (m *metrics) Anomaly(string, error) { m.anomalies.Inc() }
+
+// ReadProved implements nodeid.ReadObserver.
+func (m *metrics) ReadProved(_ int, latency time.Duration) {
+	m.readsProved.Inc()
+	m.readLatency.Observe(latency.Seconds())
+}
+
+// Challenged implements nodeid.ChallengeObserver.
+func (m *metrics) Challenged(_ int, _ string, confirmed bool) {
+	m.challenges.Inc()
+	if confirmed {
+		m.challengesConfirmed.Inc()
+	}
+}
+
+// Answered implements nodeid.ChallengeObserver.
+func (m *metrics) Answered(int) { m.challengesAnswered.Inc() }
 
 // factory makes and registers single metrics, keeping the first error.
 type factory struct {
@@ -378,6 +412,24 @@ func (o observers) AcquireWaiting(round int, err error, next time.Duration) {
 	}
 }
 
+// Challenged implements nodeid.ChallengeObserver for those of o that do.
+func (o observers) Challenged(id int, holder string, confirmed bool) {
+	for _, x := range o {
+		if c, ok := x.(nodeid.ChallengeObserver); ok {
+			c.Challenged(id, holder, confirmed)
+		}
+	}
+}
+
+// Answered implements nodeid.ChallengeObserver for those of o that do.
+func (o observers) Answered(id int) {
+	for _, x := range o {
+		if c, ok := x.(nodeid.ChallengeObserver); ok {
+			c.Answered(id)
+		}
+	}
+}
+
 // nodeEvents passes the provider's events on (to the metrics and the
 // caller's observer), signals without blocking each successful renewal,
 // read that re-armed the fence (read mode), recovery and entry into jeopardy on the node's claimChanged channel (the
@@ -451,3 +503,8 @@ func (c foreignCollector) Collect(ch chan<- prometheus.Metric) {
 // (lease.MinWriteInterval), so that nodeid.New still checks the renewal
 // interval against it through this wrapper.
 func (s *countedStore) MinWriteInterval() time.Duration { return lease.MinWriteInterval(s.next) }
+
+var (
+	_ nodeid.ReadObserver      = nodeEvents{}
+	_ nodeid.ChallengeObserver = nodeEvents{}
+)

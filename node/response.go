@@ -45,6 +45,26 @@ type StatusResponse struct {
 	// StoreProbe is the result of the store probe run before taking an ID;
 	// absent before it ran, or when Config.SkipProbe.
 	StoreProbe *StoreProbeStatus `json:"storeProbe,omitempty"`
+	// KeepAlive is how the node keeps its lease alive (Provider.KeepAlive)
+	// and with which timings, as configured (the cluster manifest has the
+	// same mode, window and backstop, or the node does not start).
+	KeepAlive KeepAliveStatus `json:"keepAlive"`
+}
+
+// KeepAliveStatus is the keep-alive of a node, in StatusResponse: the mode
+// and its timings, in ms. Write mode has LeaseMs and RenewIntervalMs; read
+// mode (docs/design.md section 11) WindowMs, BackstopMs (the lease every
+// record states), BackstopIntervalMs (the time between backstop writes) and
+// PollIntervalMs (the time between two conditional reads).
+type KeepAliveStatus struct {
+	// Mode is "write" or "read".
+	Mode               string `json:"mode"`
+	LeaseMs            int64  `json:"leaseMs,omitempty"`
+	RenewIntervalMs    int64  `json:"renewIntervalMs,omitempty"`
+	WindowMs           int64  `json:"windowMs,omitempty"`
+	BackstopMs         int64  `json:"backstopMs,omitempty"`
+	BackstopIntervalMs int64  `json:"backstopIntervalMs,omitempty"`
+	PollIntervalMs     int64  `json:"pollIntervalMs,omitempty"`
 }
 
 // ForeignMember is a gossip member of another cluster, in StatusResponse.

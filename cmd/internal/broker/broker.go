@@ -15,6 +15,7 @@ import (
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/node"
+	"github.com/nodeid/nodeid/nodeid"
 )
 
 // broker is one running serve (or run): flags turned into a node.Node,
@@ -74,6 +75,7 @@ func (b *broker) run(ctx context.Context) error {
 	} else {
 		b.log.Info("lease store", "store", b.cfg.storeName(), "prefix", b.cfg.prefix)
 	}
+	b.logKeepAlive(n.Status().KeepAlive)
 	if g := b.cfg.node.Gossip; g != nil && len(g.SecretKey) == 0 {
 		b.log.Warn("gossip is not encrypted: set --gossip-key (from a secret) so that only this cluster's brokers are heard", "cluster", g.Cluster)
 	}
@@ -89,6 +91,17 @@ func (b *broker) run(ctx context.Context) error {
 	}
 	g.Go(func() error { defer nodeEnded(); return b.runNode(gctx, n) })
 	return g.Wait()
+}
+
+// logKeepAlive logs how the lease is kept alive, with the timings derived.
+func (b *broker) logKeepAlive(ka node.KeepAliveStatus) {
+	ms := func(v int64) string { return envflag.FormatDuration(time.Duration(v) * time.Millisecond) }
+	if ka.Mode == string(nodeid.KeepAliveRead) {
+		b.log.Info("keep-alive", "mode", ka.Mode, "window", ms(ka.WindowMs), "backstop", ms(ka.BackstopMs),
+			"backstopInterval", ms(ka.BackstopIntervalMs), "pollInterval", ms(ka.PollIntervalMs))
+		return
+	}
+	b.log.Info("keep-alive", "mode", ka.Mode, "lease", ms(ka.LeaseMs), "renewInterval", ms(ka.RenewIntervalMs))
 }
 
 // listen listens on --http-addr and, when set, --ops-addr (in that order).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -80,6 +81,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 		order, join, key                         string
 		logLevel                                 string
 		readyTimeout, grace, maxLease, lossGrace time.Duration
+		ka                                       keepAliveFlags
 	)
 	c.node = node.DefaultConfig()
 	pc := &c.node.Provider
@@ -98,11 +100,12 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&c.embeddedS3, "embedded-s3", "", "serve an in-process S3 (gofakes3, in memory) on this address, create the bucket and use it; other brokers may point --s3-endpoint at it (demos and tests only)")
 	f.IntVar(&pc.ClusterSize, "cluster-size", pc.ClusterSize, "number of node IDs, 1..1024, written into the cluster manifest by the first broker (afterwards the manifest's value wins)")
 	f.IntVar(&pc.FirstNodeID, "first-node-id", 0, "the cluster's lowest node ID: it owns first-node-id..first-node-id+cluster-size-1; give clusters in other regions or buckets ranges that do not overlap, so that their IDs never collide (written into the manifest by the first broker; a broker with another is refused)")
-	f.DurationVar(&pc.LeaseDuration, "lease-duration", pc.LeaseDuration, "lease duration: how long after its last renewal a vanished broker's ID stays taken")
-	f.DurationVar(&pc.RenewInterval, "renew-interval", 0, "time between renewals (0: lease-duration/3)")
+	f.DurationVar(&pc.LeaseDuration, "lease-duration", pc.LeaseDuration, "lease duration: how long after its last renewal a vanished broker's ID stays taken (write mode; with --keepalive read the lease is --backstop)")
+	f.DurationVar(&pc.RenewInterval, "renew-interval", 0, "time between renewals (0: lease-duration/3) (write mode; with --keepalive read see --backstop-interval)")
 	f.DurationVar(&pc.RenewDeadline, "renew-deadline", 0, "how long after its last successful renewal the broker keeps retrying before it fences itself (and enters jeopardy, see --loss-grace) (0: the lesser of 2/3 of the lease and lease-duration - safety-margin)")
 	f.DurationVar(&pc.SafetyMargin, "safety-margin", 0, "taken off the lease on this broker's monotonic clock: it stops issuing IDs this long before others may take its ID (0: the lesser of 1s and lease-duration/4)")
 	f.DurationVar(&lossGrace, "loss-grace", 0, "when renewals give up with no sign of another writer, how long the broker stays in jeopardy (/health 503, no IDs) renewing on its last write before it exits 3; a renewal that lands recovers the lease (/health 200, the same version). Keep it below what the orchestrator waits on a failing health check (ECS: retries x interval) (default: --lease-duration; 0: none, the first fence is final)")
+	ka.bind(f)
 	f.DurationVar(&pc.ClockMargin, "clock-margin", pc.ClockMargin, "extra margin when judging another broker's lease expired on the store's clock (the same for every broker and nodeidctl)")
 	f.DurationVar(&maxLease, "max-lease-duration", pc.MaxLeaseDuration, "longest lease a record may state; a record stating more is reported corrupt and never taken (the same for every broker and nodeidctl)")
 	f.DurationVar(&pc.AcquireTimeout, "acquire-timeout", pc.AcquireTimeout, "how long to keep looking for a free node ID before exiting 1")
@@ -143,6 +146,9 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 		return c, envflag.Usagef("%s %q: want debug, info, warn or error", f.Source("log-level"), logLevel)
 	}
 	pc.Order, pc.MaxLeaseDuration = nodeid.Order(order), maxLease
+	if err := ka.apply(f, pc); err != nil {
+		return c, err
+	}
 	switch {
 	case lossGrace < 0:
 		return c, envflag.Usagef("%s %s is negative (0 turns jeopardy off)", f.Source("loss-grace"), envflag.FormatDuration(lossGrace))
@@ -170,16 +176,98 @@ var fieldFlags = map[string]string{
 	"MaxLeaseDuration": "max-lease-duration", "AcquireTimeout": "acquire-timeout", "Order": "order",
 	"TaskID": "task-id", "Node.IDFileGrace": "id-file-grace", "Node.IDFileHorizon": "id-file-horizon", "Node.ReadyTimeout": "ready-timeout", "Node.ShutdownTimeout": "shutdown-timeout",
 	"Node.MaxIssueStall": "max-issue-stall", "LossGrace": "loss-grace",
+	"KeepAlive": "keepalive", "Window": "window", "Backstop": "backstop", "PollInterval": "poll-interval",
 }
 
-// fieldFlagNames rewrites the field names in a reason into flag names.
-var fieldFlagNames = func() *strings.Replacer {
-	pairs := []string{"LeaseDuration - SafetyMargin", "--lease-duration minus --safety-margin"}
-	for field, fl := range fieldFlags {
+// readFieldFlags is fieldFlags in read mode: the lease is the backstop, and
+// the renewals are its backstop writes.
+var readFieldFlags = func() map[string]string {
+	m := maps.Clone(fieldFlags)
+	m["LeaseDuration"], m["RenewInterval"] = "backstop", "backstop-interval"
+	return m
+}()
+
+// fieldFlagNames and readFieldFlagNames rewrite the field names in a reason
+// into flag names, in write and in read mode.
+var fieldFlagNames, readFieldFlagNames = flagNamer(fieldFlags), flagNamer(readFieldFlags)
+
+func flagNamer(flags map[string]string) *strings.Replacer {
+	pairs := []string{"LeaseDuration - SafetyMargin", "--" + flags["LeaseDuration"] + " minus --safety-margin",
+		"Window - SafetyMargin", "--window minus --safety-margin", "StoreTimeout", "the store timeout"}
+	for field, fl := range flags {
 		pairs = append(pairs, strings.TrimPrefix(field, "Node."), "--"+fl)
 	}
 	return strings.NewReplacer(pairs...)
-}()
+}
+
+// keepAliveFlags are what --keepalive and read mode's flags say.
+type keepAliveFlags struct {
+	mode                             string
+	window, backstop, interval, poll time.Duration
+}
+
+// readOnlyFlags are the flags of read mode alone.
+var readOnlyFlags = []string{"window", "backstop", "backstop-interval", "poll-interval"}
+
+// writeOnlyFlags are the flags of write mode alone, with what stands for
+// each in read mode.
+var writeOnlyFlags = []struct{ flag, read string }{
+	{"lease-duration", "the lease every record states is --backstop"},
+	{"renew-interval", "the time between writes is --backstop-interval"},
+}
+
+func (k *keepAliveFlags) bind(f *envflag.Set) {
+	f.StringVar(&k.mode, "keepalive", string(nodeid.KeepAliveWrite), "how the lease is kept alive, the cluster manifest's (the first broker writes its own; a broker configured otherwise is refused, exit 1): write (a conditional write every --renew-interval) or read (a conditional read of the lease object every --poll-interval and a backstop write every --backstop-interval: far fewer PUTs; the store must pass a read probe at start; docs/design.md section 11)")
+	f.DurationVar(&k.window, "window", nodeid.DefaultWindow, "with --keepalive read: the window W, how long after its send a read that shows the lease unchanged (or a write) keeps the broker issuing IDs, less --safety-margin; the manifest's, as for nodeidctl init")
+	f.DurationVar(&k.backstop, "backstop", nodeid.DefaultBackstop, "with --keepalive read: the backstop B, the lease every record states (in place of --lease-duration): a vanished broker's ID stays taken this long after its last write; the manifest's, as for nodeidctl init")
+	f.DurationVar(&k.interval, "backstop-interval", 0, "with --keepalive read: time between backstop writes, in place of --renew-interval (0: backstop/3)")
+	f.DurationVar(&k.poll, "poll-interval", 0, "with --keepalive read: time between two conditional reads of the lease object (0: the lesser of window/2 and 3/4 of window - safety-margin - the store timeout)")
+}
+
+// apply checks that only the flags of the mode asked for are given, and
+// sets the provider's keep-alive from them; the provider's configuration
+// checks the timings.
+func (k *keepAliveFlags) apply(f *envflag.Set, pc *nodeid.Config) error {
+	given := func(names ...string) []string {
+		var set []string
+		for _, n := range names {
+			if f.IsSet(n) {
+				set = append(set, f.Source(n))
+			}
+		}
+		return set
+	}
+	switch nodeid.KeepAlive(k.mode) {
+	case nodeid.KeepAliveWrite:
+		if set := given(readOnlyFlags...); len(set) > 0 {
+			verb := "is"
+			if len(set) > 1 {
+				verb = "are"
+			}
+			return envflag.Usagef("%s %s for --keepalive read only", joinAnd(set), verb)
+		}
+		return nil
+	case nodeid.KeepAliveRead:
+	default:
+		return envflag.Usagef("%s %q is not write or read", f.Source("keepalive"), k.mode)
+	}
+	for _, w := range writeOnlyFlags {
+		if f.IsSet(w.flag) {
+			return envflag.Usagef("%s is for --keepalive write only: in read mode %s", f.Source(w.flag), w.read)
+		}
+	}
+	pc.KeepAlive, pc.Window, pc.Backstop = nodeid.KeepAliveRead, k.window, k.backstop
+	pc.RenewInterval, pc.PollInterval = k.interval, k.poll
+	return nil
+}
+
+// joinAnd joins "a", "a and b", "a, b and c".
+func joinAnd(s []string) string {
+	if len(s) <= 1 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
 
 // fill checks the values the node's configuration does not cover, builds the
 // gossip configuration, and validates the whole as node.New will.
@@ -224,12 +312,16 @@ func (c *serveConfig) fill(f *envflag.Set, join, key string) error {
 	if check.Provider.TaskID == "" {
 		check.Provider.TaskID = "task"
 	}
-	return flagErrors(check.Validate(), f)
+	return flagErrors(check.Validate(), f, check.Provider.KeepAlive == nodeid.KeepAliveRead)
 }
 
 // timingFlags are the flags the lease's derived timings come from: a rule
-// broken by a derived value names those the user set.
-var timingFlags = []string{"lease-duration", "safety-margin", "renew-interval", "renew-deadline"}
+// broken by a derived value names those the user set; readTimingFlags the
+// same in read mode.
+var (
+	timingFlags     = []string{"lease-duration", "safety-margin", "renew-interval", "renew-deadline"}
+	readTimingFlags = []string{"window", "backstop", "safety-margin", "backstop-interval", "renew-deadline", "poll-interval"}
+)
 
 // flagErrors turns the errors of node.Config.Validate into one usage error
 // that names the flags (or variables) at fault, each once, with durations
@@ -237,10 +329,15 @@ var timingFlags = []string{"lease-duration", "safety-margin", "renew-interval", 
 // on values derived from it (a timing left to its default, a field no flag
 // sets, such as StoreTimeout) follow from it and are left out. When only
 // derived values break a rule, the first is reported with the flags set
-// that it was derived from.
-func flagErrors(err error, f *envflag.Set) error {
+// that it was derived from. In read mode (read) the lease is --backstop and
+// the renewals its --backstop-interval.
+func flagErrors(err error, f *envflag.Set, read bool) error {
 	if err == nil {
 		return nil
+	}
+	fields, namer, timings := fieldFlags, fieldFlagNames, timingFlags
+	if read {
+		fields, namer, timings = readFieldFlags, readFieldFlagNames, readTimingFlags
 	}
 	var set, derived []string
 	seen := map[string]bool{}
@@ -249,8 +346,8 @@ func flagErrors(err error, f *envflag.Set) error {
 			continue
 		}
 		seen[fe.Field] = true
-		reason := envflag.HumanDurations(fieldFlagNames.Replace(fe.Reason))
-		switch fl, ok := fieldFlags[fe.Field]; {
+		reason := envflag.HumanDurations(namer.Replace(fe.Reason))
+		switch fl, ok := fields[fe.Field]; {
 		case ok && f.IsSet(fl):
 			set = append(set, f.Source(fl)+" "+reason)
 		case ok:
@@ -266,7 +363,7 @@ func flagErrors(err error, f *envflag.Set) error {
 		return envflag.Usagef("%s", envflag.HumanDurations(err.Error()))
 	}
 	var from []string
-	for _, fl := range timingFlags {
+	for _, fl := range timings {
 		if f.IsSet(fl) {
 			from = append(from, f.Source(fl)+" "+envflag.HumanDurations(f.Lookup(fl).Value.String()))
 		}
