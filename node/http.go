@@ -230,6 +230,7 @@ func (n *Node) Status() StatusResponse {
 		if st.Jeopardy {
 			s.JeopardyMs = max(st.Fenced.Milliseconds(), 1)
 		}
+		s.Challenged = st.Challenged
 	}
 	if g := n.gossip.Load(); g != nil {
 		for id, v := range g.KnownNodes() {

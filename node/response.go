@@ -13,6 +13,10 @@ type StatusResponse struct {
 	// JeopardyMs is how long the lease has been in jeopardy (fenced,
 	// renewing on its last write), in ms; omitted when it is not.
 	JeopardyMs int64 `json:"jeopardyMs,omitempty"`
+	// Challenged is true while the node answers a challenge of its lease
+	// (read mode: a task that took it for dead wrote one; the node's next
+	// write, at once, clears it); omitted when not.
+	Challenged bool `json:"challenged,omitempty"`
 	// NodeID and Version are -1 and 0 before an ID is held.
 	NodeID  int   `json:"nodeId"`
 	Version int64 `json:"version"`

@@ -91,8 +91,8 @@ func TestChallengeAnswered(t *testing.T) {
 		t.Fatalf("the holder's answer: %v", err)
 	}
 	after, _ := e.record(0)
-	if after.Challenge != nil || after.Holder != "a" || after.Version != before.Version || held.answered != 1 {
-		t.Fatalf("after the answer: %+v (challenge %+v), answered %d", after, after.Challenge, held.answered)
+	if after.Challenge != nil || after.Holder != "a" || after.Version != before.Version || held.answered != 1 || c.Status().Challenged {
+		t.Fatalf("after the answer: %+v (challenge %+v), answered %d, challenged %v", after, after.Challenge, held.answered, c.Status().Challenged)
 	}
 	if !c.Valid() || since(c, sent) != 2*time.Second {
 		t.Fatalf("after the answer: valid %v, fence %v after its send, want W - M", c.Valid(), since(c, sent))
@@ -262,8 +262,8 @@ func TestReadOfTheChallengeProvesNothing(t *testing.T) {
 		}
 		_, confirm := e.record(0)
 		e.store.Queue(storetest.OpUpdate, storetest.Fault{}, faultErr(storetest.ErrInjected)) // the renewal meets the confirm; the answer fails
-		if err := c.attempt(context.Background()); err == nil || !c.answering {
-			t.Fatalf("an answer that failed: %v, answering %v", err, c.answering)
+		if err := c.attempt(context.Background()); err == nil || !c.Status().Challenged {
+			t.Fatalf("an answer that failed: %v, challenged %v", err, c.Status().Challenged)
 		}
 		for range 13 { // 6.5 s of reads, 500 ms apart: the confirm is takeable by then, the cap not reached
 			e.clk.Advance(500 * time.Millisecond)

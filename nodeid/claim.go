@@ -283,6 +283,9 @@ type Status struct {
 	// Valid: a snapshot whose Valid is false and a later one whose Valid is
 	// true have different Recoveries.
 	Recoveries int64
+	// Challenged reports a claim answering a challenge of read mode (its
+	// renewal met one naming its own write; docs/design.md section 11).
+	Challenged bool
 	Err        error
 }
 
@@ -294,7 +297,7 @@ func (c *Claim) Status() Status {
 	st := Status{
 		NodeID: c.id, Version: c.version, Valid: c.Valid(), Floor: c.floor,
 		Reservation: c.reservation.Load(), SinceWrite: now.Sub(c.lastSent), Err: c.err,
-		Jeopardy: c.jeopardy.Load(), Recoveries: c.recoveries,
+		Jeopardy: c.jeopardy.Load(), Recoveries: c.recoveries, Challenged: c.answering,
 	}
 	if st.Jeopardy && !c.fellAt.IsZero() {
 		st.Fenced = now.Sub(c.fellAt)

@@ -50,7 +50,7 @@ func runRelease(a *app, ctx context.Context, cmd *command, args []string) error 
 	mv, merr := readManifest(ctx, st)
 	read := merr == nil
 	outside := read && mv.state == manifestOK && !mv.m.Owns(*id)
-	o := readObject(ctx, st, *id, c.rules())
+	o := readObject(ctx, st, *id, c.rules().withManifest(mv))
 	key := lease.RecordKey(*id)
 	if outside && o.state != StateMissing {
 		a.note("ID %d is outside the cluster's node IDs %s: no task takes it while the manifest says so", *id, mv.m.RangeString())

@@ -69,7 +69,11 @@ func runRepair(a *app, ctx context.Context, cmd *command, args []string) error {
 		return err
 	}
 	key := lease.RecordKey(*id)
-	o := readObject(ctx, st, *id, c.rules())
+	mv, err := readManifest(ctx, st)
+	if err != nil {
+		return err
+	}
+	o := readObject(ctx, st, *id, c.rules().withManifest(mv)) // a read-mode record states the backstop: not corrupt
 	switch {
 	case o.state == StateUnknown:
 		return fmt.Errorf("read %s: %w", key, o.err)
@@ -79,10 +83,6 @@ func runRepair(a *app, ctx context.Context, cmd *command, args []string) error {
 	case o.state == StateCorrupt && o.meta.ETag == "":
 		return fmt.Errorf("lease object %s is corrupt (%v) and the store gave no ETag to replace it conditionally", key, o.err)
 	case o.state == StateMissing:
-		mv, err := readManifest(ctx, st)
-		if err != nil {
-			return err
-		}
 		if unusedIn(mv, *id) {
 			return refusef("lease object %s was never created (unused: the cluster manifest is not filled): node %d is free, and a task takes it by creating its object; there is nothing to repair",
 				key, *id)

@@ -51,6 +51,16 @@ type judgeRules struct {
 	clockMargin, maxLease time.Duration
 }
 
+// withManifest returns r for the cluster of mv: in read mode every record
+// states the manifest's backstop as its lease, so the maximum lease is at
+// least that (as a provider's MaxLeaseDuration is raised to its Backstop).
+func (r judgeRules) withManifest(mv manifestView) judgeRules {
+	if mv.state == manifestOK && mv.m.KeepAlive.Mode() == lease.KeepAliveRead {
+		r.maxLease = max(r.maxLease, time.Duration(mv.m.BackstopMillis)*time.Millisecond)
+	}
+	return r
+}
+
 // object is one lease object as one GET saw it.
 type object struct {
 	id    int
@@ -168,6 +178,7 @@ func scan(ctx context.Context, st lease.Store, r judgeRules) (*snapshot, error) 
 	if err != nil {
 		return nil, err
 	}
+	r = r.withManifest(mv)
 	l, err := st.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the prefix: %w", err)

@@ -99,6 +99,12 @@ type LeaseJSON struct {
 	// Tasks skip such an ID, as an anomaly, while their wall clock is more
 	// than MaxClockWait behind the floor; it is how far ahead, in ms.
 	FloorAheadMs *int64 `json:"floorAheadMs,omitempty"`
+	// Challenge is present on a challenge or a confirm of read mode (the
+	// holder's record copied by a task that wants the ID): who wrote it,
+	// the writeId it names, and whether it is the confirm (then ExpiresInMs
+	// counts its window: the ID may be taken then unless the holder
+	// answers).
+	Challenge *ChallengeJSON `json:"challenge,omitempty"`
 	// Extra marks an object outside the manifest's range.
 	Extra bool `json:"extra,omitempty"`
 	// Error says why the object is corrupt or could not be read.
@@ -292,18 +298,33 @@ func manifestJSON(mv manifestView) ManifestJSON {
 	return j
 }
 
+// ChallengeJSON is a standing challenge in [LeaseJSON].
+type ChallengeJSON struct {
+	// By is the challenger's task identity.
+	By string `json:"by"`
+	// Of is the writeId of the holder's write it challenges.
+	Of string `json:"of"`
+	// Confirmed: the confirm was written; its window runs.
+	Confirmed bool `json:"confirmed"`
+	// WindowMs is the cluster's window W.
+	WindowMs int64 `json:"windowMs"`
+}
+
 func leaseJSON(o *object, r judgeRules) LeaseJSON {
 	j := LeaseJSON{NodeID: o.id, State: o.state, Extra: o.extra}
 	if o.state != StateMissing && o.state != StateUnused && o.state != StateUnknown {
 		j.AgeMs = ageMs(o.meta)
 	}
 	if o.state == StateHeld && !o.meta.Date.IsZero() && !o.meta.LastModified.IsZero() {
-		in := lease.FirstExpiredDate(o.meta.LastModified, o.rec.Lease(), r.clockMargin).Sub(o.meta.Date).Milliseconds()
+		in := lease.FirstExpiredDate(o.meta.LastModified, o.rec.TakeableAfter(), r.clockMargin).Sub(o.meta.Date).Milliseconds()
 		j.ExpiresInMs = &in
 	}
 	if o.decoded() {
 		r := o.rec
 		j.Holder, j.Version, j.LeaseMillis, j.ReservedUntilMs = &r.Holder, &r.Version, &r.LeaseMillis, &r.ReservedUntilMs
+		if c := r.Challenge; c != nil {
+			j.Challenge = &ChallengeJSON{By: c.By, Of: c.Of, Confirmed: c.Confirmed, WindowMs: c.WindowMillis}
+		}
 	}
 	if ahead, ok := floorAhead(o); ok {
 		j.FloorAheadMs = &ahead
@@ -440,6 +461,8 @@ func printTable(w io.Writer, ls []LeaseJSON) {
 		switch {
 		case l.Error != "":
 			cols[7] = "error: " + l.Error
+		case l.Holder != nil && l.Challenge != nil:
+			cols[7] = fmt.Sprintf("%s, %s by %s", *l.Holder, map[bool]string{false: "challenged", true: "confirmed challenge"}[l.Challenge.Confirmed], l.Challenge.By)
 		case l.Holder != nil:
 			cols[7] = *l.Holder
 		}
