@@ -19,8 +19,9 @@ var (
 	// ErrClosed means the claim was closed (released) by its owner.
 	ErrClosed = errors.New("nodeid: claim closed")
 	// ErrManifestMismatch means the cluster manifest describes another Snowflake
-	// layout or epoch than this task's configuration: both would collide.
-	ErrManifestMismatch = errors.New("nodeid: cluster manifest does not match this task's layout")
+	// layout or epoch, another range of node IDs, or another keep-alive than
+	// this task's configuration: IDs would collide, or the lease rules differ.
+	ErrManifestMismatch = errors.New("nodeid: cluster manifest does not match this task's configuration")
 	// ErrClockBehind means this task's wall clock is further behind the
 	// Snowflake floor than MaxClockWait of every free or expired lease Acquire
 	// found (leases with such a floor are skipped, not taken, while another
