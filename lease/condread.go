@@ -53,6 +53,19 @@ var (
 	ErrNoConditionalRead = errors.New("lease: the store does not implement lease.ConditionalReader (conditional reads)")
 )
 
+// ReadOwn is a holder's read of its own lease object in read mode, sent on
+// its ETag etag: a conditional read ([GetIfChanged]), or, when plain, a plain
+// [Store.Get], whose 200 shows the ETag as a 304 with it would (for a store
+// whose 304 does not show it, [ReadsProbeResult.PlainReads]; a GET costs the
+// same on S3 whether it is answered 304 or 200). The holder credits either
+// answer only when its Meta.ETag is etag.
+func ReadOwn(ctx context.Context, s Store, key, etag string, plain bool) ([]byte, Meta, error) {
+	if plain {
+		return s.Get(ctx, key)
+	}
+	return GetIfChanged(ctx, s, key, etag)
+}
+
 // GetIfChanged runs s's GetIfChanged when s is a [ConditionalReader]; on any
 // other store it returns an error matching [ErrNoConditionalRead] without a
 // request. A wrapper of stores forwards its own GetIfChanged to it.

@@ -30,13 +30,19 @@ type StaleReadError struct {
 	// Seen is what the read answered ("304 Not Modified with ETag ...", "200
 	// with ETag ...").
 	Seen string
+	// Plain is true for a plain GET (ReadsProbeResult.PlainReads).
+	Plain bool
 	// Err is the store's error, when the answer was one (a 304).
 	Err error
 }
 
 func (e *StaleReadError) Error() string {
-	return fmt.Sprintf("lease: stale read, the store cannot keep leases alive by reads: %s sent If-None-Match: %s on %s after a write had replaced it with %s, and was answered %s, not 200 with %s",
-		e.Reader, e.Replaced, e.Key, e.Written, e.Seen, e.Written)
+	sent := "If-None-Match: " + e.Replaced
+	if e.Plain {
+		sent = "a GET (it held " + e.Replaced + ")"
+	}
+	return fmt.Sprintf("lease: stale read, the store cannot keep leases alive by reads: %s sent %s on %s after a write had replaced it with %s, and was answered %s, not 200 with %s",
+		e.Reader, sent, e.Key, e.Written, e.Seen, e.Written)
 }
 
 // Unwrap returns the store's error, if any.
@@ -55,6 +61,12 @@ type ReadsProbeResult struct {
 	// DateSeen is true when every answer to a conditional read on the
 	// current ETag carried the store's Date.
 	DateSeen bool
+	// PlainReads is true when the store answered a conditional read on the
+	// current ETag with a 304 that does not show it (versitygw 1.8.0,
+	// Azurite 3.35.0): such an answer proves nothing, so holders must read
+	// with plain GETs ([ReadOwn]), whose 200 shows the ETag; the rest of the
+	// probe then checked plain reads.
+	PlainReads bool
 }
 
 // ProbeReads checks on the object [ProbeKey] that the conditional reads of
@@ -73,10 +85,12 @@ type ReadsProbeResult struct {
 //
 // A round in which another writer got in between (b's CAS refused, or a
 // 200 with an ETag other than E and E2) is run again, a few times at most.
-// The error wraps a [*StaleReadError] (matching ErrStaleReads) when a read
-// did not show the completed write (a 304, even one without an ETag, or a
-// 200 with E), the store's error matching [ErrNotModifiedUnproven] when it
-// answers 304 without the ETag asked for, [ErrNoConditionalRead] when a is
+// When the store answers step 1 with a 304 that does not show E (it proves
+// nothing, [ErrNotModifiedUnproven]), the holder's reads must be plain GETs:
+// the probe sets PlainReads and reads plainly from then on (step 1 must then
+// show E, step 3 E2). The error wraps a [*StaleReadError] (matching
+// ErrStaleReads) when a read did not show the completed write (a 304, even
+// one without an ETag, or a 200 with E), [ErrNoConditionalRead] when a is
 // not a [ConditionalReader], the store's error when it matches
 // ErrMisconfigured, and matches [ErrProbeInconclusive] when the probe could
 // not tell. Any error refuses the store for keep-alive by reads. Run
@@ -114,12 +128,14 @@ func probeReadsRound(ctx context.Context, a, b Store, r *ReadsProbeResult) (bool
 	}
 	etag := m.ETag
 	// 1. The holder's read on the current ETag.
-	_, m, err = GetIfChanged(ctx, a, ProbeKey, etag)
+	_, m, err = ReadOwn(ctx, a, ProbeKey, etag, r.PlainReads)
+	if errors.Is(err, ErrNotModifiedUnproven) {
+		r.PlainReads = true // a 304 that shows nothing: holders read plainly
+		_, m, err = ReadOwn(ctx, a, ProbeKey, etag, true)
+	}
 	switch {
 	case errors.Is(err, ErrNotModified):
 		r.NotModifiedSeen = true
-	case errors.Is(err, ErrNotModifiedUnproven):
-		return false, fmt.Errorf("lease: the store's conditional reads cannot be credited: %w", err)
 	case err != nil:
 		return false, inconclusive("conditional read on the current etag", err)
 	case m.ETag != etag:
@@ -139,8 +155,8 @@ func probeReadsRound(ctx context.Context, a, b Store, r *ReadsProbeResult) (bool
 		s    Store
 		name string
 	}{{a, "the holder's store"}, {b, "the second store"}} {
-		_, m, err := GetIfChanged(ctx, rd.s, ProbeKey, etag)
-		stale := &StaleReadError{Key: ProbeKey, Reader: rd.name, Replaced: etag, Written: w.ETag, Err: err}
+		_, m, err := ReadOwn(ctx, rd.s, ProbeKey, etag, r.PlainReads)
+		stale := &StaleReadError{Key: ProbeKey, Reader: rd.name, Replaced: etag, Written: w.ETag, Err: err, Plain: r.PlainReads}
 		switch {
 		case errors.Is(err, ErrNotModified):
 			stale.Seen = "304 Not Modified with ETag " + m.ETag

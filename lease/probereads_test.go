@@ -22,6 +22,25 @@ func (s rewriting) GetIfChanged(ctx context.Context, key, etag string) ([]byte, 
 	return s.fn(key, etag, body, m, err)
 }
 
+// staleGets is a store whose plain GETs of the probe object are served from
+// a cache filled by the first one (a cache in front of the store).
+type staleGets struct {
+	rewriting
+	body *[]byte
+	meta *lease.Meta
+}
+
+func (s staleGets) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
+	if key == lease.ProbeKey && *s.body != nil {
+		return *s.body, *s.meta, nil
+	}
+	b, m, err := s.rewriting.Get(ctx, key)
+	if err == nil && key == lease.ProbeKey {
+		*s.body, *s.meta = b, m
+	}
+	return b, m, err
+}
+
 func TestProbeReads(t *testing.T) {
 	ctx := context.Background()
 	t.Run("a store that shows every write", func(t *testing.T) {
@@ -66,9 +85,28 @@ func TestProbeReads(t *testing.T) {
 			}
 			return body, m, err
 		}}
-		_, err := lease.ProbeReads(ctx, noETag, noETag)
-		if !errors.Is(err, lease.ErrNotModifiedUnproven) || errors.Is(err, lease.ErrNotModified) || !strings.Contains(err.Error(), "without an ETag") {
-			t.Fatalf("ProbeReads error = %v, want ErrNotModifiedUnproven", err)
+		r, err := lease.ProbeReads(ctx, noETag, noETag)
+		if err != nil || !r.PlainReads || r.NotModifiedSeen {
+			t.Fatalf("ProbeReads = %+v, %v; want it to pass with plain reads", r, err)
+		}
+		if n := mem.Count(storetest.OpGetIfChanged); n != 1 {
+			t.Errorf("%d conditional reads, want the first only (then plain GETs)", n)
+		}
+	})
+	t.Run("a 304 without an ETag, and plain reads stale", func(t *testing.T) {
+		mem := storetest.NewMemStore()
+		var cached []byte
+		var cachedMeta lease.Meta
+		stale := staleGets{rewriting{mem, func(key, etag string, body []byte, m lease.Meta, err error) ([]byte, lease.Meta, error) {
+			if errors.Is(err, lease.ErrNotModified) {
+				return nil, lease.Meta{}, lease.NotModifiedUnproven(key, etag, "")
+			}
+			return body, m, err
+		}}, &cached, &cachedMeta}
+		_, err := lease.ProbeReads(ctx, stale, mem.WithPrefix(""))
+		var se *lease.StaleReadError
+		if !errors.Is(err, lease.ErrStaleReads) || !errors.As(err, &se) || !strings.Contains(se.Seen, "200 with ETag") {
+			t.Fatalf("ProbeReads error = %v, want a StaleReadError on a plain read", err)
 		}
 	})
 	t.Run("a wrapper that hides the conditional read", func(t *testing.T) {

@@ -115,9 +115,10 @@ type Config struct {
 	// runs before the probe in any case, bounded by the store's request
 	// timeout: an endpoint that never answers ends Start then, not after
 	// AcquireTimeout. In read mode (Provider.KeepAlive) the probe also runs
-	// lease.ProbeReads: a store whose conditional reads may miss a completed
-	// write, or whose 304 answers do not show the ETag, fails Start (the
-	// error matches lease.ErrStaleReads or lease.ErrNotModifiedUnproven).
+	// lease.ProbeReads: a store whose reads may miss a completed write fails
+	// Start (the error matches lease.ErrStaleReads); one whose 304 answers do
+	// not show the ETag passes if its plain GETs do, and its holders read
+	// with plain GETs.
 	// Default false: the probe runs.
 	SkipProbe bool
 

@@ -85,9 +85,10 @@ func (n *Node) runProbe(ctx context.Context) error {
 }
 
 // probeReads runs lease.ProbeReads when the provider keeps its lease alive
-// by reads (docs/design.md section 11): a store whose conditional reads may
-// miss a completed write (a cache in front of it), or whose 304 answers do
-// not show the ETag, stops the node; an inconclusive probe is retried as
+// by reads (docs/design.md section 11): a store whose reads may miss a
+// completed write (a cache in front of it) stops the node (one whose 304
+// answers do not show the ETag is probed with plain GETs, which its holders
+// then send); an inconclusive probe is retried as
 // runProbe retries. The second client is the node's own store: a cache on
 // its path is found, a replica only another connection reaches is not. The
 // failure is recorded as the probe's (GET /status, store_probe_ok).
@@ -97,7 +98,11 @@ func (n *Node) probeReads(ctx context.Context, r lease.ProbeResult) error {
 	}
 	var err error
 	for wait := probeRetryMin; ; wait = min(2*wait, probeRetryMax) {
-		_, err = lease.ProbeReads(ctx, n.store, n.store)
+		var rr lease.ReadsProbeResult
+		rr, err = lease.ProbeReads(ctx, n.store, n.store)
+		if err == nil && rr.PlainReads {
+			n.log.Info("read probe: the store's 304s do not show the ETag; holders read with plain GETs, which passed the probe")
+		}
 		if err == nil || !errors.Is(err, lease.ErrProbeInconclusive) || ctx.Err() != nil {
 			break
 		}
@@ -107,7 +112,7 @@ func (n *Node) probeReads(ctx context.Context, r lease.ProbeResult) error {
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("read probe of %s (keep-alive by reads needs conditional reads that show every completed write): %w", lease.Describe(n.store), err)
+		err = fmt.Errorf("read probe of %s (keep-alive by reads needs reads that show every completed write): %w", lease.Describe(n.store), err)
 		n.probe.Store(&probeOutcome{result: r, err: err})
 	}
 	return err

@@ -92,11 +92,13 @@ func afterPoll(err error, poll time.Duration) (next time.Duration, wake bool) {
 	return poll, false
 }
 
-// poll sends one conditional read of the claim's lease object on its ETag,
-// bounded by StoreTimeout, and re-arms the fence from its send when the
-// answer shows that ETag. It returns the send time, and nil when the read
-// proved the ETag; errETagChanged when the object has another; the store's
-// error otherwise (lease.ErrNotModifiedUnproven included).
+// poll sends one conditional read of the claim's lease object on its ETag
+// (a plain GET once the store answered one with a 304 that does not show the
+// ETag: lease.ReadOwn), bounded by StoreTimeout, and re-arms the fence from
+// its send when the answer shows that ETag. It returns the send time, and nil
+// when the read proved the ETag; errETagChanged when the object has another;
+// the store's error otherwise (lease.ErrNotModifiedUnproven included: that
+// read proves nothing, and the next, a quarter poll later, is plain).
 func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 	c.mu.Lock()
 	etag, answering := c.etag, c.answering
@@ -106,8 +108,12 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
 	sent := c.p.clock.Now()
-	_, meta, err := lease.GetIfChanged(rctx, c.p.store, c.key, etag)
+	_, meta, err := lease.ReadOwn(rctx, c.p.store, c.key, etag, c.p.plainReads.Load())
 	cancel()
+	if errors.Is(err, lease.ErrNotModifiedUnproven) && !c.p.plainReads.Swap(true) {
+		c.p.log.Warn("the store answers a conditional read with a 304 that does not show the ETag: reading with plain GETs from now on (the same price per request on S3)",
+			"nodeId", c.id, "err", err)
+	}
 	switch {
 	case errors.Is(err, lease.ErrNotModified) && meta.ETag == etag, err == nil && meta.ETag == etag:
 		answered := c.p.clock.Now()

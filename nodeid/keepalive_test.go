@@ -148,9 +148,29 @@ func TestReadThatProvesNothing(t *testing.T) {
 	if got := since(c, t0); got != 2*time.Second {
 		t.Fatalf("an unproven 304 moved the fence to %v after the take", got)
 	}
+	// Such a store is read with plain GETs from then on: their 200 shows
+	// the ETag, and proves it from the read's send.
+	gets, conds := e.mem.Count(storetest.OpGet), s.reads
+	e.clk.Advance(500 * time.Millisecond)
+	sent := e.clk.Now()
+	if _, err := c.poll(context.Background()); err != nil {
+		t.Fatalf("a plain read after an unproven 304: %v", err)
+	}
+	if e.mem.Count(storetest.OpGet) != gets+1 || s.reads != conds || since(c, sent) != 2*time.Second {
+		t.Fatalf("after an unproven 304: %d plain and %d conditional reads, fence %v after the send; want one plain read re-arming W - M",
+			e.mem.Count(storetest.OpGet)-gets, s.reads-conds, since(c, sent))
+	}
+}
+
+// A read sent before the last landed write proves nothing new: the write's
+// fence stands.
+func TestReadSentBeforeAWrite(t *testing.T) {
+	e := newEnv(t)
+	c, s := e.readClaim(nil)
+	e.clk.Advance(time.Second)
 	// A read sent at 1 s, served then, answered at 1.5 s after a backstop
 	// write sent at 1.2 s landed: the write's fence stands.
-	s.answer, s.latency = nil, 200*time.Millisecond
+	s.latency = 200 * time.Millisecond
 	var w time.Time
 	s.during = func() {
 		w = e.clk.Now()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
@@ -32,6 +33,11 @@ type Provider struct {
 	// reported (see noteDeleted).
 	deletedMu   sync.Mutex
 	deletedSeen map[int]bool
+
+	// plainReads: the store answered a claim's conditional read with a 304
+	// that does not show the ETag (read mode): every claim reads with plain
+	// GETs since (lease.ReadOwn).
+	plainReads atomic.Bool
 
 	// badPeersMu guards badPeers: the node IDs of the gossip entries last
 	// reported as impossible (see knownNodes).
