@@ -121,6 +121,13 @@ type Config struct {
 	// with plain GETs.
 	// Default false: the probe runs.
 	SkipProbe bool
+	// ReadProbeStore, when set, is a second client of the node's store, on
+	// connections of its own: in read mode the probe's other task
+	// (lease.ProbeReads's b) replaces the probe object and reads it through
+	// it, so that a replica only another connection reaches is found too.
+	// Nil: the node's own store plays both parts (a cache on its path is
+	// still found).
+	ReadProbeStore lease.Store
 
 	// Metrics, when set, receives the node's Prometheus metrics (nodeid_*).
 	// If it is also a prometheus.Gatherer (a *prometheus.Registry is), the

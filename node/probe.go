@@ -89,9 +89,10 @@ func (n *Node) runProbe(ctx context.Context) error {
 // completed write (a cache in front of it) stops the node (one whose 304
 // answers do not show the ETag is probed with plain GETs, which its holders
 // then send); an inconclusive probe is retried as
-// runProbe retries. The second client is the node's own store: a cache on
-// its path is found, a replica only another connection reaches is not. The
-// failure is recorded as the probe's (GET /status, store_probe_ok).
+// runProbe retries. The second client is Config.ReadProbeStore (the broker
+// opens one), else the node's own store: a cache on its path is found, a
+// replica only another connection reaches is not. The failure is recorded
+// as the probe's (GET /status, store_probe_ok).
 func (n *Node) probeReads(ctx context.Context, r lease.ProbeResult) error {
 	if n.cfg.Provider.KeepAlive.Mode() != lease.KeepAliveRead {
 		return nil
@@ -99,7 +100,7 @@ func (n *Node) probeReads(ctx context.Context, r lease.ProbeResult) error {
 	var err error
 	for wait := probeRetryMin; ; wait = min(2*wait, probeRetryMax) {
 		var rr lease.ReadsProbeResult
-		rr, err = lease.ProbeReads(ctx, n.store, n.store)
+		rr, err = lease.ProbeReads(ctx, n.store, n.readProbeStore())
 		if err == nil && rr.PlainReads {
 			n.log.Info("read probe: the store's 304s do not show the ETag; holders read with plain GETs, which passed the probe")
 		}
@@ -116,6 +117,15 @@ func (n *Node) probeReads(ctx context.Context, r lease.ProbeResult) error {
 		n.probe.Store(&probeOutcome{result: r, err: err})
 	}
 	return err
+}
+
+// readProbeStore is the read probe's other client: Config.ReadProbeStore,
+// else the node's own store.
+func (n *Node) readProbeStore() lease.Store {
+	if s := n.cfg.ReadProbeStore; s != nil {
+		return s
+	}
+	return n.store
 }
 
 // probeStatus returns the /status view of the probe, nil before it ran or when

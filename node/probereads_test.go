@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,17 +26,36 @@ func readModeConfig(task string) Config {
 	return c
 }
 
+// countingUpdates is a second client of a MemStore's bucket that counts its
+// conditional updates.
+type countingUpdates struct {
+	*storetest.MemStore
+	n atomic.Int64
+}
+
+func (c *countingUpdates) Update(ctx context.Context, key string, body []byte, etag string) (lease.Meta, error) {
+	c.n.Add(1)
+	return c.MemStore.Update(ctx, key, body, etag)
+}
+
 // TestProbeReads: in read mode Start also probes the store's conditional
 // reads; a store whose reads may be stale is refused before any lease
 // object is written, and /status says why; SkipProbe skips it; write mode
 // does not run it.
 func TestProbeReads(t *testing.T) {
-	n, err := New(storetest.NewMemStore(), readModeConfig("a"))
+	mem := storetest.NewMemStore()
+	second := &countingUpdates{MemStore: mem.WithPrefix("")}
+	cfg := readModeConfig("a")
+	cfg.ReadProbeStore = second
+	n, err := New(mem, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatalf("Start in read mode on a store whose reads are fresh: %v", err)
+	}
+	if writes := second.n.Load(); writes != lease.ProbeReadsRounds {
+		t.Fatalf("the read probe's other client (ReadProbeStore) wrote %d times, want once a round (%d)", writes, lease.ProbeReadsRounds)
 	}
 	_ = n.Close(closeCtx(t))
 
@@ -59,7 +79,7 @@ func TestProbeReads(t *testing.T) {
 	}
 	_ = n.Close(closeCtx(t))
 
-	cfg := readModeConfig("c")
+	cfg = readModeConfig("c")
 	cfg.SkipProbe = true
 	n, err = New(storetest.NewMemStore(storetest.StaleConditionalReads()), cfg)
 	if err != nil {

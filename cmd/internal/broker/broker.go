@@ -47,12 +47,22 @@ func (b *broker) run(ctx context.Context) error {
 		}
 	}
 	b.child.listening(lns[0].Addr())
-	store, closeStore, err := b.openStore(ctx)
+	store, closeStore, again, err := b.openStore(ctx)
 	if err != nil {
 		closeAll()
 		return err
 	}
 	defer closeStore() // last: other brokers may use an embedded S3 until now, this one too
+	nc := b.cfg.node
+	if nc.Provider.KeepAlive.Mode() == lease.KeepAliveRead && !nc.SkipProbe {
+		second, closeSecond, err := again()
+		if err != nil {
+			closeAll()
+			return err
+		}
+		defer closeSecond()
+		nc.ReadProbeStore = second
+	}
 	recorded, closeHistory, err := b.cfg.history.wrap(store)
 	if err != nil {
 		closeAll()
@@ -63,7 +73,6 @@ func (b *broker) run(ctx context.Context) error {
 			b.log.Error("store history", "err", err)
 		}
 	}()
-	nc := b.cfg.node
 	nc.Logger = b.raw
 	n, err := node.New(recorded, nc)
 	if err != nil {

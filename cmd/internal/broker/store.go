@@ -63,35 +63,47 @@ func (b *broker) storeWhere() string {
 
 // openStore opens the store --store names. The returned function closes what
 // the store holds: the embedded S3, the etcd connection (a no-op otherwise).
-func (b *broker) openStore(ctx context.Context) (lease.Store, func(), error) {
+// again opens another client of the same store, on connections of its own
+// (read mode's probe reads through it as another task would), with its own
+// close function.
+func (b *broker) openStore(ctx context.Context) (st lease.Store, closeStore func(), again func() (lease.Store, func(), error), err error) {
 	switch b.cfg.store {
 	case etcdflag.StoreEtcd:
-		st, err := etcdstore.New(b.cfg.etcd.Config(b.cfg.prefix))
-		if err != nil {
-			return nil, nil, err
+		again = func() (lease.Store, func(), error) {
+			st, err := etcdstore.New(b.cfg.etcd.Config(b.cfg.prefix))
+			if err != nil {
+				return nil, nil, err
+			}
+			return st, func() { _ = st.Close() }, nil
 		}
-		return st, func() { _ = st.Close() }, nil
 	case azblobflag.Store:
-		// With neither a key nor a SAS: azblobflag.DefaultCredential.
-		c, err := b.cfg.azblob.StoreConfig(b.cfg.prefix, nil)
-		if err != nil {
-			return nil, nil, err
+		again = func() (lease.Store, func(), error) {
+			// With neither a key nor a SAS: azblobflag.DefaultCredential.
+			c, err := b.cfg.azblob.StoreConfig(b.cfg.prefix, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Logger = b.log.With("component", "azblobstore")
+			st, err := azblobstore.New(c)
+			return st, func() {}, err
 		}
-		c.Logger = b.log.With("component", "azblobstore")
-		st, err := azblobstore.New(c)
-		return st, func() {}, err
 	case gcsflag.Store:
-		c := b.cfg.gcs.Config(b.cfg.prefix)
-		c.Logger = b.log.With("component", "gcsstore")
-		st, err := gcsstore.New(c)
-		return st, func() {}, err
+		again = func() (lease.Store, func(), error) {
+			c := b.cfg.gcs.Config(b.cfg.prefix)
+			c.Logger = b.log.With("component", "gcsstore")
+			st, err := gcsstore.New(c)
+			return st, func() {}, err
+		}
+	default:
+		return b.openS3(ctx)
 	}
-	return b.openS3(ctx)
+	st, closeStore, err = again()
+	return st, closeStore, again, err
 }
 
 // openS3 opens the S3 store, starting the embedded S3 if asked; the returned
-// function stops it.
-func (b *broker) openS3(ctx context.Context) (lease.Store, func(), error) {
+// function stops it, and again opens another client of it.
+func (b *broker) openS3(ctx context.Context) (lease.Store, func(), func() (lease.Store, func(), error), error) {
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Prefix, sc.Region = b.cfg.bucket, b.cfg.prefix, b.cfg.region
 	sc.Endpoint, sc.UsePathStyle = b.cfg.s3Endpoint, b.cfg.s3PathStyle
@@ -99,7 +111,7 @@ func (b *broker) openS3(ctx context.Context) (lease.Store, func(), error) {
 	if b.cfg.embeddedS3 != "" {
 		srv, err := s3fake.Start(s3fake.Config{Addr: b.cfg.embeddedS3, Bucket: b.cfg.bucket, Logger: b.log.With("component", "embedded-s3")})
 		if err != nil {
-			return nil, nil, fmt.Errorf("--embedded-s3 %s: %w", b.cfg.embeddedS3, err)
+			return nil, nil, nil, fmt.Errorf("--embedded-s3 %s: %w", b.cfg.embeddedS3, err)
 		}
 		closeStore = func() { _ = srv.Close() }
 		b.log.Info("embedded S3 listening", "endpoint", srv.URL(), "bucket", srv.Bucket(),
@@ -107,10 +119,14 @@ func (b *broker) openS3(ctx context.Context) (lease.Store, func(), error) {
 		sc = srv.StoreConfig(b.cfg.prefix)
 	}
 	sc.Logger = b.log.With("component", "s3store")
-	store, err := s3store.New(ctx, sc)
+	again := func() (lease.Store, func(), error) {
+		st, err := s3store.New(ctx, sc)
+		return st, func() {}, err
+	}
+	store, _, err := again()
 	if err != nil {
 		closeStore()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return store, closeStore, nil
+	return store, closeStore, again, nil
 }
