@@ -47,6 +47,25 @@ func campaignAsync(e *election.Elections, name string) <-chan campaignResult {
 	return ch
 }
 
+// leaderAndCandidate elects task-a (through leaderStore) in "jobs" and
+// starts task-b's campaign (through candidateStore), each configured by cfg.
+func leaderAndCandidate(t *testing.T, leaderStore, candidateStore lease.Store, cfg func(task string) nodeid.Config) (*election.Leadership, <-chan campaignResult) {
+	t.Helper()
+	ea, err := election.New(leaderStore, cfg("task-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := election.New(candidateStore, cfg("task-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := ea.Campaign(context.Background(), "jobs", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return la, campaignAsync(eb, "jobs")
+}
+
 // stepUntilElected advances clk wake-up by wake-up, each time n goroutines
 // sleep on it, until the campaign answers or limit of fake time has passed.
 func stepUntilElected(t *testing.T, clk *fakeclock.Clock, ch <-chan campaignResult, n int, limit time.Duration) campaignResult {
@@ -117,19 +136,7 @@ func TestResignHandsOverAtOnce(t *testing.T) {
 				c.TaskID, c.Clock = task, clk
 				return c
 			}
-			ea, err := election.New(fs, cfg("task-a"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			eb, err := election.New(fs, cfg("task-b"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			la, err := ea.Campaign(context.Background(), "jobs", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ch := campaignAsync(eb, "jobs")
+			la, ch := leaderAndCandidate(t, fs, fs, cfg)
 			if err := clk.WaitForSleepers(context.Background(), 2); err != nil { // a's renewal loop and b's pause
 				t.Fatal(err)
 			}

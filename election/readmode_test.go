@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/election"
 	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
@@ -46,19 +45,7 @@ func TestReadModeDeadLeaderChallenged(t *testing.T) {
 		c.KeepAlive, c.Window, c.Backstop = nodeid.KeepAliveRead, 5*time.Second, time.Minute
 		return c
 	}
-	ea, err := election.New(fs, cfg("task-a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	eb, err := election.New(mem, cfg("task-b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	la, err := ea.Campaign(context.Background(), "jobs", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := campaignAsync(eb, "jobs")
+	la, ch := leaderAndCandidate(t, fs, mem, cfg)
 	if r := stepFor(t, clk, ch, 30*time.Second); r != nil {
 		t.Fatalf("elected while the leader lives and reads: %v", r.err)
 	}

@@ -59,6 +59,21 @@ func (e *env) challenger(mods ...func(*Config)) (*Provider, *challengeEvents) {
 	return e.provider(cfg), events
 }
 
+// tryAcquire runs one Acquire of p: its claim (closed when the test ends),
+// or nil when the cluster is full.
+func tryAcquire(t *testing.T, p *Provider) *Claim {
+	t.Helper()
+	c, err := p.Acquire(context.Background())
+	switch {
+	case err == nil:
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		return c
+	case !errors.Is(err, ErrClusterFull):
+		t.Fatalf("Acquire: %v", err)
+	}
+	return nil
+}
+
 // A challenge of a live holder: the challenger writes the challenge and the
 // confirm (the holder's record copied, naming its writeId) and waits; the
 // holder's next poll sees another ETag, and its renewal, refused on its own
@@ -127,15 +142,16 @@ func TestChallengeTakesASilentHolder(t *testing.T) {
 	if fence := c.ValidUntil(); fence.After(confirmed.Add(3*time.Second - time.Second)) {
 		t.Fatalf("the holder's fence %v stands past the confirm %v + W - M", fence, confirmed)
 	}
-	e.store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
+	failWrites := func(op storetest.Op, key string) storetest.Fault {
 		if op == storetest.OpUpdate {
 			return faultErr(storetest.ErrInjected) // the holder's writes fail: it cannot answer
 		}
 		return storetest.Fault{}
-	})
+	}
 	var taken *Claim
 	for taken == nil {
 		e.clk.Advance(500 * time.Millisecond)
+		e.store.SetInjector(failWrites)
 		if _, err := c.poll(context.Background()); !errors.Is(err, errETagChanged) {
 			t.Fatalf("holder's poll: %v", err)
 		}
@@ -143,20 +159,7 @@ func TestChallengeTakesASilentHolder(t *testing.T) {
 			t.Fatalf("the confirm was not taken in 10 s")
 		}
 		e.store.SetInjector(nil)
-		got, err := p.Acquire(context.Background())
-		switch {
-		case err == nil:
-			taken = got
-			t.Cleanup(func() { _ = taken.Close(context.Background()) })
-		case !errors.Is(err, ErrClusterFull):
-			t.Fatalf("Acquire: %v", err)
-		}
-		e.store.SetInjector(func(op storetest.Op, key string) storetest.Fault {
-			if op == storetest.OpUpdate {
-				return faultErr(storetest.ErrInjected)
-			}
-			return storetest.Fault{}
-		})
+		taken = tryAcquire(t, p)
 		if taken == nil && e.clk.Now().Sub(confirm.LastModified) <= 4*time.Second {
 			continue
 		}
@@ -315,14 +318,7 @@ func TestConfirmTakenOnlyPastItsMargins(t *testing.T) {
 		var taken *Claim
 		for taken == nil && e.clk.Now().Sub(start) < 20*time.Second {
 			e.clk.Advance(100 * time.Millisecond)
-			got, err := p.Acquire(context.Background())
-			switch {
-			case err == nil:
-				taken = got
-				t.Cleanup(func() { _ = taken.Close(context.Background()) })
-			case !errors.Is(err, ErrClusterFull):
-				t.Fatal(err)
-			}
+			taken = tryAcquire(t, p)
 		}
 		if taken == nil || c.Valid() != early {
 			t.Fatalf("confirm taken at its window %v: taken %v, the holder valid %v at the take", early, taken != nil, c.Valid())
