@@ -73,7 +73,8 @@ type Node struct {
 	closeErr  error
 }
 
-// New validates cfg and returns a Node over store. It does no I/O: the
+// New validates cfg (for store: nodeid.Config.ValidateFor) and returns a
+// Node over store. It does no I/O: the
 // node's Handler and checkers answer at once (503, "acquiring") until Start
 // has taken a node ID.
 func New(store lease.Store, cfg Config) (*Node, error) {
@@ -82,6 +83,13 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if pc := cfg.Provider; true {
+		// The store's own limits (lease.MinWriteInterval) before any request:
+		// a probe would write first.
+		if err := pc.ValidateFor(store); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
 	}
 	n := &Node{
 		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),

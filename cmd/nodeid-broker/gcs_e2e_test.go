@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -43,13 +42,17 @@ func TestServeGCS(t *testing.T) {
 	env := brokerEnv(t)
 	store := []string{"--store", "gcs", "--gcs-bucket", bucket, "--gcs-endpoint", endpoint, "--gcs-no-auth", "--cluster-size", "2"}
 	// Cloud Storage sustains one write per second per object: a renew
-	// interval below that is refused, naming the limit.
+	// interval below that is refused, naming the limit, before any request
+	// (a usage error).
 	fast := startBroker(t, "fast", env, slices.Concat(store, shortLease)...)
-	if code := fast.waitExit(15 * time.Second); code != 1 {
-		t.Fatalf("a broker renewing every 500ms on Cloud Storage exited %d, want 1", code)
+	if code := fast.waitExit(15 * time.Second); code != 2 {
+		t.Fatalf("a broker renewing every 500ms on Cloud Storage exited %d, want 2", code)
 	}
-	if msg := fast.waitLog("exiting after a failure", time.Second)["err"]; !strings.Contains(fmt.Sprint(msg), "500ms is below 1s") {
-		t.Errorf("the refusal says %q, want it to name the 1s limit", msg)
+	if out := fast.log(); !strings.Contains(out, "500ms is below 1s") {
+		t.Errorf("the refusal says %q, want it to name the 1s limit", out)
+	}
+	if l, err := st.List(ctx); err != nil || len(l.Objects) != 0 {
+		t.Errorf("the bucket after the refusal: %+v, %v; want it empty (no request before the refusal)", l.Objects, err)
 	}
 	args := slices.Concat(store, []string{"--lease-duration", "3s", "--renew-interval", "1s", "--drain-delay", "200ms", "--log-level", "info"})
 	serveAndHandOver(t, "fake-gcs-server", env, args)
