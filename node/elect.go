@@ -64,15 +64,27 @@ func newElector(store lease.Store, cfg Config, tasks nodeid.Tasks) (*elector, er
 	return &elector{name: cfg.Elect, value: cfg.ElectValue, task: cfg.Provider.TaskID, e: e, done: make(chan struct{})}, nil
 }
 
-// gossipTasks is the node's gossip view of live tasks (nodeid.Tasks); every
+// gossipTasks is the node's gossip view of live tasks (nodeid.TasksHints); every
 // task counts as live until gossip started, so that nothing is challenged
 // for want of a view.
 type gossipTasks struct{ n *Node }
+
+var _ nodeid.TasksHints = gossipTasks{}
 
 // TaskLive implements nodeid.Tasks.
 func (t gossipTasks) TaskLive(taskID string) bool {
 	g := t.n.gossip.Load()
 	return g == nil || g.TaskLive(taskID)
+}
+
+// Freed implements nodeid.TasksHints: gossip's Freed, which closes when a
+// member that held a node ID leaves or is found dead (a leader holds one);
+// nil (never closed) before gossip started.
+func (t gossipTasks) Freed() <-chan struct{} {
+	if g := t.n.gossip.Load(); g != nil {
+		return g.Freed()
+	}
+	return nil
 }
 
 // start campaigns in the background until stop.

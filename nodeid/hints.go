@@ -13,10 +13,14 @@ func (p *Provider) hints() PeerHints {
 }
 
 // freedSignal returns the channel PeerHints.Freed closes at the next freed
-// ID; nil (never closed) without hints. Take it before a look at the store,
-// so that no ID freed after the look goes unnoticed.
+// ID (TasksHints.Freed without PeerHints, for an election); nil (never
+// closed) without either. Take it before a look at the store, so that no ID
+// freed after the look goes unnoticed.
 func (p *Provider) freedSignal() <-chan struct{} {
 	if h := p.hints(); h != nil {
+		return h.Freed()
+	}
+	if h, ok := p.cfg.Tasks.(TasksHints); ok {
 		return h.Freed()
 	}
 	return nil

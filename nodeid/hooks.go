@@ -22,6 +22,17 @@ type Tasks interface {
 	TaskLive(taskID string) bool
 }
 
+// TasksHints is a Tasks that also tells a waiting Acquire when a task may
+// have died (the gossip package's Freed: closed when a member that held a
+// node ID leaves or is found dead), so that it looks at once rather than
+// at the end of its pause: how an election's candidate, which has no
+// Peers, challenges a dead leader without waiting out its backoff.
+type TasksHints interface {
+	Tasks
+	// Freed returns a channel closed at the next such event.
+	Freed() <-chan struct{}
+}
+
 // PeerHints is a Peers that also tells a waiting Acquire when to look (the
 // gossip package satisfies it). Like Peers it only schedules the store
 // requests: every take is still judged on a read of the lease.
