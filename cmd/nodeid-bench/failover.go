@@ -65,6 +65,11 @@ type failoverRun struct {
 	// Challenges and Confirms are what the waiting task wrote (read mode).
 	Challenges int `json:"challenges"`
 	Confirms   int `json:"confirms"`
+	// KillToConfirm is from the cut until the waiting task's last confirm
+	// landed (its challenge and confirm answered 2xx); the take may come a
+	// window (W + 1 s + ClockMargin, whole seconds on the store's clock)
+	// after it.
+	KillToConfirm ms `json:"killToConfirmMs,omitempty"`
 	// KillToFirstID is from the cut (or the release's start) until the
 	// successor's generator issued its first Snowflake ID (kind crash and
 	// release, which issue IDs).
@@ -445,6 +450,9 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 		}
 		run := failoverRun{Kind: kind, Victim: victim.claim.NodeID(), Version: res.c.Version(), KillToTake: toMS(res.at.Sub(killed)),
 			WaitedTotal: toMS(res.at.Sub(waitStart)), Challenges: int(count.challenged.Load()), Confirms: int(count.confirmed.Load())}
+		if ns := count.lastConfirm.Load(); ns != 0 {
+			run.KillToConfirm = toMS(time.Unix(0, ns).Sub(killed))
+		}
 		if kind != kindRelease {
 			lastWrite := lastSuccessfulWrite(b.meter.Events(), labelOf(victim.name, "hold"), killed)
 			if lastWrite.IsZero() {
@@ -533,10 +541,10 @@ func printFailover(w io.Writer, r *failoverReport) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kind\trun\tnode\tversion\tkilled after last write\tkill to take\tlast write to take\tto first ID\tchallenges (confirmed)\tIDs old / new\toverlap\twaiter requests\t")
+	fmt.Fprintln(tw, "kind\trun\tnode\tversion\tkilled after last write\tkill to take\tlast write to take\tto first ID\tto confirm\tchallenges (confirmed)\tIDs old / new\toverlap\twaiter requests\t")
 	for i, x := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%vms\t%vms\t%vms\t%vms\t%d (%d)\t%d / %d\t%v\t%d (%s)\t\n", x.Kind, i, x.Victim, x.Version, x.SinceLastWrite, x.KillToTake,
-			x.LastWriteToTake, x.KillToFirstID, x.Challenges, x.Confirms, x.VictimIssued, x.SuccessorIDs, x.Overlap, x.WaiterRequests.Total, x.WaiterRequests)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%vms\t%vms\t%vms\t%vms\t%vms\t%d (%d)\t%d / %d\t%v\t%d (%s)\t\n", x.Kind, i, x.Victim, x.Version, x.SinceLastWrite, x.KillToTake,
+			x.LastWriteToTake, x.KillToFirstID, x.KillToConfirm, x.Challenges, x.Confirms, x.VictimIssued, x.SuccessorIDs, x.Overlap, x.WaiterRequests.Total, x.WaiterRequests)
 	}
 	_ = tw.Flush()
 	printTargets(w, r.Targets)

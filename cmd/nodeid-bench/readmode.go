@@ -244,6 +244,7 @@ func (v *gossipView) TaskLive(task string) bool {
 type challengeCount struct {
 	nodeid.NopObserver
 	challenged, confirmed, answered atomic.Int64
+	lastConfirm                     atomic.Int64 // Unix ns of the last confirm written, 0 before
 
 	mu      sync.Mutex
 	byTask  map[string]int // challenges written, by the challenger's label
@@ -266,6 +267,7 @@ func (t *taskChallenges) Challenged(_ int, holder string, confirmed bool) {
 	t.c.challenged.Add(1)
 	if confirmed {
 		t.c.confirmed.Add(1)
+		t.c.lastConfirm.Store(time.Now().UnixNano())
 	}
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
