@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
+	"github.com/nodeid/nodeid/internal/ctxtime"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -90,6 +91,10 @@ type rollingRun struct {
 	ReleaseToRetake durations `json:"releaseToRetake"`
 	// Elapsed is from the first new task's start to the last one's take.
 	Elapsed ms `json:"elapsedMs"`
+	// Settled is how long every claim was held after the deployment before
+	// the losses and answers were counted (read mode: W + P + 3 s, so that a
+	// confirm left unanswered would have been taken).
+	Settled ms `json:"settledMs,omitempty"`
 	// Challenges the new tasks wrote (read mode), the confirms among them,
 	// and the challenges holders answered. Every holder in a deployment is
 	// live: each challenge is of a live holder.
@@ -398,12 +403,23 @@ func rollingDeploy(ctx context.Context, b *backend, o rollingOpts, pct int) (*ro
 		schedule(allowed)
 	}
 	elapsed := time.Since(d.t0)
+	var settled time.Duration
+	if o.readMode() {
+		// A challenge of a live holder is answered at its next poll, and an
+		// unanswered confirm would be taken a window after it: hold every
+		// claim that long before counting the losses and the answers.
+		cfg, _ := o.keepAliveOpts.derived()
+		settled = cfg.Window + cfg.PollInterval + 3*time.Second
+		if err := ctxtime.Sleep(ctx, settled); err != nil {
+			return nil, err
+		}
+	}
 	endedAt := ends.snapshot()
 	counts := b.meter.Counts().Where(func(k latproxy.Key) bool {
 		return strings.HasPrefix(k.Label, label+"new-") && strings.HasSuffix(k.Label, "/acquire")
 	})
 	run := d.result(pct, minPct, oldClaims, oldTook, endedAt)
-	run.Requests, run.ByStatus, run.Elapsed = countOps(counts), counts.ByStatus(), toMS(elapsed)
+	run.Requests, run.ByStatus, run.Elapsed, run.Settled = countOps(counts), counts.ByStatus(), toMS(elapsed), toMS(settled)
 	run.perTask = perTaskOf(counts, n)
 	run.Challenges, run.Confirms, run.Answered = int(count.challenged.Load()), int(count.confirmed.Load()), int(count.answered.Load())
 	run.ChallengesPerTask, run.ChallengesMax = count.perTask(n)
@@ -545,8 +561,8 @@ func printRolling(w io.Writer, r *rollingReport) {
 	for _, x := range r.Runs {
 		fmt.Fprintf(w, "batch %d%%: at most %d tasks running (peak %d), at least %d healthy (low %d); time-to-ID from a new task's start, re-take from the release written\n  by status: %s\n",
 			x.Batch, x.MaxRunning, x.PeakRunning, x.MinHealthyTasks, x.LowestHealthy, statusMap(x.ByStatus))
-		fmt.Fprintf(w, "  challenges of live holders: %d (%d confirmed, %d answered), %.3f per new task, max %d\n",
-			x.Challenges, x.Confirms, x.Answered, x.ChallengesPerTask, x.ChallengesMax)
+		fmt.Fprintf(w, "  challenges of live holders: %d (%d confirmed, %d answered), %.3f per new task, max %d; lost and answers counted %v after the deployment\n",
+			x.Challenges, x.Confirms, x.Answered, x.ChallengesPerTask, x.ChallengesMax, dur(x.Settled))
 		for _, e := range x.Errors {
 			fmt.Fprintf(w, "  error: %s\n", e)
 		}
