@@ -3,7 +3,7 @@
 # S3 (gofakes3) through the latency proxy, and with --minio also against the
 # pinned MinIO build, started and stopped with test/minio/servers.sh.
 #
-#   bench/nodeid-bench.sh            # gofakes3 only, about 4 minutes (+1.5 for ids)
+#   bench/nodeid-bench.sh            # gofakes3 only, about 4 minutes (+1.5 for ids, +15 for read mode)
 #   bench/nodeid-bench.sh --minio    # then MinIO as well (a cold MinIO build takes ~5 minutes)
 #   bench/nodeid-bench.sh --minio --no-gofakes3   # MinIO only
 #
@@ -73,6 +73,12 @@ standard_set() {
 	run failover-5s failover --lease-duration 5s --runs 3
 	run failover-15s failover --lease-duration 15s --runs 3
 	run steady steady --lease-durations 5s,15s,60s
+	# Read mode (keep-alive by reads) beside write mode: docs/performance.md, "Read mode".
+	run steady-read steady --keepalive write,read --lease-durations 5s,15s,60s
+	run failover-read failover --keepalive read --kinds noids,release --runs 3
+	run failover-read-b60 failover --keepalive read --backstop 60s --kinds crash,noids --runs 3
+	run failover-write-gossip failover --lease-duration 15s --gossip --kinds crash,noids,release --runs 3
+	run rolling-read-256 rolling --ids 256 --batch 100%,50% --keepalive read --gossip
 	run ids ids --broker-bin "$bin/nodeid-broker"
 }
 

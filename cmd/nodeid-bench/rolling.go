@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
+	"github.com/nodeid/nodeid/internal/ctxtime"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -32,9 +33,30 @@ import (
 type rollingOpts struct {
 	common
 	leaseOpts
+	keepAliveOpts
 	batches    string
 	minHealthy int // percent; -1: 100 - batch
 	stopDelay  time.Duration
+	keepAlive  string
+	gossip     bool
+	spread     time.Duration
+}
+
+func (o rollingOpts) readMode() bool { return o.keepAlive == string(nodeid.KeepAliveRead) }
+
+// taskConfig is the configuration of the task named name, in the run's mode,
+// with its gossip view when g is not nil, and obs as its Observer.
+func (o rollingOpts) taskConfig(name string, g *fakeGossip, obs nodeid.Observer) nodeid.Config {
+	cfg := o.providerConfig(name, nodeid.OrderSpread)
+	if o.readMode() {
+		o.keepAliveOpts.apply(&cfg)
+	}
+	if g != nil {
+		v := g.view(name)
+		cfg.Peers, cfg.Tasks = v, v
+	}
+	cfg.Observer = obs
+	return cfg
 }
 
 // rollingRun is the result of one deployment.
@@ -69,10 +91,25 @@ type rollingRun struct {
 	ReleaseToRetake durations `json:"releaseToRetake"`
 	// Elapsed is from the first new task's start to the last one's take.
 	Elapsed ms `json:"elapsedMs"`
+	// Settled is how long every claim was held after the deployment before
+	// the losses and answers were counted (read mode: W + P + 3 s, so that a
+	// confirm left unanswered would have been taken).
+	Settled ms `json:"settledMs,omitempty"`
+	// Challenges the new tasks wrote (read mode), the confirms among them,
+	// and the challenges holders answered. Every holder in a deployment is
+	// live: each challenge is of a live holder.
+	Challenges        int     `json:"challenges"`
+	Confirms          int     `json:"confirms"`
+	Answered          int     `json:"answered"`
+	ChallengesPerTask float64 `json:"challengesPerNewTask"`
+	ChallengesMax     int     `json:"challengesMaxPerNewTask"`
 }
 
 type rollingReport struct {
 	header
+	KeepAlive keepAliveInfo `json:"keepAlive"`
+	// Gossip describes the stand-in for gossip, if any.
+	Gossip        string       `json:"gossip,omitempty"`
 	IDs           int          `json:"ids"`
 	LeaseDuration ms           `json:"leaseDurationMs"`
 	StopDelay     ms           `json:"stopDelayMs"`
@@ -88,6 +125,10 @@ func runRolling(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&o.batches, "batch", "100%,50%", "comma-separated deployments to run, each on a fresh prefix: the share of N new tasks started at once (ECS maximumPercent - 100)")
 	fs.IntVar(&o.minHealthy, "min-healthy", -1, "ECS minimumHealthyPercent, 0..99 (-1: 100 - batch)")
 	fs.DurationVar(&o.stopDelay, "stop-delay", time.Second, "time from the first new tasks' start until the first old task may be told to stop (the new tasks find every ID held and wait)")
+	fs.StringVar(&o.keepAlive, "keepalive", "write", "keep-alive mode: write (--lease-duration), or read (--read-window, --backstop, --backstop-interval, --poll-interval)")
+	addKeepAliveFlags(fs, &o.keepAliveOpts)
+	fs.BoolVar(&o.gossip, "gossip", false, "give every task a stand-in for gossip (nodeid.Peers with hints, and nodeid.Tasks): a claim or a release is seen --spread after it")
+	fs.DurationVar(&o.spread, "spread", 100*time.Millisecond, "with --gossip: time for a claim or a release to reach the other members")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -97,6 +138,12 @@ func runRolling(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if err == nil && (o.ids < 1 || o.ids > 1024 || o.stopDelay < 0) {
 		err = fmt.Errorf("want --ids in 1..1024 and --stop-delay >= 0")
+	}
+	if err == nil && o.keepAlive != string(nodeid.KeepAliveWrite) && !o.readMode() {
+		err = fmt.Errorf("--keepalive %q: want write or read", o.keepAlive)
+	}
+	if err == nil && o.readMode() {
+		_, err = o.keepAliveOpts.derived()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "nodeid-bench rolling: %v\n", err)
@@ -132,7 +179,18 @@ func parseBatches(s string) ([]int, error) {
 
 // rolling runs one deployment per batch, each on a fresh prefix.
 func rolling(ctx context.Context, b *backend, o rollingOpts, batches []int, args []string) (*rollingReport, error) {
-	rep := &rollingReport{header: newHeader("rolling", b, args), IDs: o.ids, LeaseDuration: toMS(o.leaseDuration), StopDelay: toMS(o.stopDelay)}
+	rep := &rollingReport{header: newHeader("rolling", b, args), KeepAlive: keepAliveInfo{Mode: string(nodeid.KeepAliveWrite)}, IDs: o.ids,
+		LeaseDuration: toMS(o.leaseDuration), StopDelay: toMS(o.stopDelay)}
+	if o.readMode() {
+		info, err := readInfo(ctx, b, o.keepAliveOpts)
+		if err != nil {
+			return nil, err
+		}
+		rep.KeepAlive, rep.LeaseDuration = info, info.Backstop
+	}
+	if o.gossip {
+		rep.Gossip = fmt.Sprintf("stand-in: a claim or a release seen by every member %v after it", o.spread)
+	}
 	for _, p := range batches {
 		r, err := rollingDeploy(ctx, b, o, p)
 		if err != nil {
@@ -145,6 +203,12 @@ func rolling(ctx context.Context, b *backend, o rollingOpts, batches []int, args
 		note = "target is for N = 256 at 20 ms"
 	}
 	for _, r := range rep.Runs {
+		if o.readMode() {
+			rep.Targets = append(rep.Targets, target{What: fmt.Sprintf("rolling %d%% (read mode): live holders lost; challenges of live holders", r.Batch),
+				Target:   "0 lost; challenges rare with gossip",
+				Measured: fmt.Sprintf("%d lost; %d challenges (%d confirmed, %d answered), %.3f per new task, max %d", r.Lost, r.Challenges, r.Confirms, r.Answered, r.ChallengesPerTask, r.ChallengesMax),
+				Met:      r.Lost == 0 && r.Distinct})
+		}
 		worst := time.Duration(float64(r.ReleaseToRetake.Max) * float64(time.Millisecond))
 		rep.Targets = append(rep.Targets,
 			target{What: fmt.Sprintf("rolling %d%%: requests per new task (mean)", r.Batch), Target: "<= 4",
@@ -230,14 +294,24 @@ func rollingDeploy(ctx context.Context, b *backend, o rollingOpts, pct int) (*ro
 	d.lowestHealthy = n
 	prefix := b.prefix(fmt.Sprintf("rolling-%d", pct))
 	label := fmt.Sprintf("rolling-%d/", pct)
+	var g *fakeGossip
+	if o.gossip {
+		g = newFakeGossip(0, o.spread)
+	}
+	count := &challengeCount{}
+	oldName := func(i int) string { return fmt.Sprintf("bench-%d-rolling-%d-old-%d", o.seed, pct, i) }
+	newName := func(i int) string { return fmt.Sprintf("bench-%d-rolling-%d-new-%d", o.seed, pct, i) }
 	olds, err := b.newFleet(ctx, n, label+"old-", prefix, func(i int) nodeid.Config {
-		return o.providerConfig(fmt.Sprintf("bench-%d-rolling-%d-old-%d", o.seed, pct, i), nodeid.OrderSpread)
+		if g != nil {
+			g.join(oldName(i))
+		}
+		return o.taskConfig(oldName(i), g, count.observer(oldName(i)))
 	})
 	if err != nil {
 		return nil, err
 	}
 	news, err := b.newFleet(ctx, n, label+"new-", prefix, func(i int) nodeid.Config {
-		return o.providerConfig(fmt.Sprintf("bench-%d-rolling-%d-new-%d", o.seed, pct, i), nodeid.OrderSpread)
+		return o.taskConfig(newName(i), g, count.observer(newName(i)))
 	})
 	if err != nil {
 		return nil, err
@@ -247,6 +321,15 @@ func rollingDeploy(ctx context.Context, b *backend, o rollingOpts, pct int) (*ro
 	if err != nil {
 		return nil, fmt.Errorf("the old fleet: %w", err)
 	}
+	if g != nil {
+		for i, c := range oldClaims {
+			g.claim(oldName(i), c.NodeID(), c.Version())
+		}
+		time.Sleep(o.spread) // the old fleet's claims seen before the deployment starts
+	}
+	// Challenges during the deployment only (none are expected while the old
+	// fleet fills an empty cluster; reset all the same).
+	count.reset()
 	for _, c := range oldClaims {
 		// As a broker's generator does (node.Node): IDs issued up to now, so
 		// the release lowers the floor to about now. Without it the release
@@ -271,8 +354,14 @@ func rollingDeploy(ctx context.Context, b *backend, o rollingOpts, pct int) (*ro
 			i := d.started
 			d.started++
 			d.newStart[i] = time.Since(d.t0)
+			if g != nil {
+				g.join(newName(i)) // its gossip member starts before it acquires
+			}
 			go func() {
 				c, err := news[i].p.Acquire(dctx)
+				if err == nil && g != nil {
+					g.claim(newName(i), c.NodeID(), c.Version())
+				}
 				events <- deployEvent{task: i, at: time.Now(), claim: c, err: err}
 			}()
 			d.track()
@@ -285,6 +374,9 @@ func rollingDeploy(ctx context.Context, b *backend, o rollingOpts, pct int) (*ro
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(dctx), 10*time.Second)
 				defer cancel()
 				err := oldClaims[j].Close(cctx)
+				if g != nil {
+					g.release(oldName(j))
+				}
 				events <- deployEvent{task: j, stop: true, at: time.Now(), err: err}
 			}()
 			d.track()
@@ -311,13 +403,26 @@ func rollingDeploy(ctx context.Context, b *backend, o rollingOpts, pct int) (*ro
 		schedule(allowed)
 	}
 	elapsed := time.Since(d.t0)
+	var settled time.Duration
+	if o.readMode() {
+		// A challenge of a live holder is answered at its next poll, and an
+		// unanswered confirm would be taken a window after it: hold every
+		// claim that long before counting the losses and the answers.
+		cfg, _ := o.keepAliveOpts.derived()
+		settled = cfg.Window + cfg.PollInterval + 3*time.Second
+		if err := ctxtime.Sleep(ctx, settled); err != nil {
+			return nil, err
+		}
+	}
 	endedAt := ends.snapshot()
 	counts := b.meter.Counts().Where(func(k latproxy.Key) bool {
 		return strings.HasPrefix(k.Label, label+"new-") && strings.HasSuffix(k.Label, "/acquire")
 	})
 	run := d.result(pct, minPct, oldClaims, oldTook, endedAt)
-	run.Requests, run.ByStatus, run.Elapsed = countOps(counts), counts.ByStatus(), toMS(elapsed)
+	run.Requests, run.ByStatus, run.Elapsed, run.Settled = countOps(counts), counts.ByStatus(), toMS(elapsed), toMS(settled)
 	run.perTask = perTaskOf(counts, n)
+	run.Challenges, run.Confirms, run.Answered = int(count.challenged.Load()), int(count.confirmed.Load()), int(count.answered.Load())
+	run.ChallengesPerTask, run.ChallengesMax = count.perTask(n)
 	return run, nil
 }
 
@@ -436,8 +541,13 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 func printRolling(w io.Writer, r *rollingReport) {
 	printHeader(w, r.header)
-	fmt.Fprintf(w, "N = %d old tasks hold every ID and are replaced as an ECS deployment does it (lease %v; old tasks may stop %v after the first new tasks start)\n\n",
+	fmt.Fprintf(w, "N = %d old tasks hold every ID and are replaced as an ECS deployment does it (lease %v; old tasks may stop %v after the first new tasks start)\n",
 		r.IDs, time.Duration(float64(r.LeaseDuration)*float64(time.Millisecond)), time.Duration(float64(r.StopDelay)*float64(time.Millisecond)))
+	fmt.Fprintf(w, "%s\n", r.KeepAlive)
+	if r.Gossip != "" {
+		fmt.Fprintf(w, "gossip: %s\n", r.Gossip)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "batch\tmin healthy\tacquired\treleased\tdistinct\tlost\ttotal\tLIST\tGET\tPUT-create\tPUT-update\tother\tper task\tmax/task\tp50\tp99\tmax\tre-take p50\tp99\tmax\telapsed\t")
 	for _, x := range r.Runs {
@@ -451,6 +561,8 @@ func printRolling(w io.Writer, r *rollingReport) {
 	for _, x := range r.Runs {
 		fmt.Fprintf(w, "batch %d%%: at most %d tasks running (peak %d), at least %d healthy (low %d); time-to-ID from a new task's start, re-take from the release written\n  by status: %s\n",
 			x.Batch, x.MaxRunning, x.PeakRunning, x.MinHealthyTasks, x.LowestHealthy, statusMap(x.ByStatus))
+		fmt.Fprintf(w, "  challenges of live holders: %d (%d confirmed, %d answered), %.3f per new task, max %d; lost and answers counted %v after the deployment\n",
+			x.Challenges, x.Confirms, x.Answered, x.ChallengesPerTask, x.ChallengesMax, dur(x.Settled))
 		for _, e := range x.Errors {
 			fmt.Fprintf(w, "  error: %s\n", e)
 		}
