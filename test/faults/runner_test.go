@@ -1110,14 +1110,21 @@ func (r *run) stallLeader(e Event) {
 // mustLose records that a broker holding a lease when a pause or partition
 // began, which lasted longer than the lease, must lose it (exit 3): its
 // last renewal was sent before the fault began, and its renew deadline is
-// shorter than the lease. Faults cut short at the end of the fault phase may
-// be too short for that.
+// shorter than the lease. In read mode the span is the window: a read or a
+// write arms the fence for at most the window from its send, so a fault
+// longer than that lets it fall (final without a loss grace, the only case
+// where the checks use it). Faults cut short at the end of the fault phase
+// may be too short for that.
 func (r *run) mustLose(p *proc, held bool, what string, lasted time.Duration) {
-	if !held || lasted <= r.sc.lease {
+	span, name := r.sc.lease, "lease"
+	if r.sc.read != nil {
+		span, name = r.sc.read.window, "window"
+	}
+	if !held || lasted <= span {
 		return
 	}
 	at := r.since()
-	why := fmt.Sprintf("%s of %v (lease %v) ending at %s while holding", what, lasted.Round(time.Millisecond), r.sc.lease, fmtDur(at))
+	why := fmt.Sprintf("%s of %v (%s %v) ending at %s while holding", what, lasted.Round(time.Millisecond), name, span, fmtDur(at))
 	r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.MustLose, b.MustLoseWhy, b.MustLoseAt = true, why, at })
 }
 

@@ -123,47 +123,83 @@ func TestMutationNoFenceRead(t *testing.T) {
 // 20 % and 25 % fast.
 var ClockRatesWithinRead = []float64{0.93, 0.95, 1.2, 1.25}
 
-// TestClockFaultsRead is TestClockFaults/within in read mode: one node ID, a
-// holder and a spare, clock rates from ClockRatesWithinRead, bumps and
-// strobes of every broker's real-time clock. The first broker's clock runs
-// 7 % slow and its real-time clock steps 5 s forward 3.5 s into its life (its
-// own clock), past the 2 s its fence has left: its fence falls, and its next
-// read that shows its ETag (every 700 ms) recovers it; it steps 5 s forward
-// again at 4.6 s and back at 4.9 s: the fence stays down until a read
-// recovers it, not lifted by the step back. It must answer /health 200 with a
-// recovery count of 2. Then a partition of the holder past the window
-// (the spare challenges it once its record is older than the backstop
-// interval and the window), a SIGTERM and a pause hand the ID over between
-// clocks of different rates. Every check must pass.
+// TestClockFaultsRead is TestClockFaults in read mode.
+//
+// "within": one node ID, a holder and a spare, gossip on, clock rates from
+// ClockRatesWithinRead, bumps and strobes of every broker's real-time clock.
+// The first broker's clock runs 7 % slow and its real-time clock steps 5 s
+// forward 3.5 s into its life (its own clock), past the 2 s its fence has
+// left: its fence falls, and its next read that shows its ETag (every 700
+// ms) recovers it; it steps 5 s forward again at 4.6 s and back at 4.9 s: the
+// fence stays down until a read recovers it, not lifted by the step back. It
+// must answer /health 200 with a recovery count of 2. Then a partition of the
+// holder past the window, a SIGTERM, and a 9 s pause (gossip soon stops
+// showing the paused holder, the spare challenges it, and the holder answers
+// when it wakes, or loses its ID to the confirm). Every check must pass.
+//
+// "beyond": the holder's clock runs at clockBeyondRate (0.2), far below read
+// mode's bound for the backstop (0.92), and nothing else goes wrong. Its
+// backstop writes are due every 4 s of its clock, 20 s of real time, while
+// its reads keep proving its lease: so its record, unwritten since its take,
+// expires by the backstop on the store's clock (12 s + clock resolution +
+// clock margin) and the spare takes the ID over 14 to 15 s after the take,
+// while the holder's fence, capped only 11 s of its clock (55 s) after its
+// take, stands on its last read (2 s of its clock, 10 s of real time, from
+// that read's send). Two brokers serve one node ID at once:
+// superseded-holder-served must fire. No ID repeats even so: the successor
+// issues above the holder's reservation, which the holder never passes
+// (duplicate-id and timestamp-below-floor stay 0).
 func TestClockFaultsRead(t *testing.T) {
 	s := needSuite(t)
 	forEachSeed(t, ScenarioClockRead, func(t *testing.T, seed uint64) {
-		sc := inReadMode(clockScenario("clock-read-within", seed, 30*time.Second), "clock-read-within")
-		sc.serialStart = true // the first broker holds when its clock steps
-		sc.gossip = true      // the spare challenges the paused holder once gossip no longer shows it
-		sc.clockFor = func(n int) ClockFault {
-			if n == 0 {
-				return ClockFault{Rate: 0.93, Steps: []nodeid.ClockStep{
-					{At: 3500 * time.Millisecond, By: 5 * time.Second},
-					{At: 4600 * time.Millisecond, By: 5 * time.Second},
-					{At: 4900 * time.Millisecond, By: -5 * time.Second},
-				}}
+		t.Run("within", func(t *testing.T) {
+			sc := inReadMode(clockScenario("clock-read-within", seed, 30*time.Second), "clock-read-within")
+			sc.serialStart = true // the first broker holds when its clock steps
+			sc.gossip = true      // the spare challenges the paused holder once gossip no longer shows it
+			sc.clockFor = func(n int) ClockFault {
+				if n == 0 {
+					return ClockFault{Rate: 0.93, Steps: []nodeid.ClockStep{
+						{At: 3500 * time.Millisecond, By: 5 * time.Second},
+						{At: 4600 * time.Millisecond, By: 5 * time.Second},
+						{At: 4900 * time.Millisecond, By: -5 * time.Second},
+					}}
+				}
+				return DrawClockFault(seed, 0, n, ClockRatesWithinRead, sc.duration)
 			}
-			return DrawClockFault(seed, 0, n, ClockRatesWithinRead, sc.duration)
-		}
-		sc.schedule = []Event{
-			{At: 7 * time.Second, Kind: KindPartition, For: 9 * time.Second, Fault: Fault{Action: BlackHole}},
-			{At: 18 * time.Second, Kind: KindTerm},
-			{At: 21 * time.Second, Kind: KindPause, For: 9 * time.Second},
-		}
-		r := newRun(t, s, sc)
-		rep := r.execute()
-		t.Logf("read mode: %v", r.challenges())
-		if rep.Failed() {
-			t.Fatalf("the checks failed (reproduce with -seed %d): %s", seed, rep.Summary())
-		}
-		if n := maxRecoveries(r.h, 0); n < 2 {
-			t.Fatalf("the first broker answered /health with at most %d recoveries, want 2: a step of its real-time clock forward did not fence it, or a step back lifted the fence (not a read)", n)
-		}
+			sc.schedule = []Event{
+				{At: 7 * time.Second, Kind: KindPartition, For: 9 * time.Second, Fault: Fault{Action: BlackHole}},
+				{At: 18 * time.Second, Kind: KindTerm},
+				{At: 21 * time.Second, Kind: KindPause, For: 9 * time.Second},
+			}
+			r := newRun(t, s, sc)
+			rep := r.execute()
+			t.Logf("read mode: %v", r.challenges())
+			if rep.Failed() {
+				t.Fatalf("the checks failed (reproduce with -seed %d): %s", seed, rep.Summary())
+			}
+			if n := maxRecoveries(r.h, 0); n < 2 {
+				t.Fatalf("the first broker answered /health with at most %d recoveries, want 2: a step of its real-time clock forward did not fence it, or a step back lifted the fence (not a read)", n)
+			}
+		})
+		t.Run("beyond", func(t *testing.T) {
+			sc := inReadMode(clockScenario("clock-read-beyond", seed, 22*time.Second), "clock-read-beyond")
+			sc.serialStart = true // the slow broker holds
+			sc.clockFor = func(n int) ClockFault {
+				if n == 0 {
+					return ClockFault{Rate: clockBeyondRate}
+				}
+				return ClockFault{}
+			}
+			r := newRun(t, s, sc)
+			rep := r.execute()
+			if rep.Count(CheckSuperseded) == 0 {
+				t.Fatalf("a holder whose clock runs at %v was not seen serving after its successor took over: %s", clockBeyondRate, rep.Summary())
+			}
+			for _, c := range []string{CheckDuplicate, CheckTimestampOrder, CheckSharedVersion, CheckVersionOrder, CheckCorrupt, CheckLinearizable} {
+				if n := rep.Count(c); n > 0 {
+					t.Errorf("%s: %d violations beyond the rate bound, want none (the floor still separates the two holders' IDs): %s", c, n, rep.Summary())
+				}
+			}
+		})
 	})
 }
