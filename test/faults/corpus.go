@@ -26,12 +26,17 @@ const (
 	ScenarioStorms          = "storms"       // TestStorms: 503 and 409 bursts, and a release answered 409
 	ScenarioFaultsEtcd3     = "faults-etcd3" // TestFaultsEtcd3: leader kill, member partition, quorum loss on three etcd members
 	ScenarioClock           = "clock"        // TestClockFaults: clock rates, bumps and strobes within the bound, and a clock beyond it
+	ScenarioFaultsRead      = "faults-read"  // TestFaultsRead: TestFaults with keep-alive by reads (challenges, confirms, answers)
+	ScenarioStormsRead      = "storms-read"  // TestStormsRead: TestStorms with keep-alive by reads
+	ScenarioNoFenceRead     = "nofence-read" // TestMutationNoFenceRead: a stalled leader in read mode, control and mutant
+	ScenarioClockRead       = "clock-read"   // TestClockFaultsRead: clock faults with keep-alive by reads
 	corpusKnownFailingToken = "known-failing"
 )
 
 // Scenarios lists every scenario a corpus line may name.
 var Scenarios = []string{ScenarioFaults, ScenarioFaultsEtcd, ScenarioNoFloor, ScenarioNoFence, ScenarioNoFloorEtcd,
-	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock, ScenarioPartitionAzblob, ScenarioPartitionGCS}
+	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock, ScenarioPartitionAzblob, ScenarioPartitionGCS,
+	ScenarioFaultsRead, ScenarioStormsRead, ScenarioNoFenceRead, ScenarioClockRead}
 
 // ScenarioPartitionAzblob is TestPartitionAzblob's: on Azure Blob
 // (Azurite), a holder partitioned past the grace, one within it, and an

@@ -23,7 +23,7 @@ func TestCorpus(t *testing.T) {
 		if drawn[e.Scenario] == nil {
 			drawn[e.Scenario] = map[Kind]int{}
 		}
-		if e.Scenario != ScenarioFaults && e.Scenario != ScenarioFaultsEtcd {
+		if e.Scenario != ScenarioFaults && e.Scenario != ScenarioFaultsEtcd && e.Scenario != ScenarioFaultsRead {
 			continue
 		}
 		for _, ev := range FaultsSchedule(e.Seed, e.Scenario == ScenarioFaultsEtcd, 0, nil) {
@@ -35,7 +35,7 @@ func TestCorpus(t *testing.T) {
 			t.Errorf("no seed of scenario %s in %s", sc, CorpusFile)
 		}
 	}
-	for sc, kinds := range map[string][]Kind{ScenarioFaults: DefaultKinds, ScenarioFaultsEtcd: EtcdKinds} {
+	for sc, kinds := range map[string][]Kind{ScenarioFaults: DefaultKinds, ScenarioFaultsEtcd: EtcdKinds, ScenarioFaultsRead: DefaultKinds} {
 		for _, k := range kinds {
 			if drawn[sc][k] == 0 {
 				t.Errorf("the corpus's %s schedules never draw %s: %v", sc, k, drawn[sc])

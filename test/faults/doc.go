@@ -13,6 +13,11 @@
 // TestMutationNoFence asserts that these checks, and the node ID's, catch
 // the broker built with the fence broken (NODEID_MUTATION=nofence) when the
 // leader is stalled for longer than the store takes to elect its successor.
+// The Read scenarios (TestFaultsRead, TestStormsRead, TestMutationNoFenceRead,
+// TestClockFaultsRead) run the brokers with keep-alive by reads
+// (--keepalive read): conditional GETs answered 304 are in the checked store
+// history, and the run counts the challenges, confirms and answers the store
+// applied (CountChallenges).
 //
 // The proxy, the schedule and the checker are ordinary code, unit-tested by
 // `go test ./test/faults`. The scenarios need the MinIO binary and take minutes,

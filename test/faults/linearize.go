@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nodeid/nodeid/lease/storetest"
@@ -66,6 +67,18 @@ func (p *Proxy) recordCall(op Op, r *http.Request, body []byte, start time.Durat
 			c.Outcome, c.Got = storetest.OutcomeDone, storetest.ValueOf(respBody)
 		case http.StatusNotFound:
 			c.Outcome = storetest.OutcomeMissing
+		case http.StatusNotModified:
+			// A conditional read of read mode (If-None-Match on the
+			// holder's ETag) answered 304: the object's ETag was the
+			// one asked, so it is a read of the value that ETag names
+			// (Got empty: CheckLinearizable names it by its ETag).
+			etag, ok := notModifiedETag(r.Header.Get("If-None-Match"))
+			if !ok {
+				return // "*" or a list: no one value asserted
+			}
+			c.Outcome, c.ETag = storetest.OutcomeDone, etag
+			rc.rec.Add(c)
+			return
 		default:
 			return // no answer: it constrains nothing
 		}
@@ -91,6 +104,17 @@ func (p *Proxy) recordCall(op Op, r *http.Request, body []byte, start time.Durat
 		c.ETag = ""
 	}
 	rc.rec.Add(c)
+}
+
+// notModifiedETag returns the one ETag a 304 to a GET with this
+// If-None-Match asserts the object had (RFC 9110, 13.1.2: 304 only when one
+// of the listed ETags matches): the header's, when it names exactly one.
+func notModifiedETag(ifNoneMatch string) (string, bool) {
+	etag := strings.TrimSpace(ifNoneMatch)
+	if etag == "" || etag == "*" || strings.Contains(etag, ",") {
+		return "", false
+	}
+	return etag, true
 }
 
 // CheckLinearizable names the check that the store's history, as the S3

@@ -229,3 +229,130 @@ func TestBrokerHistoryCatchesTwoWinners(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyRecordsNotModified: read mode's conditional reads. A GET with
+// If-None-Match on the current ETag, answered 304, is recorded as a read of
+// the value that ETag names, and the history checks out; a server that
+// answers 304 on an ETag the object no longer has (a stale cache) gives a
+// history that is not linearizable.
+func TestProxyRecordsNotModified(t *testing.T) {
+	t.Run("current", func(t *testing.T) {
+		_, rec, st := recordedProxy(t, nil)
+		ctx := ctxT(t, 10*time.Second)
+		m, err := st.Create(ctx, "k", []byte(`{"writeId":"a"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, got, err := lease.GetIfChanged(ctx, st, "k", m.ETag); !errors.Is(err, lease.ErrNotModified) || got.ETag != m.ETag {
+			t.Fatalf("GetIfChanged on the current ETag = %+v, %v; want ErrNotModified", got, err)
+		}
+		m2, err := st.Update(ctx, "k", []byte(`{"writeId":"b"}`), m.ETag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _, err := lease.GetIfChanged(ctx, st, "k", m.ETag); err != nil || string(b) != `{"writeId":"b"}` {
+			t.Fatalf("GetIfChanged on the old ETag = %q, %v; want the new body", b, err)
+		}
+		var outcomes []string
+		for _, c := range rec.Calls() {
+			outcomes = append(outcomes, string(c.Op)+" "+c.Value+c.Got+" "+c.Outcome.String())
+		}
+		want := "create w:a done|get  done|update w:b done|get w:b done"
+		if got := strings.Join(outcomes, "|"); got != want {
+			t.Fatalf("history:\n got  %s\n want %s", got, want)
+		}
+		if c := rec.Calls()[1]; c.ETag != m.ETag {
+			t.Fatalf("the 304 is recorded with ETag %q, want %q (the one it asserts)", c.ETag, m.ETag)
+		}
+		if c := rec.Calls()[3]; c.ETag != m2.ETag {
+			t.Fatalf("the 200 is recorded with ETag %q, want %q", c.ETag, m2.ETag)
+		}
+		if err := rec.Check(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("stale", func(t *testing.T) {
+		// A server that answers every conditional GET 304, with the
+		// ETag asked for: a cache that never looks.
+		stale := func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if inm := r.Header.Get("If-None-Match"); r.Method == http.MethodGet && inm != "" {
+					w.Header().Set("ETag", inm)
+					w.WriteHeader(http.StatusNotModified)
+					return
+				}
+				h.ServeHTTP(w, r)
+			})
+		}
+		_, rec, st := recordedProxy(t, stale)
+		ctx := ctxT(t, 10*time.Second)
+		m, err := st.Create(ctx, "k", []byte(`{"writeId":"a"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Update(ctx, "k", []byte(`{"writeId":"b"}`), m.ETag); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := lease.GetIfChanged(ctx, st, "k", m.ETag); !errors.Is(err, lease.ErrNotModified) {
+			t.Fatalf("GetIfChanged on the old ETag = %v; want the stale server's 304", err)
+		}
+		if err := rec.Check(10 * time.Second); !errors.Is(err, storetest.ErrNotLinearizable) {
+			t.Fatalf("Check = %v, want ErrNotLinearizable: a 304 on an ETag the object no longer had", err)
+		}
+	})
+}
+
+// TestProxyObservesWrites: the proxy reports each write the server applied,
+// an answer it then dropped included, and nothing for a refused one.
+func TestProxyObservesWrites(t *testing.T) {
+	p, st := proxied(t)
+	var got []LandedWrite
+	p.ObserveWrites(func(w LandedWrite) { got = append(got, w) })
+	ctx := ctxT(t, 10*time.Second)
+	m, err := st.Create(ctx, "k", []byte(`{"writeId":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, "k", []byte(`{"writeId":"x"}`), `"nope"`); !errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Fatalf("stale update: %v", err)
+	}
+	_ = p.Inject(Fault{Action: DropAfterForward, Ops: []Op{OpUpdate}})
+	if _, err := st.Update(ctx, "k", []byte(`{"writeId":"b"}`), m.ETag); err == nil {
+		t.Fatal("an update whose answer was dropped succeeded")
+	}
+	_ = p.Heal()
+	if len(got) != 2 || got[0].IfMatch != "" || got[0].ETag != m.ETag || got[1].IfMatch != m.ETag || string(got[1].Body) != `{"writeId":"b"}` {
+		t.Fatalf("observed %+v; want the create and the update whose answer was dropped", got)
+	}
+}
+
+// TestCountChallenges classifies the writes of read mode: a challenge, its
+// confirm, the holder's answer on the confirm, a confirm taken over with
+// the next version, and a release on a challenge.
+func TestCountChallenges(t *testing.T) {
+	rec := func(holder string, version int, challenge string) []byte {
+		s := fmt.Sprintf(`{"holder":%q,"version":%d`, holder, version)
+		if challenge != "" {
+			s += `,"challenge":` + challenge
+		}
+		return []byte(s + "}")
+	}
+	ch, cf := `{"of":"1","by":"b"}`, `{"of":"1","by":"b","confirmed":true}`
+	ws := []LandedWrite{
+		{Key: "/b/0.json", ETag: `"h1"`, Body: rec("a", 1, "")},
+		{Key: "/b/0.json", IfMatch: `"h1"`, ETag: `"c1"`, Body: rec("a", 1, ch)},
+		{Key: "/b/0.json", IfMatch: `"c1"`, ETag: `"f1"`, Body: rec("a", 1, cf)},
+		{Key: "/b/0.json", IfMatch: `"f1"`, ETag: `"h2"`, Body: rec("a", 1, "")}, // the answer
+		{Key: "/b/0.json", IfMatch: `"h2"`, ETag: `"c2"`, Body: rec("a", 1, ch)},
+		{Key: "/b/0.json", IfMatch: `"c2"`, ETag: `"f2"`, Body: rec("a", 1, cf)},
+		{Key: "/b/0.json", IfMatch: `"f2"`, ETag: `"h3"`, Body: rec("b", 2, "")}, // the take
+		{Key: "/b/1.json", ETag: `"k1"`, Body: rec("c", 4, "")},
+		{Key: "/b/1.json", IfMatch: `"k1"`, ETag: `"k2"`, Body: rec("c", 4, ch)},
+		{Key: "/b/1.json", IfMatch: `"k2"`, ETag: `"k3"`, Body: rec("", 4, "")},  // a release on the challenge
+		{Key: "/b/1.json", IfMatch: `"f1"`, ETag: `"k4"`, Body: rec("c", 4, "")}, // an ETag of another key: nothing
+	}
+	want := ChallengeCounts{Challenges: 3, Confirms: 2, Answers: 1, Takes: 1, Other: 1}
+	if got := CountChallenges(ws); got != want {
+		t.Fatalf("CountChallenges = %v, want %v", got, want)
+	}
+}

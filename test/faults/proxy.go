@@ -148,7 +148,8 @@ type Proxy struct {
 	heldPaths map[string]int // the same, by "OP path"
 	closed    bool
 	serveDone chan struct{}
-	rec       *recording // nil: no history is recorded (see Record)
+	rec       *recording        // nil: no history is recorded (see Record)
+	onWrite   func(LandedWrite) // nil: none (see ObserveWrites)
 }
 
 // NewProxy starts a proxy to target (an http:// base URL) on a free port of
@@ -515,6 +516,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, op 
 		return
 	}
 	p.recordCall(op, r, body, start, resp.StatusCode, resp.Header, respBody)
+	p.observeWrite(op, r, body, resp.StatusCode, resp.Header)
 	code := fmt.Sprint(resp.StatusCode)
 	switch f.Action {
 	case SlowAnswer:

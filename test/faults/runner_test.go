@@ -89,6 +89,10 @@ type scenario struct {
 	// scenarios_azblob_test.go): each broker reaches it through a
 	// TCPProxy and records its own store calls (--debug-store-history).
 	backend storeBackend
+	// read, when set, runs the brokers in read mode (keep-alive by reads,
+	// scenarios_read_test.go): lease is then the backstop, renew the
+	// backstop interval (inReadMode).
+	read *readMode
 }
 
 // storeBackend is a store of a scenario other than the suite's MinIO and
@@ -153,8 +157,9 @@ type run struct {
 	bg          sync.WaitGroup // pollers, clients, watchers
 
 	mu       sync.Mutex
-	slots    []*proc // the current broker of each slot
-	gens     []int   // generations started per slot
+	landed   []LandedWrite // every write the server applied, from the S3 proxies
+	slots    []*proc       // the current broker of each slot
+	gens     []int         // generations started per slot
 	all      []*proc
 	started  int
 	stopping bool // no more replacements
@@ -269,6 +274,11 @@ func (r *run) newProxy(slot, gen int) (faultProxy, error) {
 	px, err := NewProxy(r.suite.minio.endpoint, r.sc.seed^uint64(slot)<<40^uint64(gen)<<20^0xfa17)
 	if err == nil {
 		r.recordProxy(px, slot, gen)
+		px.ObserveWrites(func(w LandedWrite) {
+			r.mu.Lock()
+			r.landed = append(r.landed, w)
+			r.mu.Unlock()
+		})
 	}
 	return px, err
 }
@@ -287,8 +297,8 @@ func (r *run) storeArgs(px faultProxy) []string {
 // execute runs the scenario to the end and returns the checker's report.
 func (r *run) execute() *Report {
 	t, sc := r.t, r.sc
-	t.Logf("scenario %s: seed %d, %d brokers on %d node IDs, lease %v, fault phase %v, mutation %q, gossip %v; reproduce with -seed %d",
-		sc.name, sc.seed, sc.brokers, sc.clusterSize, sc.lease, sc.duration, sc.mutation, sc.gossip, sc.seed)
+	t.Logf("scenario %s: seed %d, %d brokers on %d node IDs, %s, fault phase %v, mutation %q, gossip %v; reproduce with -seed %d",
+		sc.name, sc.seed, sc.brokers, sc.clusterSize, sc.keepAlive(), sc.duration, sc.mutation, sc.gossip, sc.seed)
 	t.Logf("schedule (seed %d):\n%s", sc.seed, FormatSchedule(sc.schedule))
 	_ = os.WriteFile(filepath.Join(r.dir, "schedule.txt"), []byte(FormatSchedule(sc.schedule)), 0o644)
 
@@ -454,7 +464,6 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 	args := append([]string{"serve", "--http-addr", "127.0.0.1:0"}, r.storeArgs(px)...)
 	args = append(args,
 		"--cluster-size", strconv.Itoa(sc.clusterSize),
-		"--lease-duration", sc.lease.String(), "--renew-interval", sc.renew.String(),
 		"--drain-delay", "200ms", "--shutdown-timeout", "5s",
 		"--acquire-timeout", (sc.duration + 5*time.Minute).String(),
 		"--task-id", p.task,
@@ -462,6 +471,11 @@ func (r *run) launch(slot, gen int, params StartParams, join string) (*proc, err
 		"--debug-clock-offset", params.ClockOffset.String(),
 		"--log-level", "info",
 	)
+	if sc.read != nil {
+		args = append(args, sc.read.args()...)
+	} else {
+		args = append(args, "--lease-duration", sc.lease.String(), "--renew-interval", sc.renew.String())
+	}
 	args = append(args, "--loss-grace", sc.lossGrace.String())
 	args = append(args, r.historyArgs(name)...)
 	args = append(args, params.Clock.Args()...)
@@ -1075,11 +1089,16 @@ func (r *run) stallLeader(e Event) {
 	r.count(string(e.Kind))
 	wasHeld := p.healthy.Load()
 	_ = px.Inject(Fault{Action: BlackHole})
+	op := OpUpdate
+	if r.sc.read != nil {
+		op = OpGet // read mode keeps both claims alive by reads (every poll interval)
+	}
 	caught := r.waitHeld(p, func() bool {
-		elect := px.HeldOn(OpUpdate, "/"+election.Dir+electionName+"/")
-		return elect > 0 && (!wasHeld || px.Held(OpUpdate) > elect)
+		elect := px.HeldOn(op, "/"+election.Dir+electionName+"/")
+		return elect > 0 && (!wasHeld || px.Held(op) > elect)
 	})
-	r.note("stall leader %s (term %d) for %v: S3 black-holed, SIGSTOP (its renewals in flight: %v, held node %v)", p.name, term, e.For, caught, wasHeld)
+	r.note("stall leader %s (term %d) for %v: S3 black-holed, SIGSTOP (its %s in flight: %v, held node %v)", p.name, term, e.For,
+		map[bool]string{false: "renewals", true: "keep-alive reads"}[r.sc.read != nil], caught, wasHeld)
 	if !caught {
 		_ = px.Heal()
 		return
@@ -1091,14 +1110,21 @@ func (r *run) stallLeader(e Event) {
 // mustLose records that a broker holding a lease when a pause or partition
 // began, which lasted longer than the lease, must lose it (exit 3): its
 // last renewal was sent before the fault began, and its renew deadline is
-// shorter than the lease. Faults cut short at the end of the fault phase may
-// be too short for that.
+// shorter than the lease. In read mode the span is the window: a read or a
+// write arms the fence for at most the window from its send, so a fault
+// longer than that lets it fall (final without a loss grace, the only case
+// where the checks use it). Faults cut short at the end of the fault phase
+// may be too short for that.
 func (r *run) mustLose(p *proc, held bool, what string, lasted time.Duration) {
-	if !held || lasted <= r.sc.lease {
+	span, name := r.sc.lease, "lease"
+	if r.sc.read != nil {
+		span, name = r.sc.read.window, "window"
+	}
+	if !held || lasted <= span {
 		return
 	}
 	at := r.since()
-	why := fmt.Sprintf("%s of %v (lease %v) ending at %s while holding", what, lasted.Round(time.Millisecond), r.sc.lease, fmtDur(at))
+	why := fmt.Sprintf("%s of %v (%s %v) ending at %s while holding", what, lasted.Round(time.Millisecond), name, span, fmtDur(at))
 	r.h.UpdateBroker(p.idx, func(b *BrokerRecord) { b.MustLose, b.MustLoseWhy, b.MustLoseAt = true, why, at })
 }
 
@@ -1150,6 +1176,31 @@ func (r *run) finish() {
 			_ = p.bp.Signal(syscall.SIGKILL)
 		}
 	}
+}
+
+// challenges counts the challenges, confirms, answers and takes of a
+// confirm among the writes the server applied (CountChallenges).
+func (r *run) challenges() ChallengeCounts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return CountChallenges(r.landed)
+}
+
+// keepAlive describes the scenario's keep-alive for the log.
+func (sc *scenario) keepAlive() string {
+	if sc.read != nil {
+		return fmt.Sprintf("keep-alive by reads (window %v, backstop %v)", sc.read.window, sc.read.backstop)
+	}
+	return fmt.Sprintf("lease %v", sc.lease)
+}
+
+// s3Total sums one "OP outcome" count over the brokers' proxies.
+func s3Total(all []*proc, key string) int {
+	n := 0
+	for _, p := range all {
+		n += p.proxy.Counts()[key]
+	}
+	return n
 }
 
 // killAll kills whatever still runs (a failed or interrupted test).
@@ -1260,6 +1311,9 @@ func (r *run) report(rep *Report) {
 	}
 	summary := fmt.Sprintf("SUMMARY %s seed=%d: %.0fs; faults: %s; brokers: %d started, exits %s; IDs checked: %d in %d answers; duplicates: %d; violations: %s",
 		r.sc.name, r.sc.seed, r.since().Seconds(), faults, len(r.h.Brokers), formatCounts(exits), rep.IDs, rep.Batches, rep.Duplicates, rep.Summary())
+	if r.sc.read != nil {
+		summary += fmt.Sprintf("; read mode: GET 304=%d GET 200=%d, %v", s3Total(all, "GET 304"), s3Total(all, "GET 200"), r.challenges())
+	}
 	details := rep.Details(5)
 	text := summary + "\nthrough the proxies (S3 requests, or etcd connections): " + formatCounts(s3) +
 		"\nCHECKED (occasions each check was put to the test): " + formatCounts(rep.Exercised) + "\n" + details

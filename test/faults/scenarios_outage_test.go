@@ -333,7 +333,7 @@ func checkOutagePhases(t *testing.T, r *run, phases []*outagePhase) {
 // testStorms.
 func TestStorms(t *testing.T) {
 	s := needSuite(t)
-	forEachSeed(t, ScenarioStorms, func(t *testing.T, seed uint64) { testStorms(t, s, seed) })
+	forEachSeed(t, ScenarioStorms, func(t *testing.T, seed uint64) { testStorms(t, s, seed, false) })
 }
 
 // testStorms runs three brokers on three node IDs on MinIO at 6 s leases
@@ -350,7 +350,7 @@ func TestStorms(t *testing.T) {
 // A 409 on If-Match says nothing of who won and a 5xx is retried on the same
 // ETag (issue 24, item 2): no broker may exit during the storms, and the
 // stopped one must exit 0 with its lease released. Then every check of Check.
-func testStorms(t *testing.T, s *suite, seed uint64) {
+func testStorms(t *testing.T, s *suite, seed uint64, read bool) *run {
 	const lease = 6 * time.Second
 	var storms []*outagePhase
 	var stopped *proc
@@ -390,6 +390,9 @@ func testStorms(t *testing.T, s *suite, seed uint64) {
 		}
 		stopped, released409 = r.stopWith409()
 	}
+	if read {
+		sc = inReadMode(sc, ScenarioStormsRead)
+	}
 	r := newRun(t, s, sc)
 	rep := r.execute()
 	if rep.Failed() {
@@ -406,6 +409,7 @@ func testStorms(t *testing.T, s *suite, seed uint64) {
 	case b.ExitCode != 0:
 		t.Errorf("%s exited with %d after SIGTERM with a 409 on its release, want 0: %s", b.Name, b.ExitCode, b.ExitErr)
 	}
+	return r
 }
 
 // stopWith409 answers every write of a serving broker's lease object 409, sends it SIGTERM,

@@ -45,10 +45,12 @@ func forEachSeed(t *testing.T, scenario string, f func(t *testing.T, seed uint64
 // fault, and then every check.
 func TestFaults(t *testing.T) {
 	s := needSuite(t)
-	forEachSeed(t, ScenarioFaults, func(t *testing.T, seed uint64) { testFaults(t, s, seed) })
+	forEachSeed(t, ScenarioFaults, func(t *testing.T, seed uint64) { testFaults(t, s, seed, false) })
 }
 
-func testFaults(t *testing.T, s *suite, seed uint64) {
+// testFaults runs TestFaults's scenario for seed, in read mode (TestFaultsRead)
+// when read is set.
+func testFaults(t *testing.T, s *suite, seed uint64, read bool) *run {
 	d := *flagDuration
 	if d == 0 {
 		d = FaultsDuration
@@ -66,6 +68,9 @@ func testFaults(t *testing.T, s *suite, seed uint64) {
 		t.Fatal(err)
 	}
 	sc.schedule = FaultsSchedule(seed, false, d, kinds)
+	if read {
+		sc = inReadMode(sc, ScenarioFaultsRead)
+	}
 	r := newRun(t, s, sc)
 	rep := r.execute()
 	if rep.Failed() {
@@ -84,6 +89,7 @@ func testFaults(t *testing.T, s *suite, seed uint64) {
 		t.Fatalf("/leader answered self for %d term(s) in %d answers: the election checks were not exercised", len(terms), len(r.h.Leaders))
 	}
 	t.Logf("election %q: %d /leader answers, self seen for %d terms", electionName, len(r.h.Leaders), len(terms))
+	return r
 }
 
 // handovers is a scenario of one node ID and two brokers, a holder and a
@@ -162,17 +168,24 @@ func testMutationNoFloor(t *testing.T, s *suite, seed uint64) {
 // is above it, so there are no duplicates.)
 func TestMutationNoFence(t *testing.T) {
 	s := needSuite(t)
-	forEachSeed(t, ScenarioNoFence, func(t *testing.T, seed uint64) { testMutationNoFence(t, s, seed) })
+	forEachSeed(t, ScenarioNoFence, func(t *testing.T, seed uint64) {
+		testMutationNoFence(t, s, "nofence", func(name, mutation string) scenario {
+			return handovers(name, seed, mutation, KindStallLeader, 13*time.Second, 8*time.Second, 31*time.Second)
+		})
+	})
 }
 
-func testMutationNoFence(t *testing.T, s *suite, seed uint64) {
+// testMutationNoFence runs the scenario that mk makes (named base, or
+// base+"-control" for the real broker) with the real broker and with the
+// nofence mutant.
+func testMutationNoFence(t *testing.T, s *suite, base string, mk func(name, mutation string) scenario) {
 	for _, mutation := range []string{"", "nofence"} {
-		name := "nofence"
+		name := base
 		if mutation == "" {
-			name = "nofence-control"
+			name = base + "-control"
 		}
 		t.Run(name, func(t *testing.T) {
-			sc := handovers(name, seed, mutation, KindStallLeader, 13*time.Second, 8*time.Second, 31*time.Second)
+			sc := mk(name, mutation)
 			sc.leaderEvery = 1
 			r := newRun(t, s, sc)
 			rep := r.execute()
