@@ -163,7 +163,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 				if p.suspected(r, prev, known, w) {
 					w.suspects = append(w.suspects, suspect{r: r, prev: prev})
 				}
-				w.note(r, prev, p.cfg.ClockMargin)
+				w.note(r, prev, p.lookAgain(prev), p.cfg.ClockMargin)
 				if w.movedHeld(v, r) {
 					return nil, true, nil
 				}

@@ -68,20 +68,25 @@ type watched struct {
 
 // heldLease is one lease found held: the ETag and length it was read with,
 // how long after its last write it may be judged expired (its lease, or a
-// confirm's window), and its holder and version.
+// confirm's window), how long after it to look again (look: as long, or
+// sooner in read mode, when a late backstop makes it a suspect), and its
+// holder and version.
 type heldLease struct {
 	etag    string
 	size    int64
 	lease   time.Duration
+	look    time.Duration
 	holder  string
 	version int64
 }
 
-// note records rec, a lease found held in r.
-func (w *watched) note(r readResult, rec lease.Record, clockMargin time.Duration) {
+// note records rec, a lease found held in r, to be looked at again look
+// after its last write (at most its TakeableAfter).
+func (w *watched) note(r readResult, rec lease.Record, look, clockMargin time.Duration) {
 	h := heldLease{etag: r.meta.ETag, size: int64(len(r.body)), lease: rec.TakeableAfter(), holder: rec.Holder, version: rec.Version}
+	h.look = min(look, h.lease)
 	w.held[r.id] = h
-	w.soon(r.meta.LastModified, h.lease, clockMargin)
+	w.soon(r.meta.LastModified, h.look, clockMargin)
 }
 
 // soon lowers w.soonest to the first instant a lease written at lastModified
@@ -259,7 +264,8 @@ func rewrittenAlike(o lease.ObjectInfo, h heldLease) bool {
 }
 
 // stillHeld reports whether the listing shows id still held as this Acquire
-// read it, and not yet old enough to be expired by its lease: either
+// read it, and not yet old enough to be looked at again (expired by its
+// lease, or in read mode a suspect by its late backstop): either
 // unchanged (the same ETag: byte for byte what was read, as every write has a
 // new writeId), or rewritten to about the same length (renewed by its
 // holder, or taken by another; a release would have made it releaseShrink
@@ -270,13 +276,13 @@ func rewrittenAlike(o lease.ObjectInfo, h heldLease) bool {
 func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) bool {
 	o, exists := v.objects[id]
 	h, seen := w.held[id]
-	if !exists || !seen || lease.ListedExpired(o, v.listing.Date, h.lease, clockMargin) {
+	if !exists || !seen || lease.ListedExpired(o, v.listing.Date, h.look, clockMargin) {
 		return false
 	}
 	if h.etag != o.ETag && !rewrittenAlike(o, h) {
 		return false
 	}
-	w.soon(o.LastModified, h.lease, clockMargin)
+	w.soon(o.LastModified, h.look, clockMargin)
 	return true
 }
 

@@ -81,6 +81,17 @@ func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int6
 	return ok && (p.deadByGossip(r.id, prev.Holder, prev.Version, known, w) || age > p.cfg.RenewInterval+p.cfg.Window)
 }
 
+// lookAgain is how long after its last write a lease read held is worth
+// reading again: when it may be taken (Record.TakeableAfter), or in read
+// mode, for a plain record, once its backstop is late (RenewInterval +
+// Window) and it becomes a suspect.
+func (p *Provider) lookAgain(rec lease.Record) time.Duration {
+	if p.cfg.readMode() && rec.Challenge == nil {
+		return min(rec.TakeableAfter(), p.cfg.RenewInterval+p.cfg.Window)
+	}
+	return rec.TakeableAfter()
+}
+
 // deadByGossip reports whether, in read mode, gossip shows no live holder of
 // node id's lease, held by holder at version: no live member advertises the
 // ID (with Peers), or Tasks does not show the holder live. Once this Acquire
@@ -129,7 +140,7 @@ func (p *Provider) challenge(ctx context.Context, s suspect, w *watched) bool {
 			meta.LastModified = meta.Date // a PUT's answer: the confirm landed no later
 		}
 		body, _ := cf.Encode()
-		w.note(readResult{id: s.r.id, body: body, meta: meta}, cf, p.cfg.ClockMargin)
+		w.note(readResult{id: s.r.id, body: body, meta: meta}, cf, cf.TakeableAfter(), p.cfg.ClockMargin)
 	}
 	return confirmed
 }

@@ -372,3 +372,29 @@ func TestSuspected(t *testing.T) {
 		t.Fatalf("write mode never challenges")
 	}
 }
+
+// Without gossip, a task waiting in one Acquire challenges a silent holder
+// once its backstop is late (RenewInterval + Window on the store's clock):
+// it reads again a lease it read held then, not only once the backstop
+// expired it, and takes the ID a window after the confirm, long before B.
+func TestWaiterChallengesALateBackstop(t *testing.T) {
+	e := newEnv(t)
+	slow := func(c *Config) {
+		e.oneID(c)
+		c.Backstop, c.MaxLeaseDuration, c.StoreTimeout = 30*time.Second, 30*time.Second, time.Second
+	}
+	e.readClaim(slow) // takes at 0, then says nothing: no backstop write, no read
+	// The waiter issues no IDs (as an election's candidate): an issuer would
+	// also wait for the holder's reservation (wall + B) to near its clock.
+	p, events := e.challenger(slow, func(c *Config) { c.AcquireTimeout, c.IssuesNoIDs = time.Minute, true })
+	r := e.stepUntil(acquireAsync(p), 1)
+	if r.err != nil {
+		t.Fatalf("Acquire: %v", r.err)
+	}
+	defer r.c.Close(context.Background())
+	// Late at 10 s + 3 s (whole-second Date: looked at by 15 s), confirmed
+	// then, taken W + 1 s + ClockMargin after it, whole seconds: by 22 s.
+	if took := e.clk.Now().Sub(start); took > 22*time.Second || events.confirmed != 1 {
+		t.Fatalf("taken %v after the holder's last write with %d confirmed challenges; want within 22 s (B is 30 s) by a challenge", took, events.confirmed)
+	}
+}
