@@ -78,8 +78,12 @@ func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int6
 		return false
 	}
 	age, ok := lease.StoreAge(r.meta.LastModified, r.meta.Date)
-	return ok && (p.deadByGossip(r.id, prev.Holder, prev.Version, known, w) || age > p.cfg.RenewInterval+p.cfg.Window)
+	return ok && (p.deadByGossip(r.id, prev.Holder, prev.Version, known, w) || age > p.backstopLate())
 }
+
+// backstopLate is the age, on the store's clock, past which a plain record
+// of read mode has missed a backstop write: RenewInterval + Window.
+func (p *Provider) backstopLate() time.Duration { return p.cfg.RenewInterval + p.cfg.Window }
 
 // lookAgain is how long after its last write a lease read held is worth
 // reading again: when it may be taken (Record.TakeableAfter), or in read
@@ -87,7 +91,7 @@ func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int6
 // Window) and it becomes a suspect.
 func (p *Provider) lookAgain(rec lease.Record) time.Duration {
 	if p.cfg.readMode() && rec.Challenge == nil {
-		return min(rec.TakeableAfter(), p.cfg.RenewInterval+p.cfg.Window)
+		return min(rec.TakeableAfter(), p.backstopLate())
 	}
 	return rec.TakeableAfter()
 }
@@ -117,15 +121,15 @@ func (p *Provider) challenge(ctx context.Context, s suspect, w *watched) bool {
 	ch.Challenge = &lease.Challenge{Of: s.prev.WriteID, By: p.cfg.TaskID, WindowMillis: p.cfg.Window.Milliseconds()}
 	ch.WriteID = lease.NewWriteID()
 	w.challenged[s.r.id] = s.prev.Version
-	meta, err := p.writeChallenge(ctx, key, ch, s.r.meta.ETag)
+	_, meta, err := p.writeChallenge(ctx, key, ch, s.r.meta.ETag)
 	if err != nil {
 		p.log.Info("challenge not written", "key", key, "nodeId", s.r.id, "holder", s.prev.Holder, "err", err)
 		return false
 	}
-	cf := ch
-	cf.Challenge = &lease.Challenge{Of: ch.Challenge.Of, By: p.cfg.TaskID, Confirmed: true, WindowMillis: ch.Challenge.WindowMillis}
-	cf.WriteID = lease.NewWriteID()
-	meta, err = p.writeChallenge(ctx, key, cf, meta.ETag)
+	cf, confirm := ch, *ch.Challenge
+	confirm.Confirmed = true
+	cf.Challenge, cf.WriteID = &confirm, lease.NewWriteID()
+	body, meta, err := p.writeChallenge(ctx, key, cf, meta.ETag)
 	if errors.Is(err, lease.ErrUnknownOutcome) {
 		meta, err = p.readBackTake(ctx, key, cf.WriteID) // a confirm found landed is one: its window runs from its Last-Modified
 	}
@@ -139,20 +143,20 @@ func (p *Provider) challenge(ctx context.Context, s suspect, w *watched) bool {
 		if meta.LastModified.IsZero() {
 			meta.LastModified = meta.Date // a PUT's answer: the confirm landed no later
 		}
-		body, _ := cf.Encode()
 		w.note(readResult{id: s.r.id, body: body, meta: meta}, cf, cf.TakeableAfter(), p.cfg.ClockMargin)
 	}
 	return confirmed
 }
 
 // writeChallenge writes rec, a challenge or a confirm, by CAS on etag,
-// bounded by StoreTimeout.
-func (p *Provider) writeChallenge(ctx context.Context, key string, rec lease.Record, etag string) (lease.Meta, error) {
+// bounded by StoreTimeout, and returns the body it wrote.
+func (p *Provider) writeChallenge(ctx context.Context, key string, rec lease.Record, etag string) ([]byte, lease.Meta, error) {
 	body, err := rec.Encode()
 	if err != nil {
-		return lease.Meta{}, err
+		return nil, lease.Meta{}, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, p.cfg.StoreTimeout)
 	defer cancel()
-	return lease.UpdateLive(wctx, p.store, key, body, etag, rec.LiveFor())
+	meta, err := lease.UpdateLive(wctx, p.store, key, body, etag, rec.LiveFor())
+	return body, meta, err
 }
