@@ -58,33 +58,7 @@ func TestClockFaults(t *testing.T) {
 
 func testClockFaults(t *testing.T, s *suite, seed uint64) {
 	t.Run("within", func(t *testing.T) {
-		sc := clockScenario("clock-within", seed, 30*time.Second)
-		sc.serialStart = true // the first broker holds when its clock steps
-		sc.clockFor = func(n int) ClockFault {
-			if n == 0 {
-				return ClockFault{Rate: 0.8, Steps: []nodeid.ClockStep{
-					{At: 2500 * time.Millisecond, By: 5 * time.Second},
-					{At: 3600 * time.Millisecond, By: 5 * time.Second},
-					{At: 3900 * time.Millisecond, By: -5 * time.Second},
-				}}
-			}
-			return DrawClockFault(seed, 0, n, ClockRatesWithin, sc.duration)
-		}
-		// Each partition and pause outlasts the take (at most 7 s after
-		// the holder's last write, sent at most 1.25 s before it began).
-		sc.schedule = []Event{
-			{At: 7 * time.Second, Kind: KindPartition, For: 9 * time.Second, Fault: Fault{Action: BlackHole}},
-			{At: 18 * time.Second, Kind: KindTerm},
-			{At: 21 * time.Second, Kind: KindPause, For: 9 * time.Second},
-		}
-		r := newRun(t, s, sc)
-		rep := r.execute()
-		if rep.Failed() {
-			t.Fatalf("the checks failed (reproduce with -seed %d): %s", seed, rep.Summary())
-		}
-		if n := maxRecoveries(r.h, 0); n < 2 {
-			t.Fatalf("the first broker answered /health with at most %d recoveries, want 2: a step of its real-time clock forward did not fence it, or a step back lifted the fence (not a renewal)", n)
-		}
+		runClockWithin(t, s, clockScenario("clock-within", seed, 30*time.Second), 0.8, 2500*time.Millisecond, ClockRatesWithin, "a renewal")
 	})
 	t.Run("beyond", func(t *testing.T) {
 		sc := clockScenario("clock-beyond", seed, 17*time.Second)
@@ -116,6 +90,44 @@ func clockScenario(name string, seed uint64, d time.Duration) scenario {
 		lease: clockLease, renew: time.Second, lossGrace: clockLease,
 		idsEvery: [2]time.Duration{2 * time.Millisecond, 8 * time.Millisecond}, idsN: 100,
 	}
+}
+
+// runClockWithin runs sc, the "within" half of a clock scenario: the first
+// broker holds, its clock at rate, and its real-time clock steps 5 s forward
+// at first, again 1.1 s later, and 5 s back 0.3 s after that; the others'
+// clocks are drawn from rates; a partition, a SIGTERM and a pause hand the ID
+// over (each outlasts the take). Every check must pass, and the first broker
+// must recover twice, by a landed write or a read (recovery names which).
+func runClockWithin(t *testing.T, s *suite, sc scenario, rate float64, first time.Duration, rates []float64, recovery string) *run {
+	t.Helper()
+	sc.serialStart = true // the first broker holds when its clock steps
+	sc.clockFor = func(n int) ClockFault {
+		if n == 0 {
+			return ClockFault{Rate: rate, Steps: []nodeid.ClockStep{
+				{At: first, By: 5 * time.Second},
+				{At: first + 1100*time.Millisecond, By: 5 * time.Second},
+				{At: first + 1400*time.Millisecond, By: -5 * time.Second},
+			}}
+		}
+		return DrawClockFault(sc.seed, 0, n, rates, sc.duration)
+	}
+	// In write mode each partition and pause outlasts the take (at most 7 s
+	// after the holder's last write, sent at most 1.25 s before it began);
+	// in read mode a spare that gossip tells of challenges the holder.
+	sc.schedule = []Event{
+		{At: 7 * time.Second, Kind: KindPartition, For: 9 * time.Second, Fault: Fault{Action: BlackHole}},
+		{At: 18 * time.Second, Kind: KindTerm},
+		{At: 21 * time.Second, Kind: KindPause, For: 9 * time.Second},
+	}
+	r := newRun(t, s, sc)
+	rep := r.execute()
+	if rep.Failed() {
+		t.Fatalf("the checks failed (reproduce with -seed %d): %s", sc.seed, rep.Summary())
+	}
+	if n := maxRecoveries(r.h, 0); n < 2 {
+		t.Fatalf("the first broker answered /health with at most %d recoveries, want 2: a step of its real-time clock forward did not fence it, or a step back lifted the fence (not %s)", n, recovery)
+	}
+	return r
 }
 
 // maxRecoveries returns the highest recovery count the n-th broker started

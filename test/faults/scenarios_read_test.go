@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/nodeid/nodeid/nodeid"
 )
 
 // The fault scenarios in read mode (keep-alive by reads, docs/design.md
@@ -160,32 +158,9 @@ func TestClockFaultsRead(t *testing.T) {
 	forEachSeed(t, ScenarioClockRead, func(t *testing.T, seed uint64) {
 		t.Run("within", func(t *testing.T) {
 			sc := inReadMode(clockScenario("clock-read-within", seed, 30*time.Second), "clock-read-within")
-			sc.serialStart = true // the first broker holds when its clock steps
-			sc.gossip = true      // the spare challenges the paused holder once gossip no longer shows it
-			sc.clockFor = func(n int) ClockFault {
-				if n == 0 {
-					return ClockFault{Rate: 0.93, Steps: []nodeid.ClockStep{
-						{At: 3500 * time.Millisecond, By: 5 * time.Second},
-						{At: 4600 * time.Millisecond, By: 5 * time.Second},
-						{At: 4900 * time.Millisecond, By: -5 * time.Second},
-					}}
-				}
-				return DrawClockFault(seed, 0, n, ClockRatesWithinRead, sc.duration)
-			}
-			sc.schedule = []Event{
-				{At: 7 * time.Second, Kind: KindPartition, For: 9 * time.Second, Fault: Fault{Action: BlackHole}},
-				{At: 18 * time.Second, Kind: KindTerm},
-				{At: 21 * time.Second, Kind: KindPause, For: 9 * time.Second},
-			}
-			r := newRun(t, s, sc)
-			rep := r.execute()
+			sc.gossip = true // the spare challenges the paused holder once gossip no longer shows it
+			r := runClockWithin(t, s, sc, 0.93, 3500*time.Millisecond, ClockRatesWithinRead, "a read")
 			t.Logf("read mode: %v", r.challenges())
-			if rep.Failed() {
-				t.Fatalf("the checks failed (reproduce with -seed %d): %s", seed, rep.Summary())
-			}
-			if n := maxRecoveries(r.h, 0); n < 2 {
-				t.Fatalf("the first broker answered /health with at most %d recoveries, want 2: a step of its real-time clock forward did not fence it, or a step back lifted the fence (not a read)", n)
-			}
 		})
 		t.Run("beyond", func(t *testing.T) {
 			sc := inReadMode(clockScenario("clock-read-beyond", seed, 22*time.Second), "clock-read-beyond")
