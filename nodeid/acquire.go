@@ -61,8 +61,8 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 // ones that could be taken, and no store error hid another candidate,
 // takeFirst fails with ErrClockBehind naming this task's clock: either it is
 // behind, or those leases' last holders' clocks were ahead; Acquire does not
-// retry then. But when one of them is a recent floor (recentFloor), it
-// returns ErrClusterFull and Acquire looks again when this clock nears it.
+// retry then. But when one of them is a recent floor (recentFloor), it takes
+// that ID (takeRecent), and Acquire holds it until this clock nears the floor.
 func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*Claim, error) {
 	tried := map[int]bool{}
 	var errs []error
@@ -84,17 +84,16 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		p.observeDate(l.Date, p.clock.Now())
 		v.index(l)
 	}
+	if f, ok := p.nearestRecent(far, len(errs) > 0); ok {
+		// A floor its last holder's reservation explains is no anomaly:
+		// take the ID now (Acquire holds it until this clock nears the
+		// floor), whatever other floors say (a single far floor never stops
+		// a fleet).
+		return p.takeRecent(ctx, f)
+	}
 	if len(w.suspects) > 0 && p.challenge(ctx, w.suspects[0], w) {
 		return nil, fmt.Errorf("%w: challenged node %d's holder (read mode); it may be taken a Window after the confirm unless its holder answers",
 			ErrClusterFull, w.suspects[0].r.id)
-	}
-	if near, ok := p.nearestRecent(far, len(errs) > 0); ok {
-		// A floor a release a moment ago explains becomes takeable as this
-		// clock nears it, whatever other floors say: wait for it, do not
-		// fail (a single far floor never stops a fleet).
-		w.floorNear = near
-		return nil, fmt.Errorf("%w: %s; the recent ones were released a moment ago with their reservations kept (a Claim closed without SetIssuedFunc) and become takeable as this task's clock nears them",
-			ErrClusterFull, p.describeFar(far))
 	}
 	switch {
 	case len(errs) > 0 && len(far) > 0:

@@ -52,11 +52,7 @@ func shrunk(o lease.ObjectInfo, size int64) bool {
 type watched struct {
 	held    map[int]heldLease
 	soonest time.Time
-	// floorNear is the local instant (Clock.Now) when the nearest floor
-	// skipped as recent in the last round is within MaxClockWait; zero when
-	// none was.
-	floorNear time.Time
-	listed    map[int]lease.ObjectInfo // by ID in the previous listing; nil before the first
+	listed  map[int]lease.ObjectInfo // by ID in the previous listing; nil before the first
 	// suspects are the held leases of this round that this task may
 	// challenge (read mode, challenge.go), in the order read.
 	suspects []suspect

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )
@@ -385,8 +386,8 @@ func TestWaiterChallengesALateBackstop(t *testing.T) {
 		c.Backstop, c.MaxLeaseDuration, c.StoreTimeout = 30*time.Second, 30*time.Second, time.Second
 	}
 	e.readClaim(slow) // takes at 0, then says nothing: no backstop write, no read
-	// The waiter issues no IDs (as an election's candidate): an issuer would
-	// also wait for the holder's reservation (wall + B) to near its clock.
+	// The waiter issues no IDs (as an election's candidate); an issuer's
+	// take is as fast (TestWaiterTakesACrashedIssuerAndHoldsItUntilTheFloor).
 	events := &challengeEvents{}
 	p, _ := e.challenger(slow, func(c *Config) { c.AcquireTimeout, c.IssuesNoIDs, c.Observer = time.Minute, true, events })
 	took := e.recordTake(events)
@@ -422,4 +423,63 @@ func (e *env) recordTake(events *challengeEvents) func() time.Time {
 		defer mu.Unlock()
 		return took
 	}
+}
+
+// A crashed ID issuer is re-taken as fast as a non-issuer: the waiter
+// challenges its late backstop, confirms, and takes the ID W + 1 s +
+// ClockMargin after the confirm, far before the holder's reservation (its
+// wall clock + B at its last write) nears the waiter's clock. It holds the
+// ID meanwhile, and Acquire returns it only when the clock is within
+// MaxClockWait of that floor: its first Snowflake ID comes after the
+// predecessor's last, whatever the fence.
+func TestWaiterTakesACrashedIssuerAndHoldsItUntilTheFloor(t *testing.T) {
+	e := newEnv(t)
+	slow := func(c *Config) {
+		e.oneID(c)
+		c.Backstop, c.MaxLeaseDuration, c.StoreTimeout = 30*time.Second, 30*time.Second, time.Second
+	}
+	holder, _ := e.readClaim(slow) // takes at 0, then says nothing: no backstop write, no read
+	floor := holder.Reservation()
+	events := &timedEvents{clk: e.clk}
+	p, _ := e.challenger(slow, func(c *Config) { c.AcquireTimeout, c.Observer = time.Minute, events })
+	took := e.recordTake(&events.challengeEvents)
+	// One goroutine sleeps on the clock until the take (Acquire's), three
+	// after it (the claim's renewal and read loops, and Acquire waiting for
+	// the floor).
+	r := e.stepUntilBy(acquireAsync(p), func() int { return map[bool]int{true: 1, false: 3}[took().IsZero()] })
+	if r.err != nil {
+		t.Fatalf("Acquire: %v", r.err)
+	}
+	defer r.c.Close(context.Background())
+	returned := events.acquired()
+	// As TestWaiterChallengesALateBackstop: confirmed by 15 s, taken by 22 s.
+	if at := took(); at.IsZero() || at.Sub(start) > 22*time.Second || r.c.Floor() != floor {
+		t.Fatalf("taken at %v after the holder's last write (floor %d, want %d); want within 22 s, before its floor (30 s) nears", at.Sub(start), r.c.Floor(), floor)
+	}
+	// Returned once the clock is within MaxClockWait (5 s) of the floor.
+	near := time.UnixMilli(floor).Add(-p.cfg.MaxClockWait)
+	if !returned.Equal(near) {
+		t.Fatalf("Acquire returned at %v, want when the clock nears the floor, %v", returned.Sub(start), near.Sub(start))
+	}
+}
+
+// timedEvents is challengeEvents that also records the fake wall clock at
+// Observer.Acquired.
+type timedEvents struct {
+	challengeEvents
+	clk *fakeclock.Clock
+	mu  sync.Mutex
+	at  time.Time
+}
+
+func (o *timedEvents) Acquired(int, int64, time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.at = o.clk.Wall()
+}
+
+func (o *timedEvents) acquired() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.at
 }

@@ -187,10 +187,12 @@ type Config struct {
 	// a lease it takes over (the predecessor's reservation): the generator waits
 	// that long at most. A lease whose floor is further ahead is skipped as an
 	// anomaly (not written); Acquire fails with ErrClockBehind only when such
-	// leases were the only ones it could take. A floor that a release a moment
-	// ago explains (a Claim closed without SetIssuedFunc keeps its
-	// reservation, up to its lease ahead) is no anomaly: Acquire waits until
-	// this clock is within MaxClockWait of it. Default 5 s.
+	// leases were the only ones it could take. A floor that its last
+	// holder's reservation explains (a Claim closed without SetIssuedFunc
+	// keeps it, up to its lease ahead; in read mode a crashed issuer's is up
+	// to the Backstop ahead) is no anomaly: when no other ID can be taken,
+	// Acquire takes that one and holds it, returning it once this clock is
+	// within MaxClockWait of the floor (ErrAwaitingFloor). Default 5 s.
 	MaxClockWait time.Duration
 
 	// BootstrapWindow is how old (on the store's clock) the manifest must be

@@ -28,4 +28,11 @@ var (
 	// can be taken): its clock is behind, or those leases' last holders' clocks
 	// were ahead. The wrapping error names this task's clock and the floors.
 	ErrClockBehind = errors.New("nodeid: wall clock behind the lease's floor")
+	// ErrAwaitingFloor is why Acquire, holding a node ID it took, has not
+	// returned it yet (WaitObserver.AcquireWaiting): the ID's floor, its last
+	// holder's reservation, is more than MaxClockWait ahead of this task's
+	// wall clock, as a crashed issuer's is in read mode (up to the backstop),
+	// and no Snowflake ID may be issued below it. Acquire returns the claim
+	// once the clock is within MaxClockWait of the floor.
+	ErrAwaitingFloor = errors.New("nodeid: holding a node ID until this task's clock nears its floor")
 )

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )
@@ -111,13 +112,13 @@ func TestClockBehindEveryTakeableFloorRefuses(t *testing.T) {
 // A Claim closed without SetIssuedFunc keeps its reservation: the free record's
 // floor is up to a lease ahead. A successor whose MaxClockWait is shorter does
 // not fail with ErrClockBehind (that floor is what such a release leaves, by the
-// record's age on the store's clock, not a clock anomaly): it waits until its
-// clock is within MaxClockWait of the floor, then takes the ID above it. So
-// also when the release is stamped just before a whole second and read just
-// after it (the whole-second age overstates the time since by almost a
-// second), and on a store that judges expiry itself, which reports no age
-// at all.
-func TestReleaseKeepingItsReservationIsTakenWhenTheFloorNears(t *testing.T) {
+// record's age on the store's clock, not a clock anomaly): it takes the ID at
+// once and holds it, and Acquire returns it when its clock is within
+// MaxClockWait of the floor. So also when the release is stamped just before
+// a whole second and read just after it (the whole-second age overstates the
+// time since by almost a second), and on a store that judges expiry itself,
+// which reports no age at all.
+func TestReleaseKeepingItsReservationIsHeldUntilTheFloorNears(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
 		env           func(*testing.T) *env
@@ -134,23 +135,44 @@ func TestReleaseKeepingItsReservationIsTakenWhenTheFloorNears(t *testing.T) {
 			cfg.ClusterSize, cfg.MaxClockWait = 1, 500*time.Millisecond
 			reserved := e.releaseKeepingReservation(cfg)
 			e.clk.Advance(tt.after)
-			e.takeOnceTheFloorNears(cfg, 0, reserved)
+			e.heldUntilTheFloorNears(cfg, 0, reserved)
 		})
 	}
 }
 
-// A recent floor is waited for even beside a real anomaly (a free ID whose
-// last holder's clock was an hour ahead): Acquire takes the recent one when
-// its clock nears it, instead of failing at once with ErrClockBehind (a
-// single far floor never stops a fleet).
-func TestRecentFloorBesideAnAnomalyIsWaitedFor(t *testing.T) {
+// A recent floor is taken even beside a real anomaly (a free ID whose last
+// holder's clock was an hour ahead), and held until this clock nears it,
+// instead of failing at once with ErrClockBehind (a single far floor never
+// stops a fleet).
+func TestRecentFloorBesideAnAnomalyIsHeld(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("a")
 	cfg.ClusterSize, cfg.MaxClockWait, cfg.Order = 2, 500*time.Millisecond, OrderLowestFirst
 	e.fillNow(cfg)
 	e.plantFloor(1, start.Add(time.Hour).UnixMilli()) // an anomaly, skipped by everyone
 	reserved := e.releaseKeepingReservation(cfg)
-	e.takeOnceTheFloorNears(cfg, 0, reserved, "1.json")
+	e.heldUntilTheFloorNears(cfg, 0, reserved, "1.json")
+}
+
+// A free ID with no floor is preferred to a recent floor, which would keep
+// Acquire waiting: the recent one is passed over, not taken.
+func TestFreeIDPreferredToARecentFloor(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("a")
+	cfg.ClusterSize, cfg.MaxClockWait, cfg.Order = 2, 500*time.Millisecond, OrderLowestFirst
+	e.fillNow(cfg)
+	e.releaseKeepingReservation(cfg) // node 0, visited first
+	before, _ := e.record(0)
+	b := cfg
+	b.TaskID = "b"
+	c := e.acquire(e.provider(b))
+	defer c.Close(context.Background())
+	if c.NodeID() != 1 {
+		t.Fatalf("took node %d, want node 1 (free, no floor) rather than node 0 (a recent floor)", c.NodeID())
+	}
+	if after, _ := e.record(0); after.Version != before.Version {
+		t.Fatalf("node 0 was written (version %d -> %d): a recent floor is taken only when nothing else is", before.Version, after.Version)
+	}
 }
 
 // releaseKeepingReservation takes node 0 (the only ID, or the first in
@@ -172,17 +194,30 @@ func (e *env) releaseKeepingReservation(cfg Config) int64 {
 	return reserved
 }
 
-// takeOnceTheFloorNears has task b acquire and checks that it takes node id
-// above floor, within a pause after its clock is within MaxClockWait of it,
-// with no anomaly reported but for the keys in anomalous.
-func (e *env) takeOnceTheFloorNears(cfg Config, id int, floor int64, anomalous ...string) {
+// acquiredAt records the fake wall clock at Observer.Acquired, with the
+// anomalies reported.
+type acquiredAt struct {
+	anomalies
+	clk *fakeclock.Clock
+	mu  sync.Mutex
+	at  time.Time
+}
+
+func (a *acquiredAt) Acquired(int, int64, time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.at = a.clk.Wall()
+}
+
+// heldUntilTheFloorNears has task b acquire and checks that it takes node id
+// with floor at once (its first write, at the instant Acquire begins), and
+// that Acquire returns the claim once its clock is within MaxClockWait of the
+// floor, not before, with no anomaly reported but for the keys in anomalous.
+func (e *env) heldUntilTheFloorNears(cfg Config, id int, floor int64, anomalous ...string) {
 	e.t.Helper()
-	obs := &anomalies{ch: make(chan string, 100)}
+	obs := &acquiredAt{anomalies: anomalies{ch: make(chan string, 100)}, clk: e.clk}
 	b := cfg
 	b.TaskID, b.AcquireTimeout, b.Observer = "b", time.Minute, obs
-	// The instant of the take is that of b's first write, its CAS: once it
-	// lands, b's renewal loop sleeps on the clock too, and stepUntil may
-	// advance the clock before Acquire returns.
 	var mu sync.Mutex
 	var took time.Time
 	e.store.SetInjector(func(op storetest.Op, _ string) storetest.Fault {
@@ -193,7 +228,10 @@ func (e *env) takeOnceTheFloorNears(cfg Config, id int, floor int64, anomalous .
 		}
 		return storetest.Fault{}
 	})
-	r := e.stepUntil(acquireAsync(e.provider(b)), 1)
+	began := e.clk.Wall()
+	// Once taken, two goroutines sleep on the clock: the claim's renewal loop
+	// and Acquire's wait for the floor.
+	r := e.stepUntil(acquireAsync(e.provider(b)), 2)
 	if r.err != nil {
 		e.t.Fatalf("Acquire = %v, want node %d once the floor nears", r.err, id)
 	}
@@ -201,9 +239,14 @@ func (e *env) takeOnceTheFloorNears(cfg Config, id int, floor int64, anomalous .
 	near := time.UnixMilli(floor).Add(-cfg.MaxClockWait)
 	mu.Lock()
 	defer mu.Unlock()
-	if r.c.NodeID() != id || r.c.Floor() != floor || took.Before(near) || took.After(near.Add(cfg.AcquireBackoff)) {
-		e.t.Fatalf("took node %d with floor %d at %v; want node %d, floor %d, taken within a pause after %v",
-			r.c.NodeID(), r.c.Floor(), took, id, floor, near)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if r.c.NodeID() != id || r.c.Floor() != floor || !took.Equal(began) {
+		e.t.Fatalf("took node %d with floor %d at %v; want node %d, floor %d, taken at once (%v)",
+			r.c.NodeID(), r.c.Floor(), took, id, floor, began)
+	}
+	if obs.at.Before(near) || obs.at.After(near.Add(time.Millisecond)) {
+		e.t.Fatalf("Acquire returned at %v, want when the clock is within MaxClockWait of the floor, %v", obs.at, near)
 	}
 	for {
 		select {
@@ -214,5 +257,57 @@ func (e *env) takeOnceTheFloorNears(cfg Config, id int, floor int64, anomalous .
 		default:
 			return
 		}
+	}
+}
+
+// An Acquire that holds an ID until its floor nears and ends meanwhile
+// releases it, keeping the floor (never lowering it): its context's end, or this task's wall
+// clock stepped back by more than MaxClockWait (ErrClockBehind), which would
+// keep it waiting for a floor no release explains.
+func TestHeldForItsFloorReleasedWhenAcquireEnds(t *testing.T) {
+	for name, end := range map[string]func(e *env, cancel context.CancelFunc){
+		"context ended":      func(_ *env, cancel context.CancelFunc) { cancel() },
+		"clock stepped back": func(e *env, _ context.CancelFunc) { e.clk.SetWallOffset(-time.Minute) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			cfg := e.config("a")
+			cfg.ClusterSize, cfg.MaxClockWait = 1, 500*time.Millisecond
+			floor := e.releaseKeepingReservation(cfg)
+			b := cfg
+			b.TaskID, b.AcquireTimeout = "b", time.Minute
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ch := make(chan error, 1)
+			go func() {
+				c, err := e.provider(b).Acquire(ctx)
+				if c != nil {
+					_ = c.Close(context.Background())
+				}
+				ch <- err
+			}()
+			e.asleep(2) // taken: the claim's loop and Acquire's wait for the floor
+			if r, _ := e.record(0); r.Holder != "b" {
+				t.Fatalf("holder %q while Acquire waits for the floor, want b", r.Holder)
+			}
+			end(e, cancel)
+			var err error
+			for done := false; !done; {
+				select {
+				case err = <-ch:
+					done = true
+				case <-time.After(time.Millisecond):
+					if next, ok := e.clk.NextWake(); ok && e.clk.Sleepers() >= 2 {
+						e.clk.Advance(next.Sub(e.clk.Now())) // until Acquire wakes and looks at the floor again
+					}
+				}
+			}
+			if err == nil || (name == "context ended") != errors.Is(err, context.Canceled) || (name == "clock stepped back") != errors.Is(err, ErrClockBehind) {
+				t.Fatalf("Acquire = %v", err)
+			}
+			if r, _ := e.record(0); r.Holder != "" || r.ReservedUntilMs < floor {
+				t.Fatalf("record after the wait ended: holder %q, floor %d; want released, floor %d kept (or raised by a renewal)", r.Holder, r.ReservedUntilMs, floor)
+			}
+		})
 	}
 }

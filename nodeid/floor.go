@@ -1,6 +1,8 @@
 package nodeid
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,10 +20,17 @@ type farFloor struct {
 	ahead time.Duration
 	// recent: the floor is no further ahead than MaxClockWait plus what is
 	// left of its writer's lease (recentFloor): what a release that kept its
-	// reservation leaves (a Claim closed without SetIssuedFunc), not a clock
-	// anomaly. Such an ID becomes takeable within that lease, so Acquire
-	// waits for it.
+	// reservation leaves (a Claim closed without SetIssuedFunc), or the
+	// reservation of an issuer whose confirmed challenge expired (read mode:
+	// up to the backstop ahead), not a clock anomaly. takeFirst takes such an
+	// ID when nothing else is takeable, and Acquire holds it until this
+	// task's clock nears the floor (awaitFloor).
 	recent bool
+	// r, prev and state are the read, its record and its state: what the
+	// take of a recent floor writes on.
+	r     readResult
+	prev  lease.Record
+	state lease.State
 }
 
 // recentFloor reports whether a floor ahead of this task's wall clock is
@@ -37,9 +46,8 @@ type farFloor struct {
 // since by up to the headers' resolution plus a stamp ClockMargin early: that
 // slack is added back. Unknown age (a store that judges expiry itself, etcd,
 // reports neither) counts as 0: the floor of a release just now. It only
-// decides whether Acquire waits for the floor or reports ErrClockBehind;
-// the take itself still waits for this clock to be within MaxClockWait of
-// the floor.
+// decides whether Acquire takes the ID and holds it until this clock is
+// within MaxClockWait of the floor (awaitFloor), or reports ErrClockBehind.
 func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Duration) bool {
 	age, ok := lease.StoreAge(m.LastModified, m.Date)
 	if p.hooks.recentFloorOld() {
@@ -51,25 +59,22 @@ func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Durat
 	return ahead <= p.cfg.MaxClockWait+prev.Lease()-age+lease.StoreClockResolution+p.cfg.ClockMargin
 }
 
-// nearestRecent returns the local instant (Clock.Now) at which the nearest
-// recent floor among far is within MaxClockWait of this task's clock; false
-// when none is recent. (storeErrs: a store error hid a candidate; it only
-// matters to the rule before issue 28, kept as a test hook.)
-func (p *Provider) nearestRecent(far []farFloor, storeErrs bool) (time.Time, bool) {
+// nearestRecent returns the recent floor among far that this task's clock
+// nears first; false when none is recent. (storeErrs: a store error hid a
+// candidate; it only matters to the rule before issue 28, kept as a test
+// hook.)
+func (p *Provider) nearestRecent(far []farFloor, storeErrs bool) (farFloor, bool) {
 	if p.hooks.recentFloorOld() && (storeErrs || slices.ContainsFunc(far, func(f farFloor) bool { return !f.recent })) {
-		return time.Time{}, false
+		return farFloor{}, false
 	}
-	var nearest time.Duration
+	var nearest farFloor
 	found := false
 	for _, f := range far {
-		if f.recent && (!found || f.ahead < nearest) {
-			nearest, found = f.ahead, true
+		if f.recent && (!found || f.ahead < nearest.ahead) {
+			nearest, found = f, true
 		}
 	}
-	if !found {
-		return time.Time{}, false
-	}
-	return p.clock.Now().Add(nearest - p.cfg.MaxClockWait), true
+	return nearest, found
 }
 
 // farFloorOf returns prev's floor (the predecessor's reservation) as a
@@ -80,7 +85,8 @@ func (p *Provider) nearestRecent(far []farFloor, storeErrs bool) (time.Time, boo
 // crashed), or this task's clock is behind; takeFirst tells the two apart
 // only by whether another candidate could be taken, and reports it as an
 // anomaly (log and Observer.Anomaly). A floor that a release a moment ago
-// explains (recentFloor) is no anomaly: Acquire waits until it nears.
+// explains (recentFloor) is no anomaly: takeFirst takes it when nothing else
+// is takeable, and Acquire holds it until this clock nears it.
 func (p *Provider) farFloorOf(r readResult, prev lease.Record, state lease.State) *farFloor {
 	wall := p.clock.Wall()
 	ahead := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond
@@ -89,9 +95,9 @@ func (p *Provider) farFloorOf(r readResult, prev lease.Record, state lease.State
 	}
 	key := lease.RecordKey(r.id)
 	if p.recentFloor(prev, r.meta, ahead) {
-		p.log.Info("skipping a lease released a moment ago with its reservation kept, until this task's clock nears its floor",
+		p.log.Info("passing over a lease whose floor its last holder's reservation explains: taken only if no other ID is",
 			"key", key, "nodeId", r.id, "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
-		return &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead, recent: true}
+		return &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead, recent: true, r: r, prev: prev, state: state}
 	}
 	err := fmt.Errorf("%w: %s lease of node %d has floor (reservedUntilMs) %d, %v ahead of this task's wall clock %s, more than MaxClockWait %v",
 		ErrClockBehind, state, r.id, prev.ReservedUntilMs, ahead, wall.UTC().Format(time.RFC3339Nano), p.cfg.MaxClockWait)
@@ -113,4 +119,72 @@ func (p *Provider) describeFar(far []farFloor) string {
 		fmt.Fprintf(&b, " node %d (floor %d, %v ahead)", f.id, f.floor, f.ahead)
 	}
 	return b.String()
+}
+
+// takeRecent takes f, a lease passed over for a floor its last holder's
+// reservation explains, by the ordinary take (a CAS on the ETag it was read
+// with, judged on that read). A take lost to another task, or a store error,
+// leaves Acquire to look again.
+func (p *Provider) takeRecent(ctx context.Context, f farFloor) (*Claim, error) {
+	c, err := p.take(ctx, f.r, f.prev, f.state)
+	switch {
+	case c != nil:
+		return c, nil
+	case errors.Is(err, errTaken):
+		return nil, fmt.Errorf("%w: node %d, the only ID left (its floor %v ahead), was taken by another task first", ErrClusterFull, f.id, f.ahead)
+	case err != nil:
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: node %d not taken", ErrClusterFull, f.id) // a test hook's provider takes nothing
+}
+
+// awaitFloor holds c, taken with a floor more than MaxClockWait ahead of this
+// task's wall clock (takeRecent, or a clock stepped back during the take),
+// until the clock is within MaxClockWait of it: no Snowflake ID may be issued
+// under c before its floor, and a generator waits at most MaxClockWait. The
+// claim keeps its lease meanwhile (its keep-alive runs), so no other task
+// waits for the same floor, and the successor of a crashed issuer holds its ID
+// a Window after the confirm (read mode) though it issues only past the
+// floor. The wait is bounded by the floor, which recentFloor bounded by the
+// predecessor's lease, not by AcquireTimeout: the ID is held. It returns
+// ErrClockBehind (and releases c) when the clock steps back more than
+// MaxClockWait meanwhile, ctx's error (releasing c) when ctx ends, and an
+// error when c is lost; round is Acquire's, for WaitObserver.
+func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
+	if p.cfg.IssuesNoIDs {
+		return nil
+	}
+	var limit time.Duration
+	for {
+		ahead := time.Duration(c.floor-p.clock.Wall().UnixMilli()) * time.Millisecond
+		if ahead <= p.cfg.MaxClockWait {
+			return nil
+		}
+		if limit == 0 {
+			limit = ahead + p.cfg.MaxClockWait
+			p.log.Info("holding node ID until this task's clock nears its floor (the last holder's reservation)",
+				"nodeId", c.id, "version", c.version, "floor", c.floor, "ahead", ahead)
+		}
+		var err error
+		switch {
+		case ahead > limit:
+			err = fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, which stepped back while it waited for it",
+				ErrClockBehind, c.id, c.floor, ahead)
+		case c.Err() != nil:
+			return fmt.Errorf("node %d lost while this task waited for its floor: %w", c.id, c.Err())
+		default:
+			wait := ahead - p.cfg.MaxClockWait
+			if o, ok := p.cfg.Observer.(WaitObserver); ok {
+				o.AcquireWaiting(round, fmt.Errorf("%w: node %d until within MaxClockWait %v of its floor %d, %v from now",
+					ErrAwaitingFloor, c.id, p.cfg.MaxClockWait, c.floor, wait), wait)
+			}
+			if err = p.pause(ctx, wait, c.Done()); err == nil {
+				continue
+			}
+		}
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.RenewDeadline)
+		_ = c.Close(closeCtx)
+		cancel()
+		return err
+	}
 }

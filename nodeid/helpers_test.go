@@ -193,15 +193,22 @@ func (e *env) step(n int) {
 // goroutines sleep on it, until ch delivers Acquire's result.
 func (e *env) stepUntil(ch <-chan acquireResult, n int) acquireResult {
 	e.t.Helper()
+	return e.stepUntilBy(ch, func() int { return n })
+}
+
+// stepUntilBy is stepUntil with the number of sleepers to wait for before
+// each step given by n, asked before each step.
+func (e *env) stepUntilBy(ch <-chan acquireResult, n func() int) acquireResult {
+	e.t.Helper()
 	for {
-		for deadline := time.Now().Add(5 * time.Second); e.clk.Sleepers() < n; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(5 * time.Second); e.clk.Sleepers() < n(); time.Sleep(time.Millisecond) {
 			select {
 			case r := <-ch:
 				return r
 			default:
 			}
 			if time.Now().After(deadline) {
-				e.t.Fatalf("%d goroutines asleep on the clock, want %d", e.clk.Sleepers(), n)
+				e.t.Fatalf("%d goroutines asleep on the clock, want %d", e.clk.Sleepers(), n())
 			}
 		}
 		select {

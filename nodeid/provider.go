@@ -98,6 +98,12 @@ func (p *Provider) Config() Config { return p.cfg }
 // manifest that does not match the configuration, a corrupt manifest. The
 // returned Claim renews itself until it is closed or lost.
 //
+// An ID taken with a floor more than MaxClockWait ahead of this task's wall
+// clock (its last holder's reservation: see MaxClockWait) is held, and
+// returned once the clock is within MaxClockWait of it; that wait is bounded
+// by the floor, not by AcquireTimeout, and ends the claim (released, its
+// floor kept) when ctx ends.
+//
 // With Config.Peers a PeerHints (gossip), a waiting Acquire looks again as
 // soon as gossip says an ID was freed, and makes no store request while gossip
 // shows no ID free for it (see PeerHints).
@@ -117,8 +123,10 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 		lastLook = p.clock.Now()
 		c, err := p.acquireRound(ctx, w)
 		if c != nil {
-			p.cfg.Observer.Acquired(c.id, c.version, p.clock.Now().Sub(start))
-			return c, nil
+			if err = p.awaitFloor(ctx, c, round); err == nil {
+				p.cfg.Observer.Acquired(c.id, c.version, p.clock.Now().Sub(start))
+				return c, nil
+			}
 		}
 		if errors.Is(err, ErrManifestMismatch) || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrCorrupt) ||
 			errors.Is(err, lease.ErrLivenessUnbound) || errors.Is(err, lease.ErrMisconfigured) { // retrying cannot fix these
@@ -128,11 +136,6 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 			return nil, fmt.Errorf("nodeid: acquire: %w", ctx.Err())
 		}
 		wait := pace.next()
-		// A floor released a moment ago with its reservation kept is
-		// takeable once this clock is within MaxClockWait of it: look then.
-		if !w.floorNear.IsZero() {
-			wait = max(w.floorNear.Sub(p.clock.Now()), p.cfg.AcquireBackoff/8)
-		}
 		// Look again as soon as a lease seen held can be found expired, if
 		// that is sooner: a dead holder's ID is taken without waiting out the
 		// backoff (the take is still judged on a fresh read).
@@ -163,7 +166,7 @@ func (p *Provider) acquireRound(ctx context.Context, w *watched) (*Claim, error)
 	if err != nil {
 		return nil, err
 	}
-	w.soonest, w.floorNear = time.Time{}, time.Time{}
+	w.soonest = time.Time{}
 	return p.takeFirst(ctx, view, w)
 }
 

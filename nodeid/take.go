@@ -35,7 +35,7 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 	case err != nil:
 		return nil, fmt.Errorf("create %s: %w", key, err)
 	}
-	return p.claimTaken(ctx, next, meta.ETag, t0, lease.Record{NodeID: id}, lease.StateFree)
+	return p.claimTaken(ctx, next, meta.ETag, t0, lease.Record{NodeID: id}, lease.Meta{}, lease.StateFree)
 }
 
 // judge decodes the object read in r and judges it on that response alone
@@ -96,14 +96,17 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 	case err != nil:
 		return nil, fmt.Errorf("take %s: %w", key, err)
 	}
-	return p.claimTaken(ctx, next, meta.ETag, t0, prev, state)
+	return p.claimTaken(ctx, next, meta.ETag, t0, prev, r.meta, state)
 }
 
-// claimTaken builds the claim of a successful take of prev (in state from) and
-// checks that this task's wall clock is not too far behind the floor. farFloorOf
-// skips a far floor before writing; this check after the write catches a wall
-// clock stepped back meanwhile, and releases the ID.
-func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, from lease.State) (*Claim, error) {
+// claimTaken builds the claim of a successful take of prev (read with
+// prevMeta, in state from) and checks that this task's wall clock is not too
+// far behind the floor: within MaxClockWait of it, or behind a floor that
+// prev's own reservation explains (recentFloor: Acquire holds the claim until
+// this clock nears it, awaitFloor). farFloorOf judges a floor before the
+// write; this check after it catches a wall clock stepped back meanwhile, and
+// releases the ID.
+func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, prevMeta lease.Meta, from lease.State) (*Claim, error) {
 	floor := prev.ReservedUntilMs
 	if p.hooks.floorIgnored() {
 		floor = 0
@@ -112,7 +115,7 @@ func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag strin
 	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
 	behind := time.Duration(prev.ReservedUntilMs-p.clock.Wall().UnixMilli()) * time.Millisecond
-	if behind <= p.cfg.MaxClockWait || p.cfg.IssuesNoIDs {
+	if behind <= p.cfg.MaxClockWait || p.cfg.IssuesNoIDs || p.recentFloor(prev, prevMeta, behind) {
 		return c, nil
 	}
 	err := fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, more than MaxClockWait %v",
