@@ -448,7 +448,13 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 			return nil, fmt.Errorf("run %d: the waiting task took node %d version %d, want the victim's node %d above version %d",
 				r, res.c.NodeID(), res.c.Version(), victim.claim.NodeID(), victim.claim.Version())
 		}
-		run := failoverRun{Kind: kind, Victim: victim.claim.NodeID(), Version: res.c.Version(), KillToTake: toMS(res.at.Sub(killed)),
+		// The take: when Acquire returned, or when it first held the ID while
+		// it waited for the floor (a crashed issuer's reservation).
+		took := res.at
+		if ns := count.taken.Load(); ns != 0 {
+			took = time.Unix(0, ns)
+		}
+		run := failoverRun{Kind: kind, Victim: victim.claim.NodeID(), Version: res.c.Version(), KillToTake: toMS(took.Sub(killed)),
 			WaitedTotal: toMS(res.at.Sub(waitStart)), Challenges: int(count.challenged.Load()), Confirms: int(count.confirmed.Load())}
 		if ns := count.lastConfirm.Load(); ns != 0 {
 			run.KillToConfirm = toMS(time.Unix(0, ns).Sub(killed))
@@ -460,7 +466,7 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 				lastWrite = victimTakeTime(b.meter.Events(), labelOf(victim.name, "acquire"))
 			}
 			if !lastWrite.IsZero() {
-				run.LastWriteToTake, run.SinceLastWrite = toMS(res.at.Sub(lastWrite)), toMS(killed.Sub(lastWrite))
+				run.LastWriteToTake, run.SinceLastWrite = toMS(took.Sub(lastWrite)), toMS(killed.Sub(lastWrite))
 			}
 		}
 		counts := b.meter.Counts().Where(func(k latproxy.Key) bool { return k.Label == labelOf(name, "acquire") })

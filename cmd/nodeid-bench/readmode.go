@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -245,6 +246,9 @@ type challengeCount struct {
 	nodeid.NopObserver
 	challenged, confirmed, answered atomic.Int64
 	lastConfirm                     atomic.Int64 // Unix ns of the last confirm written, 0 before
+	// taken is when a task's Acquire first held an ID it could not return
+	// yet (nodeid.ErrAwaitingFloor: its floor is ahead), Unix ns; 0 before.
+	taken atomic.Int64
 
 	mu      sync.Mutex
 	byTask  map[string]int // challenges written, by the challenger's label
@@ -260,6 +264,14 @@ type taskChallenges struct {
 	nodeid.NopObserver
 	c    *challengeCount
 	task string
+}
+
+// AcquireWaiting implements nodeid.WaitObserver: it records when the task
+// first held an ID while Acquire waited for its floor (the take).
+func (t *taskChallenges) AcquireWaiting(_ int, err error, _ time.Duration) {
+	if errors.Is(err, nodeid.ErrAwaitingFloor) {
+		t.c.taken.CompareAndSwap(0, time.Now().UnixNano())
+	}
 }
 
 // Challenged implements nodeid.ChallengeObserver.
