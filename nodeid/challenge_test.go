@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 )
@@ -440,7 +439,7 @@ func TestWaiterTakesACrashedIssuerAndHoldsItUntilTheFloor(t *testing.T) {
 	}
 	holder, _ := e.readClaim(slow) // takes at 0, then says nothing: no backstop write, no read
 	floor := holder.Reservation()
-	events := &timedEvents{clk: e.clk}
+	events := &timedEvents{acquiredClock: acquiredClock{clk: e.clk}}
 	p, _ := e.challenger(slow, func(c *Config) { c.AcquireTimeout, c.Observer = time.Minute, events })
 	took := e.recordTake(&events.challengeEvents)
 	// One goroutine sleeps on the clock until the take (Acquire's), three
@@ -463,23 +462,10 @@ func TestWaiterTakesACrashedIssuerAndHoldsItUntilTheFloor(t *testing.T) {
 	}
 }
 
-// timedEvents is challengeEvents that also records the fake wall clock at
-// Observer.Acquired.
+// timedEvents is challengeEvents that also records when Acquire returned.
 type timedEvents struct {
 	challengeEvents
-	clk *fakeclock.Clock
-	mu  sync.Mutex
-	at  time.Time
+	acquiredClock
 }
 
-func (o *timedEvents) Acquired(int, int64, time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.at = o.clk.Wall()
-}
-
-func (o *timedEvents) acquired() time.Time {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.at
-}
+func (o *timedEvents) Acquired(int, int64, time.Duration) { o.mark() }

@@ -194,20 +194,34 @@ func (e *env) releaseKeepingReservation(cfg Config) int64 {
 	return reserved
 }
 
-// acquiredAt records the fake wall clock at Observer.Acquired, with the
-// anomalies reported.
-type acquiredAt struct {
-	anomalies
+// acquiredClock records the fake wall clock when Acquire returned a claim
+// (Observer.Acquired calls mark).
+type acquiredClock struct {
 	clk *fakeclock.Clock
 	mu  sync.Mutex
 	at  time.Time
 }
 
-func (a *acquiredAt) Acquired(int, int64, time.Duration) {
+func (a *acquiredClock) mark() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.at = a.clk.Wall()
 }
+
+// acquired returns the instant marked; zero before.
+func (a *acquiredClock) acquired() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.at
+}
+
+// acquiredAt records the anomalies reported and when Acquire returned.
+type acquiredAt struct {
+	anomalies
+	acquiredClock
+}
+
+func (a *acquiredAt) Acquired(int, int64, time.Duration) { a.mark() }
 
 // heldUntilTheFloorNears has task b acquire and checks that it takes node id
 // with floor at once (its first write, at the instant Acquire begins), and
@@ -215,7 +229,7 @@ func (a *acquiredAt) Acquired(int, int64, time.Duration) {
 // floor, not before, with no anomaly reported but for the keys in anomalous.
 func (e *env) heldUntilTheFloorNears(cfg Config, id int, floor int64, anomalous ...string) {
 	e.t.Helper()
-	obs := &acquiredAt{anomalies: anomalies{ch: make(chan string, 100)}, clk: e.clk}
+	obs := &acquiredAt{anomalies: anomalies{ch: make(chan string, 100)}, acquiredClock: acquiredClock{clk: e.clk}}
 	b := cfg
 	b.TaskID, b.AcquireTimeout, b.Observer = "b", time.Minute, obs
 	var mu sync.Mutex
@@ -239,14 +253,12 @@ func (e *env) heldUntilTheFloorNears(cfg Config, id int, floor int64, anomalous 
 	near := time.UnixMilli(floor).Add(-cfg.MaxClockWait)
 	mu.Lock()
 	defer mu.Unlock()
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
 	if r.c.NodeID() != id || r.c.Floor() != floor || !took.Equal(began) {
 		e.t.Fatalf("took node %d with floor %d at %v; want node %d, floor %d, taken at once (%v)",
 			r.c.NodeID(), r.c.Floor(), took, id, floor, began)
 	}
-	if obs.at.Before(near) || obs.at.After(near.Add(time.Millisecond)) {
-		e.t.Fatalf("Acquire returned at %v, want when the clock is within MaxClockWait of the floor, %v", obs.at, near)
+	if at := obs.acquired(); at.Before(near) || at.After(near.Add(time.Millisecond)) {
+		e.t.Fatalf("Acquire returned at %v, want when the clock is within MaxClockWait of the floor, %v", at, near)
 	}
 	for {
 		select {
