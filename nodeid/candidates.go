@@ -64,6 +64,10 @@ type watched struct {
 	// it challenged: gossip's word alone never challenges that version
 	// again (its holder may have answered: it lives).
 	challenged map[int]int64
+	// gossip is gossip's view (KnownNodes) at the start of this Acquire's
+	// last look, or of the Acquire: the IDs that leave it were freed (see
+	// takeFreed). Nil without PeerHints.
+	gossip map[int]int64
 }
 
 // heldLease is one lease found held: the ETag and length it was read with,

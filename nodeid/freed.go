@@ -1,0 +1,139 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// newWatched returns the watched of a new Acquire; with PeerHints it keeps
+// gossip's view as the Acquire starts, so that the first look after a wait
+// knows which IDs gossip freed meanwhile (see takeFreed).
+func (p *Provider) newWatched() *watched {
+	w := &watched{held: map[int]heldLease{}, challenged: map[int]int64{}}
+	if p.hints() != nil {
+		w.gossip = p.knownNodes()
+	}
+	return w
+}
+
+// takeFreed is the first part of a look with PeerHints: the IDs that gossip
+// showed held at this Acquire's previous look (or at its start) and no
+// longer does were released a moment ago, most likely (a node releases its
+// lease before it leaves gossip). When there are such IDs and gossip leaves
+// one for this task (freeForUs), it reads the one its rank picks with a GET,
+// skipping the LIST, and takes it if that read judges it free or expired,
+// by take's CAS on the ETag read: two requests and two round trips where the
+// ordinary look makes four in three (LIST, manifest GET when not cached, GET,
+// CAS). The manifest is not read when a response showed it current within
+// RenewInterval (recentManifest); otherwise its GET goes beside the lease's,
+// in the same round trip, and it is checked as a bootstrap checks it.
+//
+// It returns nil, nil whenever it takes nothing (no hints, no freed ID, the
+// lease held, a floor too far ahead, not found, a race lost, a store error,
+// a manifest that does not check): the ordinary look (bootstrap, takeFirst)
+// follows and reports what it finds. A lease read held is noted in w, as a
+// visit notes it. Only the errors visit returns from a take are returned.
+func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
+	if p.hints() == nil {
+		return nil, nil
+	}
+	known := p.knownNodes()
+	before := w.gossip
+	w.gossip = known
+	m, cached := p.recentManifest()
+	first, size := p.cfg.FirstNodeID, p.cfg.ClusterSize
+	if cached {
+		first, size = m.FirstNodeID, m.ClusterSize
+	}
+	freed := freedIDs(before, known, first, size)
+	if len(freed) == 0 || !p.freeForUs() {
+		return nil, nil
+	}
+	rank, _ := p.rank()
+	r, m, err := p.readFreed(ctx, freed[rank%len(freed)], cached, m)
+	if err != nil {
+		p.log.Debug("reading a node ID gossip freed", "nodeId", r.id, "err", err)
+		return nil, nil
+	}
+	if r.id < m.FirstNodeID || r.id-m.FirstNodeID >= m.ClusterSize {
+		return nil, nil // the manifest's cluster is smaller than the configured one
+	}
+	prev, state, err := p.judge(r)
+	switch {
+	case err != nil:
+		return nil, nil // corrupt: reported, never taken
+	case state == lease.StateHeld:
+		w.note(r, prev, p.lookAgain(prev), p.cfg.ClockMargin)
+		return nil, nil
+	case p.floorTooFar(prev):
+		return nil, nil // the ordinary look skips it, or waits for it (farFloorOf)
+	}
+	c, err := p.take(ctx, r, prev, state)
+	if c != nil || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrLivenessUnbound) {
+		return c, err
+	}
+	return nil, nil
+}
+
+// freedIDs returns, sorted, the node IDs in first..first+size-1 that the
+// gossip view before showed held and the view now does not.
+func freedIDs(before, now map[int]int64, first, size int) []int {
+	var ids []int
+	for id := range before {
+		if _, live := now[id]; !live && id >= first && id-first < size {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// readFreed reads the lease object of id and, unless cached says that m is
+// the manifest, the manifest beside it (concurrently, but in sequential test
+// runs), and checks that. It returns the read and the manifest.
+func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.Manifest) (readResult, lease.Manifest, error) {
+	if cached {
+		r := p.readAll(ctx, []int{id})[0]
+		return r, m, r.err
+	}
+	var (
+		v    *clusterView
+		mErr error
+		r    readResult
+	)
+	readManifest := func() {
+		body, meta, err := p.store.Get(ctx, lease.ManifestKey)
+		if err != nil {
+			mErr = fmt.Errorf("read cluster manifest: %w", err)
+			return
+		}
+		v, mErr = p.checkManifest(body, meta)
+	}
+	if p.hooks.isSequential() {
+		readManifest()
+		r = p.readAll(ctx, []int{id})[0]
+	} else {
+		var wg sync.WaitGroup
+		wg.Go(readManifest)
+		r = p.readAll(ctx, []int{id})[0]
+		wg.Wait()
+	}
+	if err := errors.Join(mErr, r.err); err != nil {
+		return r, m, err
+	}
+	return r, v.manifest, nil
+}
+
+// floorTooFar reports whether prev's floor (its reservation) is more than
+// MaxClockWait ahead of this task's wall clock, as farFloorOf judges it,
+// without reporting it: a take of prev is left to the ordinary look.
+func (p *Provider) floorTooFar(prev lease.Record) bool {
+	ahead := time.Duration(prev.ReservedUntilMs-p.clock.Wall().UnixMilli()) * time.Millisecond
+	return ahead > p.cfg.MaxClockWait && !p.cfg.IssuesNoIDs
+}
