@@ -4,37 +4,47 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
 )
 
-// newWatched returns the watched of a new Acquire; with PeerHints it keeps
-// gossip's view as the Acquire starts, so that the first look after a wait
-// knows which IDs gossip freed meanwhile (see takeFreed).
+// newWatched returns the watched of a new Acquire. With PeerHints it notes
+// the IDs that gossip shows free as the Acquire starts, when there are enough
+// of them for this task (freeForUs): its first look, at once, is then the
+// ordinary one, as a task joining a cluster with free IDs (or a new one)
+// makes it. When gossip leaves no ID for it, it notes none: the first look
+// after its wait tries any ID gossip shows free then (see takeFreed), since
+// one freed meanwhile may have been claimed too recently for its start to
+// have seen it held.
 func (p *Provider) newWatched() *watched {
 	w := &watched{held: map[int]heldLease{}, challenged: map[int]int64{}}
 	if p.hints() != nil {
-		w.gossip = p.knownNodes()
+		w.gossipFree = map[int]bool{}
+		if p.freeForUs() {
+			for _, id := range gossipFree(p.knownNodes(), p.cfg.FirstNodeID, p.cfg.ClusterSize) {
+				w.gossipFree[id] = true
+			}
+		}
 	}
 	return w
 }
 
 // takeFreed is the first part of a look with PeerHints: the IDs that gossip
-// showed held at this Acquire's previous look (or at its start) and no
-// longer does were released a moment ago, most likely (a node releases its
-// lease before it leaves gossip). When there are such IDs and gossip leaves
-// one for this task (freeForUs), it reads the one its rank picks with a GET,
-// skipping the LIST, and takes it if that read judges it free or expired,
-// by take's CAS on the ETag read: two requests and two round trips where the
-// ordinary look makes four in three (LIST, manifest GET when not cached, GET,
-// CAS). The manifest is not read when a response showed it current within
-// RenewInterval (recentManifest); otherwise its GET goes beside the lease's,
-// in the same round trip, and it is checked as a bootstrap checks it.
+// shows free (no live member holds them) and did not at this Acquire's
+// previous look (or at its start, see newWatched) were released a moment ago,
+// most likely: a node releases its lease before it leaves gossip. When there
+// are such IDs and gossip leaves one for this task (freeForUs), it reads the
+// one its rank picks among them with a GET, skipping the LIST, and takes it
+// if that read judges it free or expired, by take's CAS on the ETag read: two
+// requests in two round trips, where the ordinary look makes three or four
+// in three (LIST, the manifest's GET unless cached, GET, CAS). The manifest
+// is not read when a response showed it current within RenewInterval
+// (recentManifest); otherwise its GET goes beside the lease's, in the same
+// round trip, and it is checked as a bootstrap checks it.
 //
-// It returns nil, nil whenever it takes nothing (no hints, no freed ID, the
+// It returns nil, nil whenever it takes nothing (no hints, no ID freed, the
 // lease held, a floor too far ahead, not found, a race lost, a store error,
 // a manifest that does not check): the ordinary look (bootstrap, takeFirst)
 // follows and reports what it finds. A lease read held is noted in w, as a
@@ -43,15 +53,22 @@ func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 	if p.hints() == nil {
 		return nil, nil
 	}
-	known := p.knownNodes()
-	before := w.gossip
-	w.gossip = known
 	m, cached := p.recentManifest()
 	first, size := p.cfg.FirstNodeID, p.cfg.ClusterSize
 	if cached {
 		first, size = m.FirstNodeID, m.ClusterSize
 	}
-	freed := freedIDs(before, known, first, size)
+	var freed []int
+	free := gossipFree(p.knownNodes(), first, size)
+	for _, id := range free {
+		if !w.gossipFree[id] {
+			freed = append(freed, id)
+		}
+	}
+	w.gossipFree = map[int]bool{}
+	for _, id := range free {
+		w.gossipFree[id] = true
+	}
 	if len(freed) == 0 || !p.freeForUs() {
 		return nil, nil
 	}
@@ -81,16 +98,15 @@ func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 	return nil, nil
 }
 
-// freedIDs returns, sorted, the node IDs in first..first+size-1 that the
-// gossip view before showed held and the view now does not.
-func freedIDs(before, now map[int]int64, first, size int) []int {
+// gossipFree returns, sorted, the node IDs in first..first+size-1 that no
+// live member holds by gossip's view known.
+func gossipFree(known map[int]int64, first, size int) []int {
 	var ids []int
-	for id := range before {
-		if _, live := now[id]; !live && id >= first && id-first < size {
+	for id := first; id < first+size; id++ {
+		if _, live := known[id]; !live {
 			ids = append(ids, id)
 		}
 	}
-	slices.Sort(ids)
 	return ids
 }
 

@@ -278,10 +278,72 @@ func TestTakeFreedNeedsHints(t *testing.T) {
 	wc.TaskID, wc.Peers = "plain", peersOnly{hints}
 	p := e.provider(wc)
 	w := p.newWatched()
-	w.gossip = hints.KnownNodes()
+	w.gossipFree = map[int]bool{}
 	hints.free(claims[0].NodeID())
 	ops := e.logOps()
 	if c, err := p.takeFreed(context.Background(), w); c != nil || err != nil || len(ops.list()) != 0 {
 		t.Fatalf("takeFreed without hints = %v, %v after %v; want nothing, no request", c, err, ops.list())
+	}
+}
+
+// TestFreedWakeAfterAClaimSpreadLate: a waiter that started while a holder's
+// claim was still spreading (gossip then showed that ID free, but not enough
+// free IDs for this task) takes that ID with GET and CAS when the holder
+// releases it, though it never saw it held (as nodeid-bench failover's first
+// waiter, started right after the cluster was filled). Were its first look
+// to come while the claim was still spreading, the ID would count as seen
+// free by it, and the look after the release would be the ordinary one.
+func TestFreedWakeAfterAClaimSpreadLate(t *testing.T) {
+	e := newEnv(t)
+	claims, cfg, hints := e.fullCluster()
+	late := claims[2]
+	hints.mu.Lock()
+	delete(hints.live, late.NodeID()) // its claim has not reached the waiter yet
+	hints.rank, hints.of = 1, 2       // so its holder still counts as waiting
+	hints.mu.Unlock()
+	wc := cfg
+	wc.TaskID, wc.AcquireTimeout, wc.Peers = "waiter", time.Minute, hints
+	ch := acquireAsync(e.provider(wc))
+	all := len(claims) + 1
+	e.asleep(all)
+	hints.mu.Lock()
+	hints.live[late.NodeID()] = late.Version() // the claim arrives, before any look
+	hints.rank, hints.of = 0, 1
+	hints.mu.Unlock()
+	if err := late.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ops := e.logOps()
+	hints.free(late.NodeID())
+	r := awaitAcquire(t, ch)
+	got := ops.list()
+	if r.err != nil || r.c.NodeID() != late.NodeID() {
+		t.Fatalf("waiter: %v, %v; want node %d", r.c, r.err, late.NodeID())
+	}
+	_ = r.c.Close(context.Background())
+	key := lease.RecordKey(late.NodeID())
+	slices.Sort(got[:min(2, len(got))])
+	if want := []string{"get " + key, "get " + lease.ManifestKey, "update " + key}; !slices.Equal(got, want) {
+		t.Fatalf("requests after the wake: %v; want %v", got, want)
+	}
+}
+
+// TestFirstLookWithoutWaitIsTheOrdinaryOne: a task that starts when gossip
+// already shows an ID free for it looks as before, LIST first (a new cluster,
+// a join): only IDs freed while it waited are read without a listing.
+func TestFirstLookWithoutWaitIsTheOrdinaryOne(t *testing.T) {
+	e := newEnv(t)
+	claims, cfg, hints := e.fullCluster()
+	if err := claims[1].Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hints.free(claims[1].NodeID())
+	wc := cfg
+	wc.TaskID, wc.Peers = "joiner", hints
+	ops := e.logOps()
+	c := e.acquire(e.provider(wc))
+	got := ops.list()
+	if c.NodeID() != claims[1].NodeID() || len(got) == 0 || got[0] != "list " {
+		t.Fatalf("took node %d with %v; want node %d, LIST first", c.NodeID(), got, claims[1].NodeID())
 	}
 }
