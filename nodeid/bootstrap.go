@@ -77,6 +77,8 @@ func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
 // bootstrapFill is bootstrap; with fillNow, it fills an unfilled cluster at once
 // instead of after BootstrapWindow (an operator's init).
 func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterView, error) {
+	early := p.readManifestEarly(ctx)
+	defer early.wait()
 	l, err := p.store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("nodeid: list lease objects: %w", err)
@@ -89,6 +91,11 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 		}
 	}
 	v := p.cachedView(listed, l.Date)
+	if v == nil && listed != nil {
+		if v, err = early.view(p); err != nil {
+			return nil, err
+		}
+	}
 	if v == nil {
 		if v, err = p.readOrCreateManifest(ctx, listed != nil); err != nil {
 			return nil, err
