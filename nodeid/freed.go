@@ -111,7 +111,7 @@ func gossipFree(known map[int]int64, first, size int) []int {
 }
 
 // readFreed reads the lease object of id and, unless cached says that m is
-// the manifest, the manifest beside it (concurrently, but in sequential test
+// the manifest, the manifest beside it (concurrently, except in sequential test
 // runs), and checks that. It returns the read and the manifest.
 func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.Manifest) (readResult, lease.Manifest, error) {
 	if cached {
