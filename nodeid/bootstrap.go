@@ -77,6 +77,8 @@ func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
 // bootstrapFill is bootstrap; with fillNow, it fills an unfilled cluster at once
 // instead of after BootstrapWindow (an operator's init).
 func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterView, error) {
+	early := p.readManifestEarly(ctx)
+	defer early.wait()
 	l, err := p.store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("nodeid: list lease objects: %w", err)
@@ -89,6 +91,11 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 		}
 	}
 	v := p.cachedView(listed, l.Date)
+	if v == nil && listed != nil {
+		if v, err = early.view(p); err != nil {
+			return nil, err
+		}
+	}
 	if v == nil {
 		if v, err = p.readOrCreateManifest(ctx, listed != nil); err != nil {
 			return nil, err
@@ -119,6 +126,9 @@ func (p *Provider) manifestFor() lease.Manifest {
 type cachedManifest struct {
 	manifest lease.Manifest
 	etag     string
+	// seen is when (Clock.Now) a response last showed this ETag current:
+	// the read or write that cached it, or a listing (see cachedView).
+	seen time.Time
 }
 
 // remember caches the manifest of v, checked and known by its ETag.
@@ -128,16 +138,36 @@ func (p *Provider) remember(m lease.Manifest, etag string) {
 	}
 	p.clockMu.Lock()
 	defer p.clockMu.Unlock()
-	p.manifest = &cachedManifest{manifest: m, etag: etag}
+	p.manifest = &cachedManifest{manifest: m, etag: etag, seen: p.clock.Now()}
+}
+
+// recentManifest returns the cached manifest when a response showed it
+// current within the last RenewInterval, the period at which a waiting
+// Acquire looks at the store anyway (see awaitFreed); false otherwise. A look
+// that skips the LIST (takeFreed) relies on it for the cluster's range, and
+// so sees a resize at most that late; every take is still judged on a read
+// of its lease.
+func (p *Provider) recentManifest() (lease.Manifest, bool) {
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	c := p.manifest
+	if c == nil || p.clock.Now().Sub(c.seen) > p.cfg.RenewInterval {
+		return lease.Manifest{}, false
+	}
+	return c.manifest, true
 }
 
 // cachedView returns the view of a bootstrap whose listing shows the manifest
 // (listed, with the listing's date) unchanged since this Provider last read and
 // checked it: the same ETag is the same body (each write has its own writeId),
-// so the GET is saved. Nil when it must be read.
+// so the GET is saved, and the listing counts as a sighting of it (see
+// recentManifest). Nil when it must be read.
 func (p *Provider) cachedView(listed *lease.ObjectInfo, date time.Time) *clusterView {
 	p.clockMu.Lock()
 	c := p.manifest
+	if c != nil && listed != nil && listed.ETag == c.etag {
+		c.seen = p.clock.Now()
+	}
 	p.clockMu.Unlock()
 	if c == nil || listed == nil || listed.ETag != c.etag {
 		return nil
@@ -188,6 +218,13 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 	if err != nil {
 		return nil, fmt.Errorf("nodeid: read cluster manifest: %w", err)
 	}
+	return p.checkManifest(body, meta)
+}
+
+// checkManifest decodes the manifest read as body with meta and checks it
+// against this task's configuration; a manifest that passes is remembered
+// (see cachedView, recentManifest).
+func (p *Provider) checkManifest(body []byte, meta lease.Meta) (*clusterView, error) {
 	m, err := lease.DecodeManifest(body)
 	if err != nil {
 		return nil, fmt.Errorf("nodeid: cluster manifest %s: %w (inspect it with nodeidctl status)", lease.ManifestKey, err)

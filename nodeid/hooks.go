@@ -40,7 +40,9 @@ type TasksHints interface {
 // With it, a task whose gossip view shows no node ID free for it makes no
 // store request until one is freed, but for one LIST per RenewInterval (in
 // case gossip is late or wrong), and tasks waiting together spread their
-// picks by rank instead of racing for the same ID.
+// picks by rank instead of racing for the same ID. When one is freed, the
+// task reads it before any listing and takes it by the ordinary CAS on that
+// read: GET and CAS.
 type PeerHints interface {
 	Peers
 	// Freed returns a channel that is closed when a node ID leaves

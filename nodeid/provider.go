@@ -110,7 +110,7 @@ func (p *Provider) Config() Config { return p.cfg }
 func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
-	w := &watched{held: map[int]heldLease{}, challenged: map[int]int64{}}
+	w := p.newWatched()
 	lastLook := start
 	for round := 1; ; round++ {
 		if err := p.awaitFreed(ctx, start, lastLook, round > 1); err != nil {
@@ -160,8 +160,12 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 	}
 }
 
-// acquireRound bootstraps and makes one pass over the candidates.
+// acquireRound bootstraps and makes one pass over the candidates; with
+// PeerHints, it first tries an ID gossip freed (takeFreed).
 func (p *Provider) acquireRound(ctx context.Context, w *watched) (*Claim, error) {
+	if c, err := p.takeFreed(ctx, w); c != nil || err != nil {
+		return c, err
+	}
 	view, err := p.bootstrap(ctx)
 	if err != nil {
 		return nil, err

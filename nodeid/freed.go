@@ -1,0 +1,216 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// newWatched returns the watched of a new Acquire. With PeerHints it notes
+// the IDs that gossip shows free as the Acquire starts, when there are enough
+// of them for this task (freeForUs): its first look, at once, is then the
+// ordinary one, as a task joining a cluster with free IDs (or a new one)
+// makes it. When gossip leaves no ID for it, it notes none: the first look
+// after its wait tries any ID gossip shows free then (see takeFreed), since
+// one freed meanwhile may have been claimed too recently for its start to
+// have seen it held.
+func (p *Provider) newWatched() *watched {
+	w := &watched{held: map[int]heldLease{}, challenged: map[int]int64{}}
+	if p.hints() != nil {
+		w.gossipFree = map[int]bool{}
+		if p.freeForUs() {
+			for _, id := range gossipFree(p.knownNodes(), p.cfg.FirstNodeID, p.cfg.ClusterSize) {
+				w.gossipFree[id] = true
+			}
+		}
+	}
+	return w
+}
+
+// takeFreed is the first part of a look with PeerHints: the IDs that gossip
+// shows free (no live member holds them) and did not at this Acquire's
+// previous look (or at its start, see newWatched) were released a moment ago,
+// most likely: a node releases its lease before it leaves gossip. When there
+// are such IDs and gossip leaves one for this task (freeForUs), it reads the
+// one its rank picks among them with a GET, skipping the LIST, and takes it
+// if that read judges it free or expired, by take's CAS on the ETag read: two
+// requests in two round trips, where the ordinary look makes three or four
+// in three (LIST, the manifest's GET unless cached, GET, CAS). The manifest
+// is not read when a response showed it current within RenewInterval
+// (recentManifest); otherwise its GET goes beside the lease's, in the same
+// round trip, and it is checked as a bootstrap checks it.
+//
+// It returns nil, nil whenever it takes nothing (no hints, no ID freed, the
+// lease held, a floor too far ahead, not found, a race lost, a store error,
+// a manifest that does not check): the ordinary look (bootstrap, takeFirst)
+// follows and reports what it finds. A lease read held is noted in w, as a
+// visit notes it. Only the errors visit returns from a take are returned.
+func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
+	if p.hints() == nil {
+		return nil, nil
+	}
+	m, cached := p.recentManifest()
+	first, size := p.cfg.FirstNodeID, p.cfg.ClusterSize
+	if cached {
+		first, size = m.FirstNodeID, m.ClusterSize
+	}
+	var freed []int
+	free := gossipFree(p.knownNodes(), first, size)
+	for _, id := range free {
+		if !w.gossipFree[id] {
+			freed = append(freed, id)
+		}
+	}
+	w.gossipFree = map[int]bool{}
+	for _, id := range free {
+		w.gossipFree[id] = true
+	}
+	if len(freed) == 0 || !p.freeForUs() {
+		return nil, nil
+	}
+	rank, _ := p.rank()
+	r, m, err := p.readFreed(ctx, freed[rank%len(freed)], cached, m)
+	if err != nil {
+		p.log.Debug("reading a node ID gossip freed", "nodeId", r.id, "err", err)
+		return nil, nil
+	}
+	if r.id < m.FirstNodeID || r.id-m.FirstNodeID >= m.ClusterSize {
+		return nil, nil // the manifest's cluster is smaller than the configured one
+	}
+	prev, state, err := p.judge(r)
+	switch {
+	case err != nil:
+		return nil, nil // corrupt: reported, never taken
+	case state == lease.StateHeld:
+		w.note(r, prev, p.lookAgain(prev), p.cfg.ClockMargin)
+		return nil, nil
+	case p.floorTooFar(prev):
+		return nil, nil // the ordinary look skips it, or waits for it (farFloorOf)
+	}
+	c, err := p.take(ctx, r, prev, state)
+	if c != nil || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrLivenessUnbound) {
+		return c, err
+	}
+	return nil, nil
+}
+
+// gossipFree returns, sorted, the node IDs in first..first+size-1 that no
+// live member holds by gossip's view known.
+func gossipFree(known map[int]int64, first, size int) []int {
+	var ids []int
+	for id := first; id < first+size; id++ {
+		if _, live := known[id]; !live {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// readFreed reads the lease object of id and, unless cached says that m is
+// the manifest, the manifest beside it (concurrently, except in sequential test
+// runs), and checks that. It returns the read and the manifest.
+func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.Manifest) (readResult, lease.Manifest, error) {
+	if cached {
+		r := p.readAll(ctx, []int{id})[0]
+		return r, m, r.err
+	}
+	var (
+		v    *clusterView
+		mErr error
+		r    readResult
+	)
+	readManifest := func() {
+		body, meta, err := p.store.Get(ctx, lease.ManifestKey)
+		if err != nil {
+			mErr = fmt.Errorf("read cluster manifest: %w", err)
+			return
+		}
+		v, mErr = p.checkManifest(body, meta)
+	}
+	if p.hooks.isSequential() {
+		readManifest()
+		r = p.readAll(ctx, []int{id})[0]
+	} else {
+		var wg sync.WaitGroup
+		wg.Go(readManifest)
+		r = p.readAll(ctx, []int{id})[0]
+		wg.Wait()
+	}
+	if err := errors.Join(mErr, r.err); err != nil {
+		return r, m, err
+	}
+	return r, v.manifest, nil
+}
+
+// floorTooFar reports whether prev's floor (its reservation) is more than
+// MaxClockWait ahead of this task's wall clock, as farFloorOf judges it,
+// without reporting it: a take of prev is left to the ordinary look.
+func (p *Provider) floorTooFar(prev lease.Record) bool {
+	ahead := time.Duration(prev.ReservedUntilMs-p.clock.Wall().UnixMilli()) * time.Millisecond
+	return ahead > p.cfg.MaxClockWait && !p.cfg.IssuesNoIDs
+}
+
+// earlyManifest is a GET of the manifest sent beside a bootstrap's LIST
+// (readManifestEarly).
+type earlyManifest struct {
+	done chan struct{}
+	body []byte
+	meta lease.Meta
+	err  error
+}
+
+// readManifestEarly starts a GET of the manifest beside the LIST of a
+// bootstrap that would read it after the LIST: with PeerHints, when no
+// manifest is cached and gossip shows a member holding an ID (so the cluster
+// exists, and the listing will show the manifest). The first look of a task
+// waiting on gossip, or of one joining, then takes one round trip less, for
+// the same requests. Nil otherwise: nothing changes without hints, and a new
+// cluster's manifest is never read before the listing shows it (see
+// createManifest).
+func (p *Provider) readManifestEarly(ctx context.Context) *earlyManifest {
+	if p.hints() == nil || len(p.knownNodes()) == 0 {
+		return nil
+	}
+	p.clockMu.Lock()
+	cached := p.manifest != nil
+	p.clockMu.Unlock()
+	if cached {
+		return nil
+	}
+	e := &earlyManifest{done: make(chan struct{})}
+	read := func() {
+		defer close(e.done)
+		e.body, e.meta, e.err = p.store.Get(ctx, lease.ManifestKey)
+	}
+	if p.hooks.isSequential() {
+		read()
+	} else {
+		go read()
+	}
+	return e
+}
+
+// wait waits for the GET to end; nothing when e is nil.
+func (e *earlyManifest) wait() {
+	if e != nil {
+		<-e.done
+	}
+}
+
+// view returns the view of the manifest e read, checked (checkManifest); nil
+// and no error when e is nil or its GET failed: the bootstrap then reads the
+// manifest itself, after the listing (readOrCreateManifest).
+func (e *earlyManifest) view(p *Provider) (*clusterView, error) {
+	if e == nil {
+		return nil, nil
+	}
+	e.wait()
+	if e.err != nil {
+		return nil, nil
+	}
+	return p.checkManifest(e.body, e.meta)
+}
