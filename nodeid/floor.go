@@ -77,6 +77,11 @@ func (p *Provider) nearestRecent(far []farFloor, storeErrs bool) (farFloor, bool
 	return nearest, found
 }
 
+// floorAhead returns how far the floor floorMs (Unix ms) is ahead of wall.
+func floorAhead(floorMs int64, wall time.Time) time.Duration {
+	return time.Duration(floorMs-wall.UnixMilli()) * time.Millisecond
+}
+
 // farFloorOf returns prev's floor (the predecessor's reservation) as a
 // farFloor when it is more than MaxClockWait ahead of this task's wall clock,
 // nil when prev may be taken now (always, when this task issues no IDs:
@@ -89,7 +94,7 @@ func (p *Provider) nearestRecent(far []farFloor, storeErrs bool) (farFloor, bool
 // is takeable, and Acquire holds it until this clock nears it.
 func (p *Provider) farFloorOf(r readResult, prev lease.Record, state lease.State) *farFloor {
 	wall := p.clock.Wall()
-	ahead := time.Duration(prev.ReservedUntilMs-wall.UnixMilli()) * time.Millisecond
+	ahead := floorAhead(prev.ReservedUntilMs, wall)
 	if ahead <= p.cfg.MaxClockWait || p.cfg.IssuesNoIDs {
 		return nil
 	}
@@ -156,7 +161,7 @@ func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 	}
 	var limit time.Duration
 	for {
-		ahead := time.Duration(c.floor-p.clock.Wall().UnixMilli()) * time.Millisecond
+		ahead := floorAhead(c.floor, p.clock.Wall())
 		if ahead <= p.cfg.MaxClockWait {
 			return nil
 		}

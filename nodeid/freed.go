@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/nodeid/nodeid/lease"
 )
@@ -150,8 +149,7 @@ func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.M
 // MaxClockWait ahead of this task's wall clock, as farFloorOf judges it,
 // without reporting it: a take of prev is left to the ordinary look.
 func (p *Provider) floorTooFar(prev lease.Record) bool {
-	ahead := time.Duration(prev.ReservedUntilMs-p.clock.Wall().UnixMilli()) * time.Millisecond
-	return ahead > p.cfg.MaxClockWait && !p.cfg.IssuesNoIDs
+	return floorAhead(prev.ReservedUntilMs, p.clock.Wall()) > p.cfg.MaxClockWait && !p.cfg.IssuesNoIDs
 }
 
 // earlyManifest is a GET of the manifest sent beside a bootstrap's LIST

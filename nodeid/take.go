@@ -114,7 +114,7 @@ func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag strin
 	c := p.newClaim(next, etag, t0, floor, from)
 	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
-	behind := time.Duration(prev.ReservedUntilMs-p.clock.Wall().UnixMilli()) * time.Millisecond
+	behind := floorAhead(prev.ReservedUntilMs, p.clock.Wall())
 	if behind <= p.cfg.MaxClockWait || p.cfg.IssuesNoIDs || p.recentFloor(prev, prevMeta, behind) {
 		return c, nil
 	}
