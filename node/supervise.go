@@ -163,8 +163,9 @@ func (e *ChildExitError) ExitCode() int {
 //   - A lease loss, or the lease entering jeopardy, sends SIGTERM at once
 //     and SIGKILL no later than cfg.KillMargin before the instant the
 //     claim's fence falls, so the child is gone before any other task can
-//     judge the lease expired; the fence falling otherwise (renewals too
-//     late) sends SIGKILL at once. Supervise returns an error wrapping
+//     judge the lease expired; so do, in read mode, two reads of the lease
+//     in a row that failed (readsFailing). The fence falling otherwise
+//     (renewals too late) sends SIGKILL at once. Supervise returns an error wrapping
 //     nodeid.ErrLeaseLost: a lease that recovers from jeopardy serves the
 //     node, not the child, which is gone.
 //   - The child exiting by itself ends Supervise: nil for status 0, else a
@@ -354,15 +355,38 @@ func (r *childRun) run(ctx context.Context) error {
 		case <-tick.C:
 		case <-timer.C:
 		}
-		if r.cause == nil && errors.Is(c.Check(), nodeid.ErrJeopardy) {
+		r.refresh()
+		switch {
+		case r.cause != nil:
+		case errors.Is(c.Check(), nodeid.ErrJeopardy):
 			// Jeopardy stops the child as a loss does: it may not issue
 			// while the lease is fenced, and it cannot be told to pause.
 			r.stop(fmt.Errorf("node: the lease entered jeopardy while the child ran: %w", nodeid.ErrLeaseLost), syscall.SIGTERM,
 				"lease in jeopardy: stopping the child before the claim's fence")
+		case r.readsFailing():
+			r.stop(fmt.Errorf("node: the lease's reads failed while the child ran: %w", nodeid.ErrLeaseLost), syscall.SIGTERM,
+				"reads of the lease failing: stopping the child before the claim's fence")
 		}
-		r.refresh()
 		r.enforce()
 	}
+}
+
+// readsFailing reports, in read mode, that the claim's fence was last
+// re-armed by a read or write sent longer ago than a poll interval, its retry
+// a quarter of it later, that retry's StoreTimeout and one deadlinePoll: two
+// reads in a row failed or timed out, and the fence falls in less than
+// Window - SafetyMargin - that (PollInterval's default leaves at least a
+// sixteenth of Window - SafetyMargin - StoreTimeout). Write mode's renewals
+// enter jeopardy before the fence (RenewDeadline); a read-mode claim enters
+// it only when its backstop writes fail, so without this the child of a
+// claim whose reads fail got SIGKILL at the fence, with no SIGTERM first.
+func (r *childRun) readsFailing() bool {
+	pc := r.n.provider.Load().Config()
+	if pc.KeepAlive != nodeid.KeepAliveRead {
+		return false
+	}
+	proved := r.fence.Add(-(pc.Window - pc.SafetyMargin)) // when the read or write that armed the fence was sent
+	return r.n.clock.Now().Sub(proved) > pc.PollInterval+pc.PollInterval/4+pc.StoreTimeout+deadlinePoll
 }
 
 // untilWake returns the time until the next kill deadline (or a while).

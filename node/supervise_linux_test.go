@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/nodeid"
 )
 
 // childScript notes its node ID in $DIR/id, then waits; on SIGTERM it writes
@@ -148,5 +150,60 @@ func TestRunChildSkipsTheGraceOnceTheChildExited(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.IDFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the id file is still there: %v", err)
+	}
+}
+
+// TestSuperviseReadModeStopsTheChildWhenReadsFail: in read mode a claim's
+// fence is re-armed by each read, and its renewals (backstop writes) are far
+// apart, so it is not in jeopardy when its reads fail. The child still gets
+// SIGTERM before the fence (two reads in a row failed: readsFailing), not
+// SIGKILL at it with no warning; while the reads work it gets nothing.
+func TestSuperviseReadModeStopsTheChildWhenReadsFail(t *testing.T) {
+	fs := storetest.NewFaultStore(storetest.NewMemStore())
+	var reads atomic.Int64
+	fs.SetInjector(func(op storetest.Op, _ string) storetest.Fault {
+		if op == storetest.OpGetIfChanged {
+			reads.Add(1)
+		}
+		return storetest.Fault{}
+	})
+	cfg := readModeConfig("a")
+	// W 3 s, SafetyMargin 1 s: the fence stands 2 s after each read's send;
+	// SIGTERM after 0.4 + 0.1 + 0.5 + 0.05 s without one, SIGKILL 0.1 s
+	// before the fence.
+	cfg.Provider.PollInterval, cfg.Provider.StoreTimeout = 400*time.Millisecond, 500*time.Millisecond
+	n, err := New(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // the store is dead by then: the release cannot land
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = n.Close(ctx)
+	})
+	dir := t.TempDir()
+	errc := make(chan error, 1)
+	go func() { errc <- n.Supervise(context.Background(), childCmd(dir), DefaultChildConfig()) }()
+	waitFile(t, filepath.Join(dir, "id"), errc)
+	for from := reads.Load(); reads.Load() < from+5; { // five polls that proved the claim
+		select {
+		case err := <-errc:
+			t.Fatalf("Supervise returned %v while the reads worked", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "term")); err == nil {
+		t.Fatal("the child got SIGTERM while the reads worked")
+	}
+	fs.Kill(nil) // every request fails from now on
+	err = <-errc
+	if !errors.Is(err, nodeid.ErrLeaseLost) || !strings.Contains(err.Error(), "reads failed") {
+		t.Fatalf("Supervise = %v, want the lease's reads failed (ErrLeaseLost)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "term")); err != nil {
+		t.Fatalf("the child got no SIGTERM before the fence: %v", err)
 	}
 }
