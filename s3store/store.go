@@ -420,11 +420,15 @@ func loadAWSConfig(ctx context.Context, cfg Config, logger *slog.Logger) (aws.Co
 		if region == "" {
 			region = os.Getenv("AWS_REGION")
 		}
+		// The checksum settings are the ones LoadDefaultConfig resolves when
+		// nothing sets them; left unset, the SDK would send and check none.
 		c := aws.Config{
-			Region:      region,
-			Credentials: credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken),
-			Retryer:     retryer,
-			Logger:      sdkLogger(logger),
+			Region:                     region,
+			Credentials:                credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken),
+			Retryer:                    retryer,
+			Logger:                     sdkLogger(logger),
+			RequestChecksumCalculation: aws.RequestChecksumCalculationWhenSupported,
+			ResponseChecksumValidation: aws.ResponseChecksumValidationWhenSupported,
 		}
 		if cfg.HTTPClient != nil {
 			c.HTTPClient = cfg.HTTPClient

@@ -109,7 +109,7 @@ func newHandler(cfg Config) (http.Handler, *s3mem.Backend, error) {
 	if err := backend.CreateBucket(bucket); err != nil {
 		return nil, nil, fmt.Errorf("s3fake: create bucket %q: %w", bucket, err)
 	}
-	h := gofakes3.New(backend, fakeOpts...).Server()
+	h := gofakes3.New(replacingBackend{backend}, fakeOpts...).Server()
 	if cfg.Now != nil {
 		inner := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,102 @@
+package s3fake_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"hash/crc32"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/nodeid/nodeid/s3store"
+	"github.com/nodeid/nodeid/s3store/s3fake"
+)
+
+// TestOverwriteByAnyClient checks that an object overwritten by a client other
+// than the SDK (a plain PUT with no checksum, one with another checksum
+// algorithm, a conditional PUT) reads back through s3store: the stored checksum
+// follows the new body, as on S3, instead of the old body's staying behind and
+// failing every read.
+func TestOverwriteByAnyClient(t *testing.T) {
+	body := []byte(`{"new":true}`)
+	sum := sha256.Sum256(body)
+	crc := binary.BigEndian.AppendUint32(nil, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+	}{
+		{"plain", http.Header{}},
+		{"sha256", http.Header{"X-Amz-Checksum-Sha256": {base64.StdEncoding.EncodeToString(sum[:])}}},
+		{"crc32c", http.Header{"X-Amz-Checksum-Crc32c": {base64.StdEncoding.EncodeToString(crc)}}},
+		{"if-match", http.Header{"If-Match": {""}}},
+		{"content-type", http.Header{"Content-Type": {"text/plain"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := s3fake.Start(s3fake.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			st, err := s3store.New(context.Background(), srv.StoreConfig("nodeid/"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			url := srv.URL() + "/" + srv.Bucket() + "/nodeid/1.json"
+			m, err := st.Create(ctx, "1.json", []byte(`{"old":true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := head(t, url); h.Get("X-Amz-Checksum-Crc32") == "" {
+				t.Fatalf("the SDK's PUT stored no CRC32 (headers %v): nothing to go stale", h)
+			}
+			req, err := http.NewRequest(http.MethodPut, url, bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.header {
+				if k == "If-Match" {
+					v = []string{m.ETag}
+				}
+				req.Header[k] = v
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("PUT: %s", resp.Status)
+			}
+			got, _, err := st.Get(ctx, "1.json")
+			if err != nil {
+				t.Fatalf("Get after the overwrite: %v", err)
+			}
+			if !bytes.Equal(got, body) {
+				t.Fatalf("Get = %q, want %q", got, body)
+			}
+			for k, v := range head(t, url) {
+				if strings.HasPrefix(k, "X-Amz-Checksum-") && tc.header.Get(k) != v[0] {
+					t.Errorf("HEAD after the overwrite has %s %s, the PUT sent %q", k, v[0], tc.header.Get(k))
+				}
+			}
+		})
+	}
+}
+
+// head returns the headers of a HEAD of url.
+func head(t *testing.T, url string) http.Header {
+	t.Helper()
+	resp, err := http.Head(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HEAD %s: %s", url, resp.Status)
+	}
+	return resp.Header
+}
