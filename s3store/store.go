@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -264,7 +265,9 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 }
 
 // Get implements [lease.Store]. A body larger than [MaxObjectSize] gives an
-// error wrapping [lease.ErrCorrupt].
+// error wrapping [lease.ErrCorrupt], one that fails the SDK's checksum an error
+// wrapping [lease.ErrChecksumMismatch]; both are a [*lease.BodyError] with the
+// version's Meta.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
 	return s.get(ctx, key, "")
 }
@@ -303,16 +306,28 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		return nil, lease.Meta{}, s.readError(opGet, key, err)
 	}
 	defer out.Body.Close()
-	body, err := lease.ReadBody(out.Body, aws.ToInt64(out.ContentLength), MaxObjectSize)
-	if err != nil {
-		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w", key, err)
-	}
-	return body, lease.Meta{
+	meta := lease.Meta{
 		ETag:         lease.QuoteETag(aws.ToString(out.ETag)),
 		LastModified: aws.ToTime(out.LastModified).UTC(),
 		Date:         serverDate(out.ResultMetadata),
-	}, nil
+	}
+	var got bytes.Buffer
+	body, err := lease.ReadBody(io.TeeReader(out.Body, &got), aws.ToInt64(out.ContentLength), MaxObjectSize)
+	switch {
+	case errors.Is(err, lease.ErrCorrupt):
+		return nil, lease.Meta{}, &lease.BodyError{Key: key, Meta: meta, Err: fmt.Errorf("s3store: get %s: %w", key, err)}
+	case err != nil && strings.Contains(err.Error(), sdkChecksumMismatch):
+		return nil, lease.Meta{}, &lease.BodyError{Key: key, Meta: meta, Body: got.Bytes(),
+			Err: fmt.Errorf("s3store: get %s: %w: %w", key, lease.ErrChecksumMismatch, err)}
+	case err != nil:
+		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w", key, err)
+	}
+	return body, meta, nil
 }
+
+// sdkChecksumMismatch is how the SDK's error for a body that fails its
+// checksum begins; its type is internal to the SDK.
+const sdkChecksumMismatch = "checksum did not match"
 
 // Create implements [lease.Store] with PutObject and If-None-Match: *.
 func (s *Store) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
