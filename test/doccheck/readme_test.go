@@ -36,13 +36,7 @@ var readmeBlocks = []readmeBlock{
 	{first: "from nodeid_client import HttpGenerator", coveredBy: "clients/conformance TestREADMEQuickStart/python (pip install, then these lines, against a broker)"},
 	{first: "import { HttpGenerator } from 'nodeid-client';", coveredBy: "clients/conformance TestREADMEQuickStart/node (npm install, then these lines, against a broker)"},
 	{first: "nodeid-broker run --bucket my-bucket", coveredBy: "cmd/nodeid-broker TestRunChildExitStatus, TestRunChildEnvironment; clients/conformance (every client as run's child)"},
-	{first: "store, err := s3store.New(", imports: []string{"context", "errors", "log/slog", "net/http", "os",
-		"github.com/prometheus/client_golang/prometheus", "github.com/nodeid/nodeid/node", "github.com/nodeid/nodeid/nodeid",
-		"github.com/nodeid/nodeid/s3store"},
-		wrap: func(body string) string {
-			return "func embed(ctx context.Context, logger *slog.Logger, registry *prometheus.Registry, startWork func(*node.Node)) {\n" +
-				body + "_ = err\n_ = errors.Is\n}\n"
-		}},
+	{first: "package main", coveredBy: "TestREADMEEmbedSnippet (built as printed in a module of its own, run on an embedded S3 until it issues an ID)"},
 	{first: "p, err := nodeid.New(store", imports: []string{"context", "github.com/nodeid/nodeid/lease", "github.com/nodeid/nodeid/nodeid"},
 		wrap: func(body string) string {
 			return "func provider(ctx context.Context, store lease.Store) {\n" + body + "_ = err\n}\n"
@@ -101,36 +95,51 @@ func goFile(imports []string, body string) string {
 	return b.String()
 }
 
-// compile builds files as a module of their own that uses this checkout, as
-// examples/embed does (its go.mod and go.sum, the replace pointing here).
+// compile builds files as a module of their own that uses this checkout (see
+// module).
 func compile(t *testing.T, files []string) {
 	t.Helper()
 	if len(files) == 0 {
 		t.Fatal("no Go block to compile")
 	}
-	dir := t.TempDir()
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := strings.Replace(read(t, "examples/embed/go.mod"), "module example.com/embed", "module example.com/readme", 1)
-	mod = strings.Replace(mod, "=> ../..", "=> "+abs, 1)
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", mod)
-	write("go.sum", read(t, "examples/embed/go.sum"))
-	write("main.go", "package main\n\nfunc main() {}\n")
+	dir := module(t, "readme")
 	for i, f := range files {
-		write("block"+string(rune('a'+i))+".go", f)
+		writeFile(t, dir, "block"+string(rune('a'+i))+".go", f)
 	}
 	cmd := exec.Command("go", "vet", ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the README's Go blocks do not compile: %v\n%s\n%s", err, out, strings.Join(files, "\n"))
+	}
+}
+
+// module returns a new directory with the go.mod and go.sum of examples/embed
+// (a module that uses nodeid as an outside user does), renamed
+// example.com/name, its replace pointing at this checkout, and a main.go with
+// an empty main unless name is "app" (then the caller writes main.go).
+func module(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := strings.Replace(read(t, "examples/embed/go.mod"), "module example.com/embed", "module example.com/"+name, 1)
+	mod = strings.Replace(mod, "=> ../..", "=> "+abs, 1)
+	writeFile(t, dir, "go.mod", mod)
+	writeFile(t, dir, "go.sum", read(t, "examples/embed/go.sum"))
+	if name != "app" {
+		writeFile(t, dir, "main.go", "package main\n\nfunc main() {}\n")
+	}
+	return dir
+}
+
+// writeFile writes text to dir/name.
+func writeFile(t *testing.T, dir, name, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
