@@ -47,8 +47,6 @@ var (
 // repair can replace exactly it by its ETag; Body is what arrived, unverified
 // (nil when none was kept).
 type BodyError struct {
-	// Key is the object key, relative to the prefix.
-	Key string
 	// Meta describes the version read.
 	Meta Meta
 	// Body is the body as it arrived, unverified.

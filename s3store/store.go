@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -311,23 +310,16 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		LastModified: aws.ToTime(out.LastModified).UTC(),
 		Date:         serverDate(out.ResultMetadata),
 	}
-	var got bytes.Buffer
-	body, err := lease.ReadBody(io.TeeReader(out.Body, &got), aws.ToInt64(out.ContentLength), MaxObjectSize)
-	switch {
-	case errors.Is(err, lease.ErrCorrupt):
-		return nil, lease.Meta{}, &lease.BodyError{Key: key, Meta: meta, Err: fmt.Errorf("s3store: get %s: %w", key, err)}
-	case err != nil && strings.Contains(err.Error(), sdkChecksumMismatch):
-		return nil, lease.Meta{}, &lease.BodyError{Key: key, Meta: meta, Body: got.Bytes(),
-			Err: fmt.Errorf("s3store: get %s: %w: %w", key, lease.ErrChecksumMismatch, err)}
-	case err != nil:
+	body, err := lease.ReadVersionBody(out.Body, aws.ToInt64(out.ContentLength), MaxObjectSize, meta, checksumMismatch)
+	if err != nil {
 		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w", key, err)
 	}
 	return body, meta, nil
 }
 
-// sdkChecksumMismatch is how the SDK's error for a body that fails its
-// checksum begins; its type is internal to the SDK.
-const sdkChecksumMismatch = "checksum did not match"
+// checksumMismatch reports whether a body's read failed the SDK's checksum
+// check (its error type is internal to the SDK).
+func checksumMismatch(err error) bool { return strings.Contains(err.Error(), "checksum did not match") }
 
 // Create implements [lease.Store] with PutObject and If-None-Match: *.
 func (s *Store) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
