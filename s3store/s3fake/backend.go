@@ -1,6 +1,13 @@
 package s3fake
 
 import (
+	"bytes"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"hash/crc32"
+	"hash/crc64"
 	"io"
 	"maps"
 	"strings"
@@ -25,8 +32,20 @@ type replacingBackend struct {
 	*s3mem.Backend
 }
 
-// PutObject stores the object with a record of the metadata keys sent.
+// PutObject stores the object with a record of the metadata keys sent,
+// after checking the body against any checksum sent with it: a mismatch is
+// refused with 400 BadDigest, as S3 does, so a stored checksum is always the
+// body's.
 func (b replacingBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
+	body, err := gofakes3.ReadAll(input, size)
+	if err != nil {
+		return gofakes3.PutObjectResult{}, err
+	}
+	for k, v := range meta {
+		if sum, ok := checksums[k]; ok && base64.StdEncoding.EncodeToString(sum(body)) != v {
+			return gofakes3.PutObjectResult{}, gofakes3.ErrorMessage(gofakes3.ErrBadDigest, k+" does not match the body")
+		}
+	}
 	sent := make([]string, 0, len(meta))
 	for k := range meta {
 		if k != putKeysKey {
@@ -38,8 +57,26 @@ func (b replacingBackend) PutObject(bucket, key string, meta map[string]string, 
 		own = map[string]string{}
 	}
 	own[putKeysKey] = strings.Join(sent, ",")
-	return b.Backend.PutObject(bucket, key, own, input, size, cond)
+	return b.Backend.PutObject(bucket, key, own, bytes.NewReader(body), size, cond)
 }
+
+// checksums computes each x-amz-checksum-* header S3 knows from a body, by
+// the metadata key gofakes3 stores the header under.
+var checksums = map[string]func([]byte) []byte{
+	"X-Amz-Checksum-Crc32": func(b []byte) []byte { return binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(b)) },
+	"X-Amz-Checksum-Crc32c": func(b []byte) []byte {
+		return binary.BigEndian.AppendUint32(nil, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	},
+	"X-Amz-Checksum-Crc64nvme": func(b []byte) []byte {
+		return binary.BigEndian.AppendUint64(nil, crc64.Checksum(b, crc64NVME))
+	},
+	"X-Amz-Checksum-Sha1":   func(b []byte) []byte { s := sha1.Sum(b); return s[:] },
+	"X-Amz-Checksum-Sha256": func(b []byte) []byte { s := sha256.Sum256(b); return s[:] },
+}
+
+// crc64NVME is the table of CRC-64/NVME (S3's CRC64NVME), its polynomial
+// 0xAD93D23594C93659 reflected.
+var crc64NVME = crc64.MakeTable(0x9A6C9329AC4BC9B5)
 
 // CopyObject copies through this backend's GetObject and PutObject, so the
 // copy's metadata is the source's as served plus the request's.

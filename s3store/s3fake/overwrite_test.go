@@ -100,3 +100,43 @@ func head(t *testing.T, url string) http.Header {
 	}
 	return resp.Header
 }
+
+// TestPutChecksumChecked checks that a PUT whose checksum header does not
+// match its body is refused with 400 BadDigest and leaves the object as it
+// was, as S3 does, and that one that matches (CRC64NVME, by its published
+// check value) is stored.
+func TestPutChecksumChecked(t *testing.T) {
+	srv, err := s3fake.Start(s3fake.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url := srv.URL() + "/" + srv.Bucket() + "/k"
+	put := func(body, header, value string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(header, value)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp
+	}
+	check := binary.BigEndian.AppendUint64(nil, 0xAE8B14860A799888) // CRC-64/NVME of "123456789"
+	if resp := put("123456789", "X-Amz-Checksum-Crc64nvme", base64.StdEncoding.EncodeToString(check)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT with the right CRC64NVME: %s", resp.Status)
+	}
+	etag := head(t, url).Get("Etag")
+	for _, h := range []string{"X-Amz-Checksum-Crc32", "X-Amz-Checksum-Crc32c", "X-Amz-Checksum-Crc64nvme", "X-Amz-Checksum-Sha1", "X-Amz-Checksum-Sha256"} {
+		if resp := put("other", h, base64.StdEncoding.EncodeToString(check)); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("PUT with a wrong %s: %s, want 400 BadDigest", h, resp.Status)
+		}
+	}
+	if got := head(t, url).Get("Etag"); got != etag {
+		t.Fatalf("a refused PUT changed the object: ETag %s, was %s", got, etag)
+	}
+}
