@@ -35,15 +35,7 @@ func TestOverwriteByAnyClient(t *testing.T) {
 		{"content-type", http.Header{"Content-Type": {"text/plain"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := s3fake.Start(s3fake.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			st, err := s3store.New(context.Background(), srv.StoreConfig("nodeid/"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, st := startWithStore(t, s3fake.Config{})
 			ctx := context.Background()
 			url := srv.URL() + "/" + srv.Bucket() + "/nodeid/1.json"
 			m, err := st.Create(ctx, "1.json", []byte(`{"old":true}`))
@@ -106,11 +98,7 @@ func head(t *testing.T, url string) http.Header {
 // was, as S3 does, and that one that matches (CRC64NVME, by its published
 // check value) is stored.
 func TestPutChecksumChecked(t *testing.T) {
-	srv, err := s3fake.Start(s3fake.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, _ := startWithStore(t, s3fake.Config{})
 	url := srv.URL() + "/" + srv.Bucket() + "/k"
 	put := func(body, header, value string) *http.Response {
 		t.Helper()
@@ -139,4 +127,20 @@ func TestPutChecksumChecked(t *testing.T) {
 	if got := head(t, url).Get("Etag"); got != etag {
 		t.Fatalf("a refused PUT changed the object: ETag %s, was %s", got, etag)
 	}
+}
+
+// startWithStore starts a server with cfg for the test, closed at its end,
+// and opens an s3store on its bucket under the prefix "nodeid/".
+func startWithStore(t *testing.T, cfg s3fake.Config) (*s3fake.Server, *s3store.Store) {
+	t.Helper()
+	srv, err := s3fake.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	st, err := s3store.New(context.Background(), srv.StoreConfig("nodeid/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, st
 }
