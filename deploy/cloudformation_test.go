@@ -198,7 +198,7 @@ func TestCloudFormationService(t *testing.T) {
 		}
 	}
 
-	// Deployments cannot deadlock a full cluster (docs/performance.md,
+	// Deployments cannot deadlock a full cluster (docs/evidence/performance.md,
 	// "rolling"): ECS keeps ceil(desired x min%) healthy, so with every ID
 	// held an old task may stop first only below desired; or the cluster has
 	// a free ID for a new task. And a whole new fleet fits beside the old

@@ -41,7 +41,7 @@
 #     exhaustively for two tasks and shows that each broken rule is caught
 #     (spec/check.sh, under a minute on 2 cores; its --full exploration is
 #     not run here);
-#  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
+#  4. the fault suite (test/faults, docs/evidence/faults.md): go test -tags faults, real
 #     nodeid-broker processes on a MinIO of its own under kills, pauses,
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
 #     and the same on an etcd of its own (kills, pauses, partitions, etcd
@@ -214,7 +214,7 @@ step "the deterministic simulation: every seed, every mutation (nodeid, without 
 # Under the race detector the simulation runs every tenth seed and no
 # catch-rate test (nodeid/sim_test.go: the race detector needs the code
 # paths, not the coverage); here the full seed sets and every mutation's
-# catch rate, about 3 minutes of CPU (docs/simulation.md).
+# catch rate, about 3 minutes of CPU (docs/evidence/simulation.md).
 go test -count=1 -run 'Simulation' ./nodeid
 
 step "model check (spin: spec/check.sh)"

@@ -11,7 +11,7 @@ import (
 )
 
 // documents are the files whose flags and variables are checked.
-var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/design.md", "docs/regions.md",
+var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/evidence/design.md", "docs/regions.md",
 	"deploy/README.md", "deploy/cloud-run.md", "deploy/azure-container-apps.md", "deploy/systemd/broker.env", "clients/README.md"}
 
 // foreignFlags are flags the docs name that belong to other tools, with
