@@ -157,7 +157,8 @@ step "operator kit tools"
 # unit (deploy/kit_test.go; with CI=true a missing one fails the test).
 NODEID_TEST_PROMTOOL=$(bash test/promtool.sh)
 export NODEID_TEST_PROMTOOL
-# AWS CloudFormation Validate (npm), for deploy/cloudformation
+# AWS CloudFormation Validate (npm), for deploy/cloudformation: the tests run
+# the documented deploy/cloudformation/validate.sh with it
 # (deploy/cloudformation_test.go; test/cfn-validate.sh says why this tool).
 NODEID_TEST_CFN_VALIDATE=$(bash test/cfn-validate.sh)
 export NODEID_TEST_CFN_VALIDATE
