@@ -25,7 +25,7 @@ import (
 // excursion. A successor takes the free record with that floor and issues,
 // under the same node ID, the very ID the reader issued.
 //
-// docs/design.md section 5 says the release keeps the reservation "at or
+// docs/evidence/design.md section 5 says the release keeps the reservation "at or
 // above the highest reading of the host's clock anyone may have taken"; the
 // only bound on the reader's readings that does not depend on the node
 // observing them is the highest validUntilMs written (maxValidMs), which

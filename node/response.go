@@ -57,7 +57,7 @@ type StatusResponse struct {
 
 // KeepAliveStatus is the keep-alive of a node, in StatusResponse: the mode
 // and its timings, in ms. Write mode has LeaseMs and RenewIntervalMs; read
-// mode (docs/design.md section 11) WindowMs, BackstopMs (the lease every
+// mode (docs/evidence/design.md section 11) WindowMs, BackstopMs (the lease every
 // record states), BackstopIntervalMs (the time between backstop writes) and
 // PollIntervalMs (the time between two conditional reads).
 type KeepAliveStatus struct {
