@@ -2,8 +2,11 @@ package node
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -223,5 +226,60 @@ func idFileUp(path string) error {
 			return err
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestHealthWaitsForTheIDFile: a node with an id file that holds its ID but
+// has not written the file (the host's clock is behind the ID's floor) fails
+// /health and /ready with ErrIDFileDown: an application waiting for them and
+// then reading the file would find none.
+func TestHealthWaitsForTheIDFile(t *testing.T) {
+	store := storetest.NewMemStore()
+	// A predecessor released node 0 with its reservation at now: the floor.
+	pc := nodeid.DefaultLocalConfig()
+	pc.TaskID, pc.ClusterSize = "p", 1
+	p, err := nodeid.New(store, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pclaim, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pclaim.SetIssuedFunc(func() int64 { return time.Now().UnixMilli() })
+	if err := pclaim.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	path := filepath.Join(t.TempDir(), "id.json")
+	cfg := testConfig("b", 1)
+	cfg.IDFile, cfg.IDFileGrace = path, 0
+	cfg.HostClock = func() time.Time { return time.Now().Add(-time.Hour) } // an hour behind the floor
+	n, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = n.Start(context.Background()) }()
+	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
+	for deadline := time.Now().Add(5 * time.Second); n.Claim() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no claim")
+		}
+	}
+	if s := n.Status(); s.State != StateHeld {
+		t.Fatalf("state %q, want %q", s.State, StateHeld)
+	}
+	for name, check := range map[string]func() error{"Check": n.Check, "CheckReady": n.CheckReady} {
+		if err := check(); !errors.Is(err, ErrIDFileDown) {
+			t.Errorf("%s = %v, want ErrIDFileDown", name, err)
+		}
+	}
+	for _, path := range []string{"/health", "/ready"} {
+		if code, body := get(n.Handler(), path); code != http.StatusServiceUnavailable || !strings.Contains(body, "id file") {
+			t.Errorf("%s: %d %s, want 503 naming the id file", path, code, body)
+		}
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("the id file exists before the host's clock passed the floor")
 	}
 }
