@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
@@ -236,20 +237,7 @@ func idFileUp(path string) error {
 func TestHealthWaitsForTheIDFile(t *testing.T) {
 	store := storetest.NewMemStore()
 	// A predecessor released node 0 with its reservation at now: the floor.
-	pc := nodeid.DefaultLocalConfig()
-	pc.TaskID, pc.ClusterSize = "p", 1
-	p, err := nodeid.New(store, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pclaim, err := p.Acquire(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pclaim.SetIssuedFunc(func() int64 { return time.Now().UnixMilli() })
-	if err := pclaim.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	releasedBefore(t, store, func(c *nodeid.Claim) { c.SetIssuedFunc(func() int64 { return time.Now().UnixMilli() }) }, 0)
 
 	path := filepath.Join(t.TempDir(), "id.json")
 	cfg := testConfig("b", 1)
@@ -281,5 +269,32 @@ func TestHealthWaitsForTheIDFile(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err == nil {
 		t.Error("the id file exists before the host's clock passed the floor")
+	}
+}
+
+// releasedBefore has a predecessor, task "p" on a cluster of one, take node 0
+// from store with a lease of d (0: the local default) and release it, after
+// edit (nil: none) had its claim; a claim released without SetIssuedFunc
+// keeps its reservation, a lease ahead.
+func releasedBefore(t *testing.T, store lease.Store, edit func(*nodeid.Claim), d time.Duration) {
+	t.Helper()
+	pc := nodeid.DefaultLocalConfig()
+	pc.TaskID, pc.ClusterSize = "p", 1
+	if d > 0 {
+		pc.LeaseDuration, pc.RenewInterval, pc.RenewDeadline = d, d/3, 2*d/3
+	}
+	p, err := nodeid.New(store, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(c)
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

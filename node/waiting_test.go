@@ -105,20 +105,7 @@ func TestFullClusterSaysSo(t *testing.T) {
 // says it holds the ID, not that it is still acquiring.
 func TestAwaitingFloorShowsTheID(t *testing.T) {
 	store := storetest.NewMemStore()
-	pc := nodeid.DefaultLocalConfig()
-	pc.TaskID, pc.ClusterSize = "p", 1
-	pc.LeaseDuration, pc.RenewInterval, pc.RenewDeadline = 9*time.Second, 3*time.Second, 6*time.Second
-	p, err := nodeid.New(store, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pclaim, err := p.Acquire(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pclaim.Close(context.Background()); err != nil { // keeps its reservation: 9 s ahead
-		t.Fatal(err)
-	}
+	releasedBefore(t, store, nil, 9*time.Second) // keeps its reservation: 9 s ahead
 	floor := readRecord(t, store, 0).ReservedUntilMs
 
 	var logs logbuf.Buffer
