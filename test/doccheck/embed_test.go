@@ -51,7 +51,7 @@ func TestREADMEEmbedSnippet(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	src = strings.NewReplacer(s3Addr, `"`+srv.URL()+`"`, httpAddr, `"127.0.0.1:`+freePort(t)+`"`).Replace(src)
 
-	dir := module(t, "app")
+	dir := module(t)
 	writeFile(t, dir, "main.go", src)
 	build := exec.Command("go", "build", "-o", "app", ".")
 	build.Dir = dir
