@@ -253,15 +253,16 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		m, err := notmodified.Read("azblobstore", key, etag, raw.Header, notmodified.ETag)
 		return nil, m, err
 	}
-	body, err := lease.ReadBody(out.Body, deref(out.ContentLength), MaxObjectSize)
-	if err != nil {
-		return nil, lease.Meta{}, fmt.Errorf("azblobstore: get %s: %w", key, err)
-	}
-	return body, lease.Meta{
+	meta := lease.Meta{
 		ETag:         etagString(out.ETag),
 		LastModified: deref(out.LastModified).UTC(),
 		Date:         deref(out.Date).UTC(),
-	}, nil
+	}
+	body, err := lease.ReadVersionBody(out.Body, deref(out.ContentLength), MaxObjectSize, meta, nil)
+	if err != nil {
+		return nil, lease.Meta{}, fmt.Errorf("azblobstore: get %s: %w", key, err)
+	}
+	return body, meta, nil
 }
 
 // Create implements [lease.Store] with Put Blob and If-None-Match: *.

@@ -291,19 +291,20 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		return nil, lease.Meta{}, s.readError(opGet, key, err, x)
 	}
 	defer r.Close()
-	body, err := lease.ReadBody(r, r.Attrs.Size, MaxObjectSize)
-	if err != nil {
-		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: %w", key, err)
-	}
 	if r.Attrs.Generation <= 0 {
 		return nil, lease.Meta{}, lease.Misconfigured(fmt.Errorf("gcsstore: get %s: %s sent no object generation (x-goog-generation): is it a Cloud Storage endpoint?", key, s.endpoint))
 	}
 	_, date := x.dates()
-	return body, lease.Meta{
+	meta := lease.Meta{
 		ETag:         etagOf(r.Attrs.Generation),
 		LastModified: r.Attrs.LastModified.UTC(),
 		Date:         date,
-	}, nil
+	}
+	body, err := lease.ReadVersionBody(r, r.Attrs.Size, MaxObjectSize, meta, badCRC)
+	if err != nil {
+		return nil, lease.Meta{}, fmt.Errorf("gcsstore: get %s: %w", key, err)
+	}
+	return body, meta, nil
 }
 
 // notModified reads a 304 answer to a download with ifGenerationNotMatch=gen
@@ -450,3 +451,7 @@ func parseETag(etag string) (int64, bool) {
 func (s *Store) where() string {
 	return fmt.Sprintf("%s/b/%s/o/%s", s.endpoint, s.name, s.prefix)
 }
+
+// badCRC reports whether a body's read failed the client's CRC32C check (its
+// error has no type of its own).
+func badCRC(err error) bool { return strings.Contains(err.Error(), "bad CRC on read") }

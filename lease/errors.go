@@ -33,7 +33,32 @@ var (
 	// with what to fix; a caller stops at once instead of retrying (the
 	// probe and Acquire do). Nothing was written.
 	ErrMisconfigured = errors.New("lease: store misconfigured")
+	// ErrChecksumMismatch means a body arrived but did not match the checksum
+	// the store holds for it: the stored object is damaged, the store keeps a
+	// wrong checksum, or the body was damaged on its way. It does not wrap
+	// ErrCorrupt, as one read cannot tell a damaged object from a damaged
+	// transfer: a reader treats it as a failed read.
+	ErrChecksumMismatch = errors.New("lease: checksum mismatch")
 )
+
+// BodyError reports a Get of an object that exists but whose body cannot be
+// used: too large (it wraps ErrCorrupt) or failing the store's checksum (it
+// wraps ErrChecksumMismatch). Meta is that version's, so that an operator's
+// repair can replace exactly it by its ETag; Body is what arrived, unverified
+// (nil when none was kept).
+type BodyError struct {
+	// Meta describes the version read.
+	Meta Meta
+	// Body is the body as it arrived, unverified.
+	Body []byte
+	// Err says what is wrong.
+	Err error
+}
+
+func (e *BodyError) Error() string { return e.Err.Error() }
+
+// Unwrap returns what is wrong.
+func (e *BodyError) Unwrap() error { return e.Err }
 
 // UnknownOutcomeError reports a write that may or may not have been applied: the
 // request was sent but no clear answer came back (a timeout, a reset connection,

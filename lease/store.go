@@ -14,7 +14,9 @@ import (
 // or missing key), a [*ConflictError] (matching [ErrConflict] and
 // ErrPreconditionFailed) when it was not applied because another conditional
 // write was in progress (which says nothing of who won), an
-// [*UnknownOutcomeError] when a write may or may not have been applied. Any other error means the operation did
+// [*UnknownOutcomeError] when a write may or may not have been applied, a
+// [*BodyError] (with that version's Meta) from Get of an object whose body is
+// too large or fails the store's checksum. Any other error means the operation did
 // not happen (a write was refused before it was applied, for example access denied).
 type Store interface {
 	// List returns every key under the prefix with its ETag and Last-Modified,

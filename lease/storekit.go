@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -62,4 +64,20 @@ func ReadBody(r io.Reader, size int64, max int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the object is larger than %d bytes", ErrCorrupt, max)
 	}
 	return body, nil
+}
+
+// ReadVersionBody is ReadBody for a Get of the version that meta describes.
+// A body too large, or one whose read failed the store's checksum (mismatch
+// reports which read errors say so; nil: none), gives a [*BodyError] with
+// meta, so that an operator's repair can replace exactly that version.
+func ReadVersionBody(r io.Reader, size int64, max int, meta Meta, mismatch func(error) bool) ([]byte, error) {
+	var got bytes.Buffer
+	body, err := ReadBody(io.TeeReader(r, &got), size, max)
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return nil, &BodyError{Meta: meta, Err: err}
+	case err != nil && mismatch != nil && mismatch(err):
+		return nil, &BodyError{Meta: meta, Body: got.Bytes(), Err: fmt.Errorf("%w: %w", ErrChecksumMismatch, err)}
+	}
+	return body, err
 }

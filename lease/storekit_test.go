@@ -66,3 +66,27 @@ func TestReadBody(t *testing.T) {
 		t.Fatalf("a failed read: %v, want it as it is, not corrupt", err)
 	}
 }
+
+func TestReadVersionBody(t *testing.T) {
+	meta := Meta{ETag: `"v1"`}
+	errBad := errors.New("checksum did not match")
+	bad := func(err error) bool { return errors.Is(err, errBad) }
+	var be *BodyError
+	if b, err := ReadVersionBody(strings.NewReader("abc"), 3, 3, meta, bad); err != nil || string(b) != "abc" {
+		t.Fatalf("a good body: %q, %v", b, err)
+	}
+	if _, err := ReadVersionBody(strings.NewReader("abcd"), 4, 3, meta, bad); !errors.As(err, &be) || !errors.Is(err, ErrCorrupt) || be.Meta != meta {
+		t.Fatalf("a body too large: %v, want a BodyError with the Meta, wrapping ErrCorrupt", err)
+	}
+	r := io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(errBad))
+	_, err := ReadVersionBody(r, 2, 3, meta, bad)
+	if !errors.As(err, &be) || !errors.Is(err, ErrChecksumMismatch) || errors.Is(err, ErrCorrupt) || be.Meta != meta || string(be.Body) != "ab" {
+		t.Fatalf("a body failing its checksum: %v (%+v), want a BodyError with the Meta and the body, wrapping ErrChecksumMismatch only", err, be)
+	}
+	if _, err := ReadVersionBody(iotest.ErrReader(io.ErrUnexpectedEOF), -1, 3, meta, bad); errors.As(err, &be) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a failed read: %v, want it as it is", err)
+	}
+	if _, err := ReadVersionBody(iotest.ErrReader(errBad), -1, 3, meta, nil); errors.As(err, &be) {
+		t.Fatalf("no checksum test: %v, want the read error as it is", err)
+	}
+}

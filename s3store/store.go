@@ -269,7 +269,9 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 }
 
 // Get implements [lease.Store]. A body larger than [MaxObjectSize] gives an
-// error wrapping [lease.ErrCorrupt].
+// error wrapping [lease.ErrCorrupt], one that fails the SDK's checksum an error
+// wrapping [lease.ErrChecksumMismatch]; both are a [*lease.BodyError] with the
+// version's Meta.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error) {
 	return s.get(ctx, key, "")
 }
@@ -308,16 +310,21 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 		return nil, lease.Meta{}, s.readError(opGet, key, err)
 	}
 	defer out.Body.Close()
-	body, err := lease.ReadBody(out.Body, aws.ToInt64(out.ContentLength), MaxObjectSize)
-	if err != nil {
-		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w", key, err)
-	}
-	return body, lease.Meta{
+	meta := lease.Meta{
 		ETag:         lease.QuoteETag(aws.ToString(out.ETag)),
 		LastModified: aws.ToTime(out.LastModified).UTC(),
 		Date:         serverDate(out.ResultMetadata),
-	}, nil
+	}
+	body, err := lease.ReadVersionBody(out.Body, aws.ToInt64(out.ContentLength), MaxObjectSize, meta, checksumMismatch)
+	if err != nil {
+		return nil, lease.Meta{}, fmt.Errorf("s3store: get %s: %w", key, err)
+	}
+	return body, meta, nil
 }
+
+// checksumMismatch reports whether a body's read failed the SDK's checksum
+// check (its error type is internal to the SDK).
+func checksumMismatch(err error) bool { return strings.Contains(err.Error(), "checksum did not match") }
 
 // Create implements [lease.Store] with PutObject and If-None-Match: *.
 func (s *Store) Create(ctx context.Context, key string, body []byte) (lease.Meta, error) {
@@ -425,11 +432,15 @@ func loadAWSConfig(ctx context.Context, cfg Config, logger *slog.Logger) (aws.Co
 		if region == "" {
 			region = os.Getenv("AWS_REGION")
 		}
+		// The checksum settings are the ones LoadDefaultConfig resolves when
+		// nothing sets them; left unset, the SDK would send and check none.
 		c := aws.Config{
-			Region:      region,
-			Credentials: credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken),
-			Retryer:     retryer,
-			Logger:      sdkLogger(logger),
+			Region:                     region,
+			Credentials:                credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken),
+			Retryer:                    retryer,
+			Logger:                     sdkLogger(logger),
+			RequestChecksumCalculation: aws.RequestChecksumCalculationWhenSupported,
+			ResponseChecksumValidation: aws.ResponseChecksumValidationWhenSupported,
 		}
 		if cfg.HTTPClient != nil {
 			c.HTTPClient = cfg.HTTPClient

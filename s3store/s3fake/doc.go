@@ -2,7 +2,11 @@
 // its in-memory backend (s3mem), listening on a local address, with a bucket
 // created up front. gofakes3 honours If-None-Match and If-Match on PutObject
 // atomically, which is all nodeid needs; it answers 412 (where AWS answers 404)
-// for If-Match on a missing key.
+// for If-Match on a missing key. A PUT replaces the object's metadata, as on S3
+// (s3mem alone would keep the old object's, an x-amz-checksum-* of the old
+// body among them), and one whose checksum header does not match its body is
+// refused with 400 BadDigest: a stored checksum is always the body's, whoever
+// wrote it.
 //
 // The server can run on a fake clock ([Config.Now], for example a [Clock]). That
 // takes four things, all done here: one clock passed to gofakes3 (Last-Modified

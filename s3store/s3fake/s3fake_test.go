@@ -17,15 +17,7 @@ import (
 func TestFakeClock(t *testing.T) {
 	start := time.Date(2030, 1, 1, 0, 0, 0, 500e6, time.UTC)
 	clk := s3fake.NewClock(start)
-	srv, err := s3fake.Start(s3fake.Config{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	st, err := s3store.New(context.Background(), srv.StoreConfig("nodeid/"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st := startWithStore(t, s3fake.Config{Now: clk.Now})
 	ctx := context.Background()
 	sec := start.Truncate(time.Second)
 

@@ -109,7 +109,7 @@ func newHandler(cfg Config) (http.Handler, *s3mem.Backend, error) {
 	if err := backend.CreateBucket(bucket); err != nil {
 		return nil, nil, fmt.Errorf("s3fake: create bucket %q: %w", bucket, err)
 	}
-	h := gofakes3.New(backend, fakeOpts...).Server()
+	h := gofakes3.New(replacingBackend{backend}, fakeOpts...).Server()
 	if cfg.Now != nil {
 		inner := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -138,10 +138,16 @@ func (s *Server) CreateBucket(name string) error {
 // prefix: endpoint, path-style addressing, region us-east-1 and the static
 // credentials.
 func (s *Server) StoreConfig(prefix string) s3store.Config {
+	return StoreConfigAt(s.url, s.bucket, prefix)
+}
+
+// StoreConfigAt is [Server.StoreConfig] for a handler from [NewHandler]
+// served at endpoint ("http://127.0.0.1:PORT"), with its bucket.
+func StoreConfigAt(endpoint, bucket, prefix string) s3store.Config {
 	c := s3store.DefaultConfig()
-	c.Bucket = s.bucket
+	c.Bucket = bucket
 	c.Prefix = prefix
-	c.Endpoint = s.url
+	c.Endpoint = endpoint
 	c.UsePathStyle = true
 	c.Region = "us-east-1"
 	c.AccessKeyID = AccessKeyID

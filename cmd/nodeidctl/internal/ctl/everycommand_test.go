@@ -28,7 +28,7 @@ func runWith(t *testing.T, env map[string]string) func(want int, args ...string)
 // everyCommand runs every command through run on an empty prefix of a store
 // that st also reaches (run's variables aim at it): check, init, status,
 // release (refused while held, then --force), resize, repair of a corrupt
-// object, leaders. It is the end-to-end test of nodeidctl on each store
+// object and of one too large, leaders. It is the end-to-end test of nodeidctl on each store
 // other than S3 (whose tests are in the command's own package).
 func everyCommand(t *testing.T, st lease.Store, run func(want int, args ...string) string) {
 	t.Helper()
@@ -89,6 +89,20 @@ func everyCommand(t *testing.T, st lease.Store, run func(want int, args ...strin
 	contains(t, "repair", run(ExitOK, "repair", "--id", "5", "--floor", "1900000000000", "--yes"), "repaired node 5: free, version 2")
 	if s := status(); s.Counts["free"] != 6 {
 		t.Fatalf("status after repair: %+v", s)
+	}
+	// A body too large to be a lease object in node 4's: corrupt, and
+	// repaired by its ETag as well.
+	_, meta, err = st.Get(ctx, lease.RecordKey(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, lease.RecordKey(4), bytes.Repeat([]byte(" "), 1<<20+1), meta.ETag); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "repair of a body too large", run(ExitOK, "repair", "--id", "4", "--floor", "1900000000000", "--yes"),
+		"the object is", "repaired node 4: free")
+	if s := status(); s.Counts["free"] != 6 {
+		t.Fatalf("status after the second repair: %+v", s)
 	}
 	run(ExitOK, "leaders")
 }

@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nodeid/nodeid/lease"
@@ -17,10 +18,11 @@ func repairCommand() *command {
 		summary:  "rewrite a corrupt or missing lease object as free, with a confirmed floor",
 		help: `
 Rewrites the lease object of node ID N as free, when it is corrupt (it does not
-decode as the lease of N, or states a lease above --max-lease-duration) or
-missing (deleted from a filled cluster). A corrupt object is replaced with
+decode as the lease of N, fails the store's checksum, or states a lease above
+--max-lease-duration) or missing (deleted from a filled cluster). A corrupt object is replaced with
 If-Match on the ETag just read, a missing one created with If-None-Match: *. An
-object that decodes is never touched: free it with nodeidctl release. An ID
+object that decodes is never touched: free it with nodeidctl release; nor is
+one failing its checksum whose body, unverified, is a lease not yet expired. An ID
 without an object below the size of a manifest that is not filled was never
 created (unused): it is free already, and repair refuses it.
 
@@ -82,6 +84,11 @@ func runRepair(a *app, ctx context.Context, cmd *command, args []string) error {
 			key, o.state, o.rec.Version, o.rec.Holder, *id)
 	case o.state == StateCorrupt && o.meta.ETag == "":
 		return fmt.Errorf("lease object %s is corrupt (%v) and the store gave no ETag to replace it conditionally", key, o.err)
+	case errors.Is(o.err, lease.ErrChecksumMismatch):
+		if u := judge(*id, o.body, o.meta, nil, c.rules().withManifest(mv)); u.state == StateHeld {
+			return refusef("lease object %s fails its checksum (%v), but the body as served (unverified) is held by %q (version %d) and live on the store's clock: %s; its holder may still be issuing IDs, and its next renewal rewrites the object: run repair again once it has expired",
+				key, o.err, u.rec.Holder, u.rec.Version, liveness(&u, c.clockMargin))
+		}
 	case o.state == StateMissing:
 		if unusedIn(mv, *id) {
 			return refusef("lease object %s was never created (unused: the cluster manifest is not filled): node %d is free, and a task takes it by creating its object; there is nothing to repair",

@@ -23,25 +23,11 @@ func TestOnS3Fake(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := srv.StoreConfig("cluster-a/")
-	vars := map[string]string{
-		"NODEID_BUCKET": cfg.Bucket, "NODEID_PREFIX": cfg.Prefix, "NODEID_S3_ENDPOINT": cfg.Endpoint,
-		"NODEID_S3_PATH_STYLE": "true", "NODEID_REGION": cfg.Region,
-	}
-	env := Env{
-		LookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
-		OpenStore: func(ctx context.Context, c s3store.Config) (lease.Store, error) {
-			c.AccessKeyID, c.SecretAccessKey = s3fake.AccessKeyID, s3fake.SecretAccessKey
-			return OpenS3(ctx, c)
-		},
-		Now: func() time.Time { return storeStart.Add(-time.Hour) },
-	}
+	runBoth := s3fakeRun(t, cfg)
 	run := func(want int, args ...string) string {
 		t.Helper()
-		var out, errb bytes.Buffer
-		if code := Run(t.Context(), args, &out, &errb, env); code != want {
-			t.Fatalf("nodeidctl %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errb.String())
-		}
-		return out.String()
+		out, _ := runBoth(want, args...)
+		return out
 	}
 
 	contains(t, "init", run(ExitOK, "init", "--cluster-size", "3"), "created 3 lease object(s), free: IDs 0-2",
@@ -83,4 +69,31 @@ func TestOnS3Fake(t *testing.T) {
 	}
 	contains(t, "release", run(ExitOK, "release", "--id", "1"), "released node 1 (was expired")
 	contains(t, "status", run(ExitOK, "status"), "3 lease objects: 3 free")
+}
+
+// s3fakeRun returns a runner of nodeidctl in-process against the S3 server
+// and bucket of cfg (gofakes3), through the real S3 store, with the operator's
+// wall clock an hour behind storeStart. It fails the test unless the exit code
+// is want, and returns stdout and stderr.
+func s3fakeRun(t *testing.T, cfg s3store.Config) func(want int, args ...string) (string, string) {
+	vars := map[string]string{
+		"NODEID_BUCKET": cfg.Bucket, "NODEID_PREFIX": cfg.Prefix, "NODEID_S3_ENDPOINT": cfg.Endpoint,
+		"NODEID_S3_PATH_STYLE": "true", "NODEID_REGION": cfg.Region,
+	}
+	env := Env{
+		LookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+		OpenStore: func(ctx context.Context, c s3store.Config) (lease.Store, error) {
+			c.AccessKeyID, c.SecretAccessKey = s3fake.AccessKeyID, s3fake.SecretAccessKey
+			return OpenS3(ctx, c)
+		},
+		Now: func() time.Time { return storeStart.Add(-time.Hour) },
+	}
+	return func(want int, args ...string) (string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Run(t.Context(), args, &out, &errb, env); code != want {
+			t.Fatalf("nodeidctl %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
 }

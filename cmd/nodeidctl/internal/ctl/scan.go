@@ -28,8 +28,9 @@ const (
 	StateHeld State = "held"
 	// StateExpired: held, but its holder stopped; a task may take it.
 	StateExpired State = "expired"
-	// StateCorrupt: the object does not decode as the lease of its ID, or states
-	// a lease above --max-lease-duration. No task takes it; see repair.
+	// StateCorrupt: the object does not decode as the lease of its ID (a
+	// body that fails the store's checksum included), or states a lease above
+	// --max-lease-duration. No task takes it; see repair.
 	StateCorrupt State = "corrupt"
 	// StateUnused: no object for an ID of the cluster's range while the
 	// manifest is not filled, and no record's gossip map names it: it was
@@ -87,8 +88,11 @@ func judge(id int, body []byte, meta lease.Meta, err error, r judgeRules) object
 	case errors.Is(err, lease.ErrNotFound):
 		o.state, o.meta, o.body = StateMissing, lease.Meta{}, nil
 		return o
-	case errors.Is(err, lease.ErrCorrupt): // a body too large to read
+	case errors.Is(err, lease.ErrCorrupt) || errors.Is(err, lease.ErrChecksumMismatch): // too large, or failing its checksum
 		o.state, o.err = StateCorrupt, err
+		if be := (*lease.BodyError)(nil); errors.As(err, &be) {
+			o.meta, o.body = be.Meta, be.Body
+		}
 		return o
 	case err != nil:
 		o.state, o.err = StateUnknown, err
