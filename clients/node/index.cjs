@@ -1,8 +1,12 @@
+'use strict';
+
 // nodeid-client: Snowflake IDs for Node.js from a nodeid-broker sidecar,
 // either from its id file (IdFileGenerator) or its /ids endpoint
 // (HttpGenerator). See README.md.
 
-export { IdFileGenerator } from './lib/idfile.js';
-export { HttpGenerator } from './lib/http.js';
-export { decode, EPOCH_MS } from './lib/snowflake.js';
-export { NodeIdError, NotHeldError, VersionChangedError, ClockBehindError, UnavailableError } from './lib/errors.js';
+const { IdFileGenerator } = require('./lib/idfile.cjs');
+const { HttpGenerator } = require('./lib/http.cjs');
+const { decode, EPOCH_MS } = require('./lib/snowflake.cjs');
+const { NodeIdError, NotHeldError, VersionChangedError, ClockBehindError, UnavailableError } = require('./lib/errors.cjs');
+
+module.exports = { IdFileGenerator, HttpGenerator, decode, EPOCH_MS, NodeIdError, NotHeldError, VersionChangedError, ClockBehindError, UnavailableError };

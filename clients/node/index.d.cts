@@ -1,4 +1,4 @@
-// Types of nodeid-client (index.js).
+// Types of nodeid-client (index.cjs; index.d.ts re-exports them for import).
 
 /** A claim on a node ID, as the broker's id file names it (frozen). */
 export interface Claim {
@@ -30,25 +30,45 @@ export class IdFileGenerator {
   nextId(): bigint;
   /** n (1..10000) strictly increasing IDs, or throws (RangeError for a bad n). */
   nextIds(n: number): bigint[];
+  /** n IDs as nextIds, with the claim they were issued under. */
+  nextBatch(n: number): Batch;
   /** The claim in use now; throws as nextId, without waiting for the clock. */
   claim(): Claim;
+}
+
+/** The IDs of one call and what they were issued under. */
+export interface Batch {
+  /** Strictly increasing. */
+  readonly ids: bigint[];
+  /** The node ID they carry. */
+  readonly nodeId: number;
+  /** The version (fencing token) they were issued under. */
+  readonly version: number;
+  /** IdFileGenerator: the claim every ID was issued under; HttpGenerator: null (the broker fences its IDs). */
+  readonly claim: Claim | null;
 }
 
 /** Options of HttpGenerator. */
 export interface HttpGeneratorOptions {
   /** Bound on each request, in ms (default 2000). */
   timeoutMs?: number;
+  /** IDs fetched ahead, 1..10000: the next batch is fetched once half is used (default 0: off). */
+  prefetch?: number;
+  /** TESTING ONLY: break one rule on purpose. */
+  _mutation?: 'prefetch-latest-version';
 }
 
 /** IDs from the broker's GET /ids over a keep-alive agent. */
 export class HttpGenerator {
-  /** url: the broker's base URL, e.g. http://127.0.0.1:8080. */
-  constructor(url: string | URL, options?: HttpGeneratorOptions);
+  /** url: the broker's base URL (e.g. http://127.0.0.1:8080) or its /ids URL; default: the NODEID_URL variable. */
+  constructor(url?: string | URL | null, options?: HttpGeneratorOptions);
   /** One ID. Rejects with UnavailableError (503) or NodeIdError. */
   nextId(): Promise<bigint>;
-  /** n (1..10000) strictly increasing IDs in one request. */
+  /** n (1..10000) strictly increasing IDs from one answer. */
   nextIds(n: number): Promise<bigint[]>;
-  /** Destroys the agent's sockets. */
+  /** n IDs as nextIds, with the node ID and version of their answer (claim null). */
+  nextBatch(n: number): Promise<Batch>;
+  /** Destroys the agent's sockets and drops the prefetched IDs. */
   close(): void;
 }
 
