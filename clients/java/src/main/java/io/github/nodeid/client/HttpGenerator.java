@@ -136,7 +136,7 @@ public final class HttpGenerator implements IdGenerator {
     private static URI envURL() {
         String v = System.getenv(URL_VARIABLE);
         if (v == null || v.isEmpty()) {
-            throw new IllegalStateException(URL_VARIABLE + " is not set: pass the broker's base URL (e.g. http://127.0.0.1:8080) or set "
+            throw new IllegalStateException("no URL given and " + URL_VARIABLE + " is not set: pass the broker's base URL (e.g. http://127.0.0.1:8080) or set "
                     + URL_VARIABLE + " (nodeid-broker run sets it for its child, the deploy kit for the application)");
         }
         try {
