@@ -89,6 +89,17 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+def in_threads(work, k=8):
+    """Runs work(list) in k threads at once; returns their lists."""
+    out = [[] for _ in range(k)]
+    threads = [threading.Thread(target=work, args=(r,)) for r in out]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
 class HttpTest(unittest.TestCase):
     def setUp(self):
         self.broker = Broker()
@@ -168,16 +179,10 @@ class HttpTest(unittest.TestCase):
                 HttpGenerator(url)
 
     def test_threads(self):
-        out = [[] for _ in range(8)]
-
         def work(r):
             for _ in range(50):
                 r.extend(self.gen.next_ids(3))
-        threads = [threading.Thread(target=work, args=(r,)) for r in out]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        out = in_threads(work)
         every = [i for r in out for i in r]
         self.assertEqual(sorted(every), list(range(1000, 1000 + 8 * 50 * 3)))
         self.assertLessEqual(len(self.broker.connections), 8)
@@ -283,17 +288,12 @@ class PrefetchTest(unittest.TestCase):
 
     def test_threads(self):
         g = self.gen(7)
-        out = [[] for _ in range(8)]
 
         def work(r):
             for _ in range(50):
                 r.append(g.next_id())
                 r.extend(g.next_ids(3))
-        threads = [threading.Thread(target=work, args=(r,)) for r in out]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        out = in_threads(work)
         every = [i for r in out for i in r]
         self.assertEqual(len(set(every)), len(every))
         for r in out:
