@@ -144,7 +144,10 @@ func installPython(t *testing.T, dir, work string) (func(string) []string, strin
 // installNode returns an installer that makes an npm project in work with
 // npm init -y, of ES modules ("type": "module") when esm, else CommonJS (npm
 // init's default), and installs the client at dir into it, offline; the
-// script is app.js.
+// script is app.js. It checks that the package resolves to its ES module
+// (index.js) for import and to its CommonJS build (index.cjs) for require:
+// Node.js from 20.19 may require an ES module, 18 and the tools that load
+// CommonJS themselves may not.
 func installNode(esm bool) func(t *testing.T, dir, work string) (func(string) []string, string) {
 	return func(t *testing.T, dir, work string) (func(string) []string, string) {
 		node, err := exec.LookPath("node")
@@ -160,6 +163,13 @@ func installNode(esm bool) func(t *testing.T, dir, work string) (func(string) []
 			runIn(t, work, npm, "pkg", "set", "type=module")
 		}
 		runIn(t, work, npm, "install", "--offline", "--no-audit", "--no-fund", "--silent", dir)
+		resolve, want := []string{node, "-e", "console.log(require.resolve('nodeid-client'))"}, "index.cjs"
+		if esm {
+			resolve, want = []string{node, "--input-type=module", "-e", "console.log(import.meta.resolve('nodeid-client'))"}, "index.js"
+		}
+		if got := strings.TrimSpace(string(runIn(t, work, resolve...))); filepath.Base(got) != want {
+			t.Errorf("nodeid-client resolves to %s, want its %s", got, want)
+		}
 		return func(script string) []string { return []string{node, script} }, "app.js"
 	}
 }
