@@ -184,9 +184,10 @@ class HttpGenerator:
     def _start(self, n: int) -> int:
         """Starts fetch number k of n IDs in a thread of its own; returns k."""
         self._fetches += 1
-        k = self._fetching = self._fetches
+        k = self._fetches
         threading.Thread(target=self._fill, args=(k, n), daemon=True,
                          name="nodeid-prefetch").start()
+        self._fetching = k  # the thread waits for _lock, held here, to report
         return k
 
     def _fill(self, k: int, n: int) -> None:

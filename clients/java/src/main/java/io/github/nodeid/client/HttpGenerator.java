@@ -235,10 +235,10 @@ public final class HttpGenerator implements IdGenerator {
     /** Starts fetch number k of n IDs in a daemon thread; returns k. */
     private long start(int n) {
         long k = ++fetches;
-        fetching = k;
         Thread t = new Thread(() -> fill(k, n), "nodeid-prefetch");
         t.setDaemon(true);
         t.start();
+        fetching = k; // the thread waits for this object's lock, held here, to report
         return k;
     }
 
