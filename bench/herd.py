@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Model of a herd restart at the request floor (docs/performance.md, "restart").
+"""Model of a herd restart at the request floor (docs/evidence/performance.md, "restart").
 
 K tasks start at the same instant on N free IDs. In each round every task still
 without an ID picks one of the free IDs at random (no coordination); of the

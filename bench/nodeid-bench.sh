@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs nodeid-bench's standard set (docs/performance.md) against the embedded
+# Runs nodeid-bench's standard set (docs/evidence/performance.md) against the embedded
 # S3 (gofakes3) through the latency proxy, and with --minio also against the
 # pinned MinIO build, started and stopped with test/minio/servers.sh.
 #
@@ -73,7 +73,7 @@ standard_set() {
 	run failover-5s failover --lease-duration 5s --runs 3
 	run failover-15s failover --lease-duration 15s --runs 3
 	run steady steady --lease-durations 5s,15s,60s
-	# Read mode (keep-alive by reads) beside write mode: docs/performance.md, "Read mode".
+	# Read mode (keep-alive by reads) beside write mode: docs/evidence/performance.md, "Read mode".
 	run steady-read steady --keepalive write,read --lease-durations 5s,15s,60s
 	run failover-read failover --keepalive read --kinds noids,release --runs 3
 	run failover-read-b60 failover --keepalive read --backstop 60s --kinds crash,noids --runs 3

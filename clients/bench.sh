@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: the clients' throughput, IDs per second in one process and one
 # thread, per language and mode, against one nodeid-broker on an embedded S3
-# on this machine (docs/performance.md, "ID clients", records the figures).
+# on this machine (docs/evidence/performance.md, "ID clients", records the figures).
 #
 #   bash clients/bench.sh [SECONDS]    # each measurement's length (default 3)
 #

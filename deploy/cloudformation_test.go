@@ -55,6 +55,9 @@ type template struct {
 		Default any
 		Type    string
 	}
+	Rules map[string]struct {
+		Assertions []struct{ Assert any }
+	}
 	Conditions map[string]any
 	Resources  map[string]struct {
 		Type       string
@@ -113,6 +116,22 @@ func (tpl *template) param(t *testing.T, name string) int {
 	return n
 }
 
+// containers returns the task definition's broker and application
+// containers, a reference to the AppPort parameter read as its default so
+// that ports decode as numbers.
+func (tpl *template) containers(t *testing.T) (broker, app container) {
+	t.Helper()
+	text := strings.ReplaceAll(jsonText(t, tpl.resource(t, "TaskDefinition", "AWS::ECS::TaskDefinition")), `"!Ref AppPort"`, strconv.Itoa(tpl.param(t, "AppPort")))
+	var td struct{ ContainerDefinitions []container }
+	if err := json.Unmarshal([]byte(text), &td); err != nil {
+		t.Fatalf("%s: TaskDefinition: %v", cfnTemplate, err)
+	}
+	if len(td.ContainerDefinitions) != 2 {
+		t.Fatalf("%s: %d containers", cfnTemplate, len(td.ContainerDefinitions))
+	}
+	return td.ContainerDefinitions[0], td.ContainerDefinitions[1]
+}
+
 func jsonText(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -130,14 +149,7 @@ func jsonText(t *testing.T, v any) string {
 // role are the JSON policies, on the stack's bucket.
 func TestCloudFormationService(t *testing.T) {
 	tpl := readTemplate(t)
-	var td struct {
-		ContainerDefinitions []container
-	}
-	recode(t, tpl.resource(t, "TaskDefinition", "AWS::ECS::TaskDefinition"), &td)
-	if len(td.ContainerDefinitions) != 2 {
-		t.Fatalf("%s: %d containers", cfnTemplate, len(td.ContainerDefinitions))
-	}
-	broker, app := td.ContainerDefinitions[0], td.ContainerDefinitions[1]
+	broker, app := tpl.containers(t)
 	checkSidecar(t, cfnTemplate, broker, app)
 
 	// The same broker as ecs-task-definition.json, but for what the stack
@@ -198,7 +210,7 @@ func TestCloudFormationService(t *testing.T) {
 		}
 	}
 
-	// Deployments cannot deadlock a full cluster (docs/performance.md,
+	// Deployments cannot deadlock a full cluster (docs/evidence/performance.md,
 	// "rolling"): ECS keeps ceil(desired x min%) healthy, so with every ID
 	// held an old task may stop first only below desired; or the cluster has
 	// a free ID for a new task. And a whole new fleet fits beside the old
@@ -266,9 +278,10 @@ func TestGossipKeyFromTheSecret(t *testing.T) {
 }
 
 // TestCloudFormationValidates validates the template offline with AWS
-// CloudFormation Validate (test/cfn-validate.sh installs it; with CI=true a
-// missing one fails), and shows that the check can fail: a property the
-// schema does not know, an attribute that does not exist.
+// CloudFormation Validate through the documented command,
+// cloudformation/validate.sh (test/cfn-validate.sh installs the validator;
+// with CI=true a missing one fails), and shows that the check can fail: a
+// property the schema does not know, an attribute that does not exist.
 func TestCloudFormationValidates(t *testing.T) {
 	dir := os.Getenv("NODEID_TEST_CFN_VALIDATE")
 	if dir == "" {
@@ -278,9 +291,14 @@ func TestCloudFormationValidates(t *testing.T) {
 		t.Skip("set NODEID_TEST_CFN_VALIDATE to the directory test/cfn-validate.sh prints, or run test/all.sh")
 	}
 	node := tool(t, "NODEID_TEST_NODE", "node")
-	out := run(t, false, node, "cloudformation/validate.mjs", dir, cfnTemplate)
-	if !strings.Contains(out, "0 finding(s) of severity WARN or above") {
-		t.Fatalf("validate: %s", out)
+	validate := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("bash", append([]string{"cloudformation/validate.sh"}, args...)...)
+		cmd.Env = append(os.Environ(), "NODEID_SERVER_CACHE="+filepath.Dir(dir),
+			"PATH="+filepath.Dir(node)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		return cmd.CombinedOutput()
+	}
+	if out, err := validate(); err != nil || !strings.Contains(string(out), "nodeid-service.yaml: 0 finding(s) of severity WARN or above") {
+		t.Fatalf("validate.sh: %v: %s", err, out)
 	}
 	broken := strings.NewReplacer("DesiredCount: !Ref DesiredCount", "DesiredCountt: !Ref DesiredCount",
 		"!GetAtt GossipDiscovery.Arn", "!GetAtt GossipDiscovery.Arnn",
@@ -291,7 +309,7 @@ func TestCloudFormationValidates(t *testing.T) {
 	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := exec.Command(node, "cloudformation/validate.mjs", dir, path).CombinedOutput()
+	b, err := validate(path)
 	for _, planted := range []string{"DesiredCountt", "Arnn", "HealthCheckPathh", "RepositoryUrii"} {
 		if err == nil || !strings.Contains(string(b), planted) {
 			t.Errorf("the validator passed %s in a broken template (%v):\n%s", planted, err, b)
@@ -357,15 +375,12 @@ func TestCloudFormationAutoScaling(t *testing.T) {
 // service waits for, and the service registers the application container.
 func TestCloudFormationLoadBalancer(t *testing.T) {
 	tpl := readTemplate(t)
-	var td struct{ ContainerDefinitions []container }
-	recode(t, tpl.resource(t, "TaskDefinition", "AWS::ECS::TaskDefinition"), &td)
-	broker, app := td.ContainerDefinitions[0], td.ContainerDefinitions[1]
+	broker, _ := tpl.containers(t)
 	_, opsPort, _ := strings.Cut(broker.env()["NODEID_OPS_ADDR"], ":")
-	appPort := app.PortMappings[0].ContainerPort
 	tg := tpl.resource(t, "TargetGroup", "AWS::ElasticLoadBalancingV2::TargetGroup")
 	if tg["HealthCheckPath"] != "/ready" || tg["HealthCheckPort"] != opsPort || !broker.published(mustAtoi(t, opsPort), "tcp") ||
-		jsonText(t, tg["Port"]) != strconv.Itoa(appPort) || tg["TargetType"] != "ip" {
-		t.Errorf("the target group must route to the app port %d and check /ready on the operator port %s: %v", appPort, opsPort, tg)
+		tg["Port"] != "!Ref AppPort" || tg["TargetType"] != "ip" {
+		t.Errorf("the target group must route to AppPort and check /ready on the operator port %s: %v", opsPort, tg)
 	}
 	rule := jsonText(t, tpl.resource(t, "ListenerRule", "AWS::ElasticLoadBalancingV2::ListenerRule"))
 	if !strings.Contains(rule, `"TargetGroupArn":"!Ref TargetGroup"`) {
@@ -378,9 +393,45 @@ func TestCloudFormationLoadBalancer(t *testing.T) {
 	}
 	svc := tpl.Resources["Service"]
 	lb := jsonText(t, svc.Properties["LoadBalancers"])
-	if !strings.Contains(lb, "UseLoadBalancer") || !strings.Contains(lb, `"ContainerName":"app","ContainerPort":`+strconv.Itoa(appPort)+`,"TargetGroupArn":"!Ref TargetGroup"`) ||
+	if !strings.Contains(lb, "UseLoadBalancer") || !strings.Contains(lb, `"ContainerName":"app","ContainerPort":"!Ref AppPort","TargetGroupArn":"!Ref TargetGroup"`) ||
 		!slices.Contains(svc.DependsOn, "ListenerRuleReady") || jsonText(t, tpl.Resources["ListenerRuleReady"].Metadata) != `{"ListenerRule":["UseLoadBalancer","!Ref ListenerRule",""]}` {
 		t.Errorf("the service must register the app container in the target group after the rule exists: %s %v", lb, svc.DependsOn)
+	}
+}
+
+// TestCloudFormationAppPort: the application's port is the AppPort
+// parameter (default 3000) everywhere the template names it: the security
+// group's ingress, the app container's port mapping, the target group and
+// the service's load balancer; no resource keeps a fixed 3000; and a rule
+// refuses the ports the broker binds in the same task.
+func TestCloudFormationAppPort(t *testing.T) {
+	tpl := readTemplate(t)
+	if p := tpl.Parameters["AppPort"]; p.Type != "Number" || tpl.param(t, "AppPort") != 3000 {
+		t.Fatalf("parameter AppPort must be a Number, default 3000: %+v", p)
+	}
+	ingress := tpl.resource(t, "AppIngress", "AWS::EC2::SecurityGroupIngress")
+	if ingress["FromPort"] != "!Ref AppPort" || ingress["ToPort"] != "!Ref AppPort" || ingress["SourceSecurityGroupId"] != "!Ref ClientSecurityGroupId" {
+		t.Errorf("AppIngress must open AppPort to ClientSecurityGroupId: %v", ingress)
+	}
+	td := jsonText(t, tpl.resource(t, "TaskDefinition", "AWS::ECS::TaskDefinition"))
+	if !strings.Contains(td, `"PortMappings":[{"ContainerPort":"!Ref AppPort","Name":"app-http","Protocol":"tcp"}]`) {
+		t.Errorf("the app container must map AppPort: %s", td)
+	}
+	if tg := tpl.resource(t, "TargetGroup", "AWS::ElasticLoadBalancingV2::TargetGroup"); tg["Port"] != "!Ref AppPort" {
+		t.Errorf("the target group's port %v, want !Ref AppPort", tg["Port"])
+	}
+	if lb := jsonText(t, tpl.Resources["Service"].Properties["LoadBalancers"]); !strings.Contains(lb, `"ContainerPort":"!Ref AppPort"`) {
+		t.Errorf("the service's load balancer must name AppPort: %s", lb)
+	}
+	if res := jsonText(t, tpl.Resources); strings.Contains(res, "3000") {
+		t.Errorf("a resource still names port 3000 instead of AppPort")
+	}
+	broker, _ := tpl.containers(t)
+	rule := jsonText(t, tpl.Rules["AppPortFree"].Assertions)
+	for _, v := range []string{"NODEID_GOSSIP_ADDR", "NODEID_HTTP_ADDR", "NODEID_OPS_ADDR"} {
+		if _, port, _ := strings.Cut(broker.env()[v], ":"); !strings.Contains(rule, `"`+port+`"`) || !strings.Contains(rule, "!Ref AppPort") {
+			t.Errorf("rule AppPortFree must refuse the broker's %s port %s: %s", v, port, rule)
+		}
 	}
 }
 

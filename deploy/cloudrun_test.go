@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ type cloudRunService struct {
 
 type cloudRunContainer struct {
 	Name  string   `yaml:"name"`
+	Image string   `yaml:"image"`
 	Args  []string `yaml:"args"`
 	Ports []struct {
 		ContainerPort int `yaml:"containerPort"`
@@ -58,6 +60,41 @@ func (c cloudRunContainer) env() map[string]string {
 		env[e.Name] = e.Value
 	}
 	return env
+}
+
+// TestCloudRunPushTags: the build-and-push commands of deploy/cloud-run.md
+// push the very images cloudrun/service.yaml runs, so that a user who runs
+// them as printed deploys what they pushed.
+func TestCloudRunPushTags(t *testing.T) {
+	doc := mustRead(t, "cloud-run.md")
+	_, section, ok := strings.Cut(doc, "## Build and push the images")
+	block, _, _ := strings.Cut(section, "```\n\n")
+	vars := map[string]string{}
+	for _, name := range []string{"project", "region", "version"} {
+		m := regexp.MustCompile(`\b` + name + `=(\S+)`).FindStringSubmatch(block)
+		if !ok || m == nil {
+			t.Fatalf("cloud-run.md, Build and push the images: no %s= in\n%s", name, block)
+		}
+		vars[name] = m[1]
+	}
+	registry := vars["region"] + "-docker.pkg.dev/" + vars["project"] + "/containers"
+	if !strings.Contains(block, "registry=$region-docker.pkg.dev/$project/containers") ||
+		!strings.Contains(block, `docker push "$registry/nodeid-broker:$version"`) || !strings.Contains(block, "gcloud auth configure-docker") {
+		t.Fatalf("cloud-run.md, Build and push the images: the commands changed:\n%s", block)
+	}
+	var svc cloudRunService
+	if err := yaml.Unmarshal([]byte(mustRead(t, "cloudrun/service.yaml")), &svc); err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]string{}
+	for _, c := range svc.Spec.Template.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	for name, image := range map[string]string{"nodeid-broker": "nodeid-broker", "app": "orders-service"} {
+		if want := registry + "/" + image + ":" + vars["version"]; images[name] != want {
+			t.Errorf("cloudrun/service.yaml runs %s as %q; cloud-run.md pushes %q", name, images[name], want)
+		}
+	}
 }
 
 // cloudRunKillAfter is how long Cloud Run waits after SIGTERM before it

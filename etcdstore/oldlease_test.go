@@ -1,6 +1,6 @@
 package etcdstore_test
 
-// Behaviour the design relies on (docs/design.md section 5: an old etcd lease
+// Behaviour the design relies on (docs/evidence/design.md section 5: an old etcd lease
 // is never revoked, and is harmless).
 
 import (

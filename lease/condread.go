@@ -8,7 +8,7 @@ import (
 
 // ConditionalReader is implemented by a [Store] that can read an object
 // conditionally on its ETag (If-None-Match: <etag> on a GET), the read a
-// holder in read mode sends to keep its lease alive (docs/design.md section
+// holder in read mode sends to keep its lease alive (docs/evidence/design.md section
 // 11), and by wrappers of stores, which forward to [GetIfChanged].
 //
 // GetIfChanged reads key unless its ETag is etag:

@@ -36,7 +36,7 @@
 //
 // A store may also read conditionally ([ConditionalReader], [GetIfChanged]:
 // If-None-Match on a GET), the read a holder will send to keep its lease
-// alive by reads (docs/design.md section 11; the mode itself is not
+// alive by reads (docs/evidence/design.md section 11; the mode itself is not
 // implemented yet). A 304 is [ErrNotModified] only when its own ETag header
 // is the one asked for. [ProbeReads] refuses a store whose conditional reads
 // may miss a completed write ([ErrStaleReads]: a cache in front of it) or

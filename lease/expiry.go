@@ -49,7 +49,7 @@ func StoreAge(lastModified, date time.Time) (age time.Duration, ok bool) {
 //
 // Unknown times never expire a lease. The rule implies that more than lease of
 // real time passed since the store applied the write, whatever the nodes' clocks
-// say (docs/design.md section 5).
+// say (docs/evidence/design.md section 5).
 func Expired(lastModified, date time.Time, lease, clockMargin time.Duration) bool {
 	age, ok := StoreAge(lastModified, date)
 	return ok && age > lease+StoreClockResolution+clockMargin

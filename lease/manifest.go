@@ -42,7 +42,7 @@ type Manifest struct {
 	// KeepAliveWrite (a conditional write every renewal; also the zero
 	// value, and left out on the wire so that such manifests keep the bytes
 	// they always had) or KeepAliveRead (mostly conditional reads,
-	// docs/design.md section 11). Immutable, with WindowMillis and
+	// docs/evidence/design.md section 11). Immutable, with WindowMillis and
 	// BackstopMillis: a resize keeps them.
 	KeepAlive KeepAlive
 	// WindowMillis is W in read mode, the time a holder's read or write keeps
@@ -66,7 +66,7 @@ const (
 	KeepAliveWrite KeepAlive = "write"
 	// KeepAliveRead keeps a lease alive mostly with conditional reads of the
 	// holder's own object, and a backstop write now and then
-	// (docs/design.md section 11).
+	// (docs/evidence/design.md section 11).
 	KeepAliveRead KeepAlive = "read"
 )
 

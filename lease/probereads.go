@@ -71,7 +71,7 @@ type ReadsProbeResult struct {
 
 // ProbeReads checks on the object [ProbeKey] that the conditional reads of
 // a's store show every write completed before they were sent, as keep-alive
-// by reads needs (docs/design.md section 11, "Why it is safe"). b must be a
+// by reads needs (docs/evidence/design.md section 11, "Why it is safe"). b must be a
 // second store built the same way as a (its own client, on a new
 // connection): the other tasks' view of the bucket. Each of
 // [ProbeReadsRounds] rounds:

@@ -57,7 +57,7 @@ type Record struct {
 }
 
 // Challenge is what a challenge of read mode adds to the holder's record,
-// which it copies otherwise unchanged (docs/design.md section 11): a task
+// which it copies otherwise unchanged (docs/evidence/design.md section 11): a task
 // that wants a held ID writes the challenge by CAS on the holder's record,
 // then, once that write is answered 2xx, the confirm by CAS on the
 // challenge. The holder answers either by a write of its own on its ETag;

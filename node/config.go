@@ -142,7 +142,7 @@ type Config struct {
 	// manual date, a VM resumed after a suspension), where the provider's
 	// wall clock (nodeid.SystemClock) does not; the id file's validUntilMs,
 	// the wait for the ID's floor, the reservations and the release are
-	// decided on it for those applications (docs/design.md section 8).
+	// decided on it for those applications (docs/evidence/design.md section 8).
 	// Tests substitute their own. Default time.Now.
 	HostClock func() time.Time
 

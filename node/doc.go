@@ -42,6 +42,6 @@
 // Supervise): started past the floor, stopped before the fence, killed with
 // the process.
 //
-// docs/design.md in the repository states the protocol and the safety
+// docs/evidence/design.md in the repository states the protocol and the safety
 // argument.
 package node

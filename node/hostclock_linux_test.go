@@ -140,7 +140,7 @@ func TestChildStartsPastTheFloorOnTheHostClock(t *testing.T) {
 // clock past the lease's reservation (or a resumed VM: the host's clock
 // counted the suspension, the monotonic one did not) leaves the child's IDs
 // uncovered: it is killed at the supervisor's next poll (deadlinePoll, the
-// bound docs/design.md states), Supervise fails, and the release raises the
+// bound docs/evidence/design.md states), Supervise fails, and the release raises the
 // reservation above the host's clock.
 func TestChildKilledWhenTheHostClockPassesTheReservation(t *testing.T) {
 	store := storetest.NewMemStore()

@@ -222,6 +222,9 @@ func (n *Node) Status() StatusResponse {
 	s.StoreProbe = n.probeStatus()
 	s.KeepAlive = keepAliveStatus(&n.cfg.Provider)
 	c := n.claim.Load()
+	if af := n.waiting.Load().awaitingFloor(); c == nil && af != nil {
+		s.AwaitingFloor = &AwaitingFloorStatus{NodeID: af.NodeID, Version: af.Version, FloorMs: af.FloorMs, WaitMs: af.Wait.Milliseconds()}
+	}
 	if c != nil {
 		st := c.Status()
 		s.NodeID, s.Version = st.NodeID, st.Version

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nodeid/nodeid/nodeid"
@@ -60,12 +61,12 @@ type idFileState struct {
 	horizon time.Duration // Config.IDFileHorizon
 
 	mu          sync.Mutex
-	floorPassed bool  // Start saw the host's clock past the floor: the file may be written
-	up          bool  // written and not removed since
-	written     bool  // written at least once
-	retired     bool  // removed for good: never written again
-	childRan    bool  // a supervised child (Supervise) used the ID with the host's clock
-	maxValidMs  int64 // the highest ValidUntilMs written
+	floorPassed bool        // Start saw the host's clock past the floor: the file may be written
+	up          atomic.Bool // written and not removed since; set under mu, read by the health checks without it
+	written     bool        // written at least once
+	retired     bool        // removed for good: never written again
+	childRan    bool        // a supervised child (Supervise) used the ID with the host's clock
+	maxValidMs  int64       // the highest ValidUntilMs written
 }
 
 // prepare checks the file's directory and removes a file left by an earlier
@@ -150,11 +151,12 @@ func (f *idFileState) syncLocked(claim *nodeid.Claim, host *nodeid.HostClock, lo
 		return nil
 	}
 	c := idFileContentOf(claim, host.Read(), f.horizon)
-	first, back := !f.written, f.written && !f.up
+	first, back := !f.written, f.written && !f.up.Load()
 	if err := writeIDFile(f.path, c); err != nil {
 		return err
 	}
-	f.up, f.written = true, true
+	f.up.Store(true)
+	f.written = true
 	f.maxValidMs = max(f.maxValidMs, c.ValidUntilMs)
 	switch {
 	case first:
@@ -170,10 +172,10 @@ func (f *idFileState) syncLocked(claim *nodeid.Claim, host *nodeid.HostClock, lo
 // takeDownLocked removes the file while the claim is not valid; sync writes
 // it again once it is.
 func (f *idFileState) takeDownLocked(log *slog.Logger) {
-	if !f.up {
+	if !f.up.Load() {
 		return
 	}
-	f.up = false
+	f.up.Store(false)
 	if _, err := removeIDFile(f.path); err != nil {
 		log.Error("could not take the id file down while the lease is not valid: the application stops at its validUntilMs", "path", f.path, "err", err)
 		return
@@ -189,7 +191,8 @@ func (f *idFileState) remove(log *slog.Logger) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.up, f.retired = false, true
+	f.up.Store(false)
+	f.retired = true
 	removed, err := removeIDFile(f.path)
 	switch {
 	case err != nil:
@@ -198,6 +201,16 @@ func (f *idFileState) remove(log *slog.Logger) bool {
 		log.Info("id file removed", "path", f.path)
 	}
 	return f.written
+}
+
+// check returns nil when the node has no id file or the file is up, and
+// ErrIDFileDown otherwise: an application that waits for /health before it
+// reads the file finds it there.
+func (f *idFileState) check() error {
+	if f.path == "" || f.up.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrIDFileDown, f.path)
 }
 
 // childGone reports whether a supervised child used the ID; Close asks once

@@ -2,13 +2,17 @@ package node
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
+	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
@@ -25,7 +29,7 @@ import (
 // excursion. A successor takes the free record with that floor and issues,
 // under the same node ID, the very ID the reader issued.
 //
-// docs/design.md section 5 says the release keeps the reservation "at or
+// docs/evidence/design.md section 5 says the release keeps the reservation "at or
 // above the highest reading of the host's clock anyone may have taken"; the
 // only bound on the reader's readings that does not depend on the node
 // observing them is the highest validUntilMs written (maxValidMs), which
@@ -223,5 +227,74 @@ func idFileUp(path string) error {
 			return err
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestHealthWaitsForTheIDFile: a node with an id file that holds its ID but
+// has not written the file (the host's clock is behind the ID's floor) fails
+// /health and /ready with ErrIDFileDown: an application waiting for them and
+// then reading the file would find none.
+func TestHealthWaitsForTheIDFile(t *testing.T) {
+	store := storetest.NewMemStore()
+	// A predecessor released node 0 with its reservation at now: the floor.
+	releasedBefore(t, store, func(c *nodeid.Claim) { c.SetIssuedFunc(func() int64 { return time.Now().UnixMilli() }) }, 0)
+
+	path := filepath.Join(t.TempDir(), "id.json")
+	cfg := testConfig("b", 1)
+	cfg.IDFile, cfg.IDFileGrace = path, 0
+	cfg.HostClock = func() time.Time { return time.Now().Add(-time.Hour) } // an hour behind the floor
+	n, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = n.Start(context.Background()) }()
+	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
+	for deadline := time.Now().Add(5 * time.Second); n.Claim() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no claim")
+		}
+	}
+	if s := n.Status(); s.State != StateHeld {
+		t.Fatalf("state %q, want %q", s.State, StateHeld)
+	}
+	for name, check := range map[string]func() error{"Check": n.Check, "CheckReady": n.CheckReady} {
+		if err := check(); !errors.Is(err, ErrIDFileDown) {
+			t.Errorf("%s = %v, want ErrIDFileDown", name, err)
+		}
+	}
+	for _, path := range []string{"/health", "/ready"} {
+		if code, body := get(n.Handler(), path); code != http.StatusServiceUnavailable || !strings.Contains(body, "id file") {
+			t.Errorf("%s: %d %s, want 503 naming the id file", path, code, body)
+		}
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("the id file exists before the host's clock passed the floor")
+	}
+}
+
+// releasedBefore has a predecessor, task "p" on a cluster of one, take node 0
+// from store with a lease of d (0: the local default) and release it, after
+// edit (nil: none) had its claim; a claim released without SetIssuedFunc
+// keeps its reservation, a lease ahead.
+func releasedBefore(t *testing.T, store lease.Store, edit func(*nodeid.Claim), d time.Duration) {
+	t.Helper()
+	pc := nodeid.DefaultLocalConfig()
+	pc.TaskID, pc.ClusterSize = "p", 1
+	if d > 0 {
+		pc.LeaseDuration, pc.RenewInterval, pc.RenewDeadline = d, d/3, 2*d/3
+	}
+	p, err := nodeid.New(store, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(c)
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

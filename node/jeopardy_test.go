@@ -40,7 +40,8 @@ func stepUntil(t *testing.T, clk *fakeclock.Clock, limit time.Duration, what str
 // jeopardy at its renew deadline: health fails with ErrJeopardy, /status and
 // nodeid_lease_jeopardy say so, the id file is taken down, and the node has
 // not ended. When the store answers again, the renewal on its last write
-// lands: the node serves again with the same version, the file is back,
+// lands: the node serves again with the same version, the file is back
+// (and only then does Check pass),
 // nodeid_lease_recoveries_total counts it, and the /health, /ids and /status
 // answers carry the recovery count (absent before: 0).
 func TestNodeJeopardyAndRecovery(t *testing.T) {
@@ -82,15 +83,13 @@ func TestNodeJeopardyAndRecovery(t *testing.T) {
 
 	cut.Store(false)
 	stepUntil(t, clk, 2*time.Second, "recovered", func() bool { return n.Status().State == StateHeld })
-	if n.Version() != version || n.Check() != nil {
-		t.Fatalf("recovered with version %d (want %d), Check %v", n.Version(), version, n.Check())
-	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) { // the watcher writes it again
-		if _, err := os.Stat(path); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("id file after the recovery: %v, want it written again", err)
+	for deadline := time.Now().Add(5 * time.Second); n.Check() != nil; time.Sleep(time.Millisecond) { // once the watcher wrote the file again
+		if time.Now().After(deadline) {
+			t.Fatalf("recovered: Check %v", n.Check())
 		}
+	}
+	if _, err := os.Stat(path); err != nil || n.Version() != version {
+		t.Fatalf("recovered with version %d (want %d), Check nil, id file %v: want it written again", n.Version(), version, err)
 	}
 	if f := readIDFile(t, path); f.NodeID != n.NodeID() || f.Version != version {
 		t.Fatalf("id file after the recovery: %+v", f)

@@ -85,7 +85,7 @@ func (n *Node) runProbe(ctx context.Context) error {
 }
 
 // probeReads runs lease.ProbeReads when the provider keeps its lease alive
-// by reads (docs/design.md section 11): a store whose reads may miss a
+// by reads (docs/evidence/design.md section 11): a store whose reads may miss a
 // completed write (a cache in front of it) stops the node (one whose 304
 // answers do not show the ETag is probed with plain GETs, which its holders
 // then send); an inconclusive probe is retried as

@@ -26,6 +26,11 @@ type StatusResponse struct {
 	// FloorMs and ReservedUntilMs are the Snowflake floor and reservation (Unix ms).
 	FloorMs         int64 `json:"floorMs"`
 	ReservedUntilMs int64 `json:"reservedUntilMs"`
+	// AwaitingFloor is the node ID the node holds, before it serves it,
+	// until this task's clock nears the ID's floor (its last holder's
+	// reservation, up to a read-mode backstop ahead): state "acquiring", and
+	// nodeId -1 until then. Omitted otherwise.
+	AwaitingFloor *AwaitingFloorStatus `json:"awaitingFloor,omitempty"`
 	// KnownNodes is the gossip view: node ID (decimal string) -> version.
 	KnownNodes map[string]int64 `json:"knownNodes"`
 	// ForeignMembers lists gossip members of another cluster (their metadata
@@ -55,9 +60,20 @@ type StatusResponse struct {
 	KeepAlive KeepAliveStatus `json:"keepAlive"`
 }
 
+// AwaitingFloorStatus is a node ID held until this task's clock nears its
+// floor, in StatusResponse.
+type AwaitingFloorStatus struct {
+	NodeID  int   `json:"nodeId"`
+	Version int64 `json:"version"`
+	// FloorMs is the floor, Unix ms: no ID is issued below it.
+	FloorMs int64 `json:"floorMs"`
+	// WaitMs is how long the wait had left when last reported, in ms.
+	WaitMs int64 `json:"waitMs"`
+}
+
 // KeepAliveStatus is the keep-alive of a node, in StatusResponse: the mode
 // and its timings, in ms. Write mode has LeaseMs and RenewIntervalMs; read
-// mode (docs/design.md section 11) WindowMs, BackstopMs (the lease every
+// mode (docs/evidence/design.md section 11) WindowMs, BackstopMs (the lease every
 // record states), BackstopIntervalMs (the time between backstop writes) and
 // PollIntervalMs (the time between two conditional reads).
 type KeepAliveStatus struct {

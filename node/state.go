@@ -36,6 +36,10 @@ var (
 	// Config.MaxIssueStall (a clock behind the floor, a reservation that no
 	// renewal raises): the task cannot serve and should be replaced.
 	ErrStalled = errors.New("node: the generator cannot issue IDs")
+	// ErrIDFileDown: the node holds its ID but its id file (Config.IDFile)
+	// is not written yet (the host's clock has not passed the ID's floor) or
+	// is down: an application that reads the file would not find it.
+	ErrIDFileDown = errors.New("the id file is not written yet or is down")
 	// ErrStarted: Start was called twice.
 	ErrStarted = errors.New("node: already started")
 	// ErrClosed: the node was closed.
@@ -84,8 +88,9 @@ func (n *Node) stateRecoveries() (string, int64, error) {
 }
 
 // Check returns nil while the node serves IDs: the lease is held and valid,
-// the node is not closing, and the generator is not stalled. It is the
-// health check (liveness) of the node, and answers before Start.
+// the node is not closing, the generator is not stalled and, with
+// Config.IDFile, the id file is written (ErrIDFileDown). It is the health
+// check (liveness) of the node, and answers before Start.
 func (n *Node) Check() error {
 	_, err := n.checkRecoveries()
 	return err
@@ -96,6 +101,9 @@ func (n *Node) Check() error {
 func (n *Node) checkRecoveries() (int64, error) {
 	_, k, err := n.stateRecoveries()
 	if err != nil {
+		return k, err
+	}
+	if err := n.idFile.check(); err != nil {
 		return k, err
 	}
 	return k, n.stallErr()

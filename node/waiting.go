@@ -1,8 +1,11 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/nodeid/nodeid/nodeid"
 )
 
 // waitLogEvery is how often a node that is still acquiring logs why: the
@@ -34,6 +37,21 @@ func (n *Node) acquireWaiting(round int, err error) {
 		return
 	}
 	n.waitLogged = now
+	if af := w.awaitingFloor(); af != nil {
+		n.log.Info("holding a node ID until this task's clock nears its floor: not serving it yet", "nodeId", af.NodeID,
+			"version", af.Version, "floorMs", af.FloorMs, "wait", af.Wait.Round(time.Millisecond).String())
+		return
+	}
 	n.log.Warn("no node ID taken yet: still acquiring", "reason", err.Error(), "attempts", round,
 		"waited", w.waited.Round(time.Millisecond).String(), "acquireTimeout", n.cfg.Provider.AcquireTimeout.String())
+}
+
+// awaitingFloor returns the node ID Acquire holds until this task's clock
+// nears its floor (nodeid.ErrAwaitingFloor), nil when the wait is another.
+func (w *acquireWait) awaitingFloor() *nodeid.AwaitingFloorError {
+	var af *nodeid.AwaitingFloorError
+	if w == nil || !errors.As(w.err, &af) {
+		return nil
+	}
+	return af
 }

@@ -97,3 +97,46 @@ func TestFullClusterSaysSo(t *testing.T) {
 		t.Fatal("Start succeeded on a full cluster")
 	}
 }
+
+// TestAwaitingFloorShowsTheID: a node that took an ID whose floor is more
+// than MaxClockWait ahead (a predecessor's release that kept its
+// reservation) holds it until its clock nears the floor; meanwhile /status
+// shows that ID, its version and floor under awaitingFloor, and the log
+// says it holds the ID, not that it is still acquiring.
+func TestAwaitingFloorShowsTheID(t *testing.T) {
+	store := storetest.NewMemStore()
+	releasedBefore(t, store, nil, 9*time.Second) // keeps its reservation: 9 s ahead
+	floor := readRecord(t, store, 0).ReservedUntilMs
+
+	var logs logbuf.Buffer
+	cfg := testConfig("b", 1)
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	cfg.Provider.MaxClockWait = time.Second
+	n, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = n.Start(context.Background()) }()
+	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
+	var s StatusResponse
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if s = n.Status(); s.AwaitingFloor != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never showed the ID held until its floor: %+v", s)
+		}
+	}
+	if af := s.AwaitingFloor; af.NodeID != 0 || af.Version != 2 || af.FloorMs != floor || af.WaitMs <= 0 || s.State != StateAcquiring || s.NodeID != -1 {
+		t.Errorf("status %+v, awaitingFloor %+v; want node 0 version 2 floor %d, still acquiring", s, af, floor)
+	}
+	if !strings.Contains(s.Error, "node 0 (version 2)") {
+		t.Errorf("status error %q, want it to name node 0 version 2", s.Error)
+	}
+	if code, body := get(n.Handler(), "/status"); code != http.StatusOK || !strings.Contains(body, `"awaitingFloor":{"nodeId":0,"version":2,"floorMs":`) {
+		t.Errorf("/status: %d %s", code, body)
+	}
+	if logs.Count("holding a node ID until this task's clock nears its floor: not serving it yet") != 1 || logs.Count("still acquiring") != 0 {
+		t.Errorf("log lines:\n%s", logs.String())
+	}
+}

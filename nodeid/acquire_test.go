@@ -3,6 +3,7 @@ package nodeid
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ func TestAcquireRetriesUntilTimeoutThenClusterFull(t *testing.T) {
 		case r := <-ch:
 			if !errors.Is(r.err, ErrClusterFull) {
 				t.Fatalf("Acquire = %v, want ErrClusterFull", r.err)
+			}
+			if hint := "every one of the cluster's 1 node IDs (0..0) is held by a live task: run fewer tasks, or grow the cluster (nodeidctl resize --cluster-size M)"; !strings.Contains(r.err.Error(), hint) {
+				t.Errorf("Acquire = %v, want it to say what to do: %q", r.err, hint)
 			}
 			if waited := e.clk.Now().Sub(start); waited > 4*time.Second || rounds < 2 {
 				t.Fatalf("gave up after %v and %d backoffs, want several rounds within the 4 s timeout", waited, rounds)

@@ -141,6 +141,20 @@ func (p *Provider) remember(m lease.Manifest, etag string) {
 	p.manifest = &cachedManifest{manifest: m, etag: etag, seen: p.clock.Now()}
 }
 
+// clusterFullHint says what to do when Acquire gave up on a full cluster:
+// more tasks run than the cluster has node IDs (the manifest's size, when
+// this Provider read it), or the cluster is to grow.
+func (p *Provider) clusterFullHint() string {
+	p.clockMu.Lock()
+	c := p.manifest
+	p.clockMu.Unlock()
+	ids := "node IDs"
+	if c != nil {
+		ids = fmt.Sprintf("%d node IDs (%s)", c.manifest.ClusterSize, c.manifest.RangeString())
+	}
+	return fmt.Sprintf("every one of the cluster's %s is held by a live task: run fewer tasks, or grow the cluster (nodeidctl resize --cluster-size M)", ids)
+}
+
 // recentManifest returns the cached manifest when a response showed it
 // current within the last RenewInterval, the period at which a waiting
 // Acquire looks at the store anyway (see awaitFreed); false otherwise. A look
@@ -239,8 +253,9 @@ func (p *Provider) checkManifest(body []byte, meta lease.Meta) (*clusterView, er
 			ErrManifestMismatch, m.RangeString(), mine.FirstNodeID)
 	}
 	if !m.SameKeepAlive(&mine) {
-		return nil, fmt.Errorf("%w: the manifest has %s, this task is configured with %s",
-			ErrManifestMismatch, m.KeepAliveString(), mine.KeepAliveString())
+		return nil, fmt.Errorf("%w: the manifest has %s, this task is configured with %s: "+
+			"configure the task as the manifest says (nodeid-broker %s; Config.KeepAlive), or give it another prefix: a cluster's keep-alive never changes",
+			ErrManifestMismatch, m.KeepAliveString(), mine.KeepAliveString(), keepAliveFlags(&m))
 	}
 	if m.ClusterSize != p.cfg.ClusterSize {
 		p.log.Warn("cluster size differs from the manifest's; the manifest's wins",
@@ -251,6 +266,14 @@ func (p *Provider) checkManifest(body []byte, meta lease.Meta) (*clusterView, er
 	v := newClusterView(m, meta)
 	v.manifestAge = p.manifestAge(meta)
 	return v, nil
+}
+
+// keepAliveFlags returns nodeid-broker's flags for the keep-alive of m.
+func keepAliveFlags(m *lease.Manifest) string {
+	if m.KeepAlive.Mode() != lease.KeepAliveRead {
+		return "--keepalive " + string(m.KeepAlive.Mode())
+	}
+	return fmt.Sprintf("--keepalive read --window %v --backstop %v", time.Duration(m.WindowMillis)*time.Millisecond, time.Duration(m.BackstopMillis)*time.Millisecond)
 }
 
 // manifestCreateAttempts bounds the creates of the manifest whose outcome is

@@ -1,6 +1,6 @@
 package nodeid
 
-// Challenges of read mode (docs/design.md section 11). In read mode a
+// Challenges of read mode (docs/evidence/design.md section 11). In read mode a
 // holder writes only every RenewInterval of the backstop, so a silent
 // holder's record expires by its lease only a Backstop after its last write.
 // A task that wants a held ID sooner challenges the holder instead:

@@ -284,7 +284,7 @@ type Status struct {
 	// true have different Recoveries.
 	Recoveries int64
 	// Challenged reports a claim answering a challenge of read mode (its
-	// renewal met one naming its own write; docs/design.md section 11).
+	// renewal met one naming its own write; docs/evidence/design.md section 11).
 	Challenged bool
 	Err        error
 }

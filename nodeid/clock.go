@@ -88,7 +88,7 @@ func (*systemClock) suspendReading(now time.Time) int64 { return now.UnixNano() 
 // deadline into the monotonic one whenever it is the nearer, so a later step
 // back changes nothing; a step back between the send of the last landed
 // write and the first Valid after a resume hides up to its size of the
-// suspension (docs/design.md section 5 states this assumption).
+// suspension (docs/evidence/design.md section 5 states this assumption).
 type suspendClock interface {
 	Clock
 	suspendReading(now time.Time) int64

@@ -46,7 +46,7 @@ const (
 	KeepAliveWrite = lease.KeepAliveWrite
 	// KeepAliveRead keeps the lease alive mostly with conditional reads of
 	// the claim's own lease object, every PollInterval, and a backstop write
-	// every RenewInterval (docs/design.md section 11).
+	// every RenewInterval (docs/evidence/design.md section 11).
 	KeepAliveRead = lease.KeepAliveRead
 )
 
@@ -216,7 +216,7 @@ type Config struct {
 	// Check fails with ErrJeopardy) but renewing on the ETag of its last
 	// write. One that lands recovers the claim (same version, the fence
 	// re-armed from its send time); evidence of a takeover, or the end of
-	// the grace, makes the loss final (docs/design.md section 7.3). Longer
+	// the grace, makes the loss final (docs/evidence/design.md section 7.3). Longer
 	// rides out longer store outages; safety does not depend on it. Zero:
 	// LeaseDuration. NoLossGrace: none, the first fence is final.
 	LossGrace time.Duration
@@ -440,7 +440,7 @@ func (c *Config) leaseField() string {
 	return "LeaseDuration"
 }
 
-// Read mode's defaults (docs/design.md section 11): at these, with
+// Read mode's defaults (docs/evidence/design.md section 11): at these, with
 // PollInterval Window / 2 and RenewInterval Backstop / 3, a holder sends
 // 345,600 GETs and 12,960 PUTs a month, about $0.20 on S3 Standard.
 const (
@@ -474,7 +474,7 @@ func (c *Config) derivePoll() {
 }
 
 // checkKeepAlive checks the mode and, in read mode, its timings: the rules
-// of docs/design.md section 11.
+// of docs/evidence/design.md section 11.
 func (c *Config) checkKeepAlive(check func(ok bool, field, format string, args ...any)) {
 	switch c.KeepAlive.Mode() {
 	case KeepAliveWrite:

@@ -113,7 +113,7 @@ func TestDefaultTaskIDUnique(t *testing.T) {
 }
 
 // TestConfigReadMode: read mode's defaults, derived from Window alone, and
-// its rules (docs/design.md section 11), each a FieldError naming its field.
+// its rules (docs/evidence/design.md section 11), each a FieldError naming its field.
 func TestConfigReadMode(t *testing.T) {
 	c := DefaultConfig()
 	c.KeepAlive = KeepAliveRead

@@ -37,7 +37,7 @@
 //     ([Claim.Reservation]); a successor issues only timestamps above its
 //     predecessor's reservation ([Claim.Floor]), whatever the two clocks say.
 //
-// docs/design.md in the repository states the argument in full; the package's
+// docs/evidence/design.md in the repository states the argument in full; the package's
 // deterministic simulation checks it under clock skew and drift, crashes, pauses,
 // partitions and ambiguous writes, and is shown to catch deliberately broken
 // rules.

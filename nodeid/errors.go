@@ -1,6 +1,10 @@
 package nodeid
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 var (
 	// ErrClusterFull means no node ID was free or expired until the acquire
@@ -36,3 +40,23 @@ var (
 	// once the clock is within MaxClockWait of the floor.
 	ErrAwaitingFloor = errors.New("nodeid: holding a node ID until this task's clock nears its floor")
 )
+
+// AwaitingFloorError is the error WaitObserver.AcquireWaiting reports while
+// Acquire holds a node ID until this task's clock nears its floor: which ID,
+// version and floor, and how long until then. It matches ErrAwaitingFloor.
+type AwaitingFloorError struct {
+	NodeID       int
+	Version      int64
+	FloorMs      int64         // the floor, Unix ms: the last holder's reservation
+	MaxClockWait time.Duration // Config.MaxClockWait: how near the clock must come
+	Wait         time.Duration // how long from the report until the clock is that near
+}
+
+// Error says which node ID is held and until when.
+func (e *AwaitingFloorError) Error() string {
+	return fmt.Sprintf("%v: node %d (version %d) until within MaxClockWait %v of its floor %d, %v from now",
+		ErrAwaitingFloor, e.NodeID, e.Version, e.MaxClockWait, e.FloorMs, e.Wait)
+}
+
+// Unwrap returns ErrAwaitingFloor.
+func (e *AwaitingFloorError) Unwrap() error { return ErrAwaitingFloor }

@@ -22,7 +22,7 @@ type ClockFault struct {
 	// them (the monotonic clock the fence is kept on, sleeps, the wall and
 	// real-time clocks) advance Rate seconds per real second, so 0.8 runs
 	// 20 % slow and a sleep of d lasts d/Rate. 0 means 1. A holder is safe
-	// while Rate > 1 - SafetyMargin/LeaseDuration (docs/design.md
+	// while Rate > 1 - SafetyMargin/LeaseDuration (docs/evidence/design.md
 	// section 6); a slower clock lets it issue after others may take its ID.
 	Rate float64
 	// Steps are steps of the host's real-time clock (CLOCK_REALTIME), at

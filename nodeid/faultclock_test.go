@@ -90,7 +90,7 @@ func TestClockFaultValidate(t *testing.T) {
 // TestClockRateBound: a holder cut off from its store stops issuing before
 // the store can judge its lease expired (LeaseDuration of real time after
 // its last write was sent) while its clock's rate is above 1 -
-// SafetyMargin/LeaseDuration (docs/design.md section 6); below it, it still
+// SafetyMargin/LeaseDuration (docs/evidence/design.md section 6); below it, it still
 // issues then. At the local defaults (3 s lease, 0.5 s margin, 2 s renew
 // deadline) the bound is 0.833: the renewal loop gives up at 2 s and the
 // fence falls at 2.5 s, on the holder's clock.
@@ -125,7 +125,7 @@ func TestClockRateBound(t *testing.T) {
 
 // TestStepForwardFencesTheClaim: a step of the real-time clock forward past
 // the fence (here an hour) fences the claim at once, as a suspension does
-// (docs/design.md section 4); the next renewal, which lands, recovers it.
+// (docs/evidence/design.md section 4); the next renewal, which lands, recovers it.
 // The wall clock, which Snowflake timestamps are read from, does not move.
 func TestStepForwardFencesTheClaim(t *testing.T) {
 	e := newEnv(t)

@@ -180,8 +180,8 @@ func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 		default:
 			wait := ahead - p.cfg.MaxClockWait
 			if o, ok := p.cfg.Observer.(WaitObserver); ok {
-				o.AcquireWaiting(round, fmt.Errorf("%w: node %d until within MaxClockWait %v of its floor %d, %v from now",
-					ErrAwaitingFloor, c.id, p.cfg.MaxClockWait, c.floor, wait), wait)
+				o.AcquireWaiting(round, &AwaitingFloorError{NodeID: c.id, Version: c.version, FloorMs: c.floor,
+					MaxClockWait: p.cfg.MaxClockWait, Wait: wait}, wait)
 			}
 			if err = p.pause(ctx, wait, c.Done()); err == nil {
 				continue

@@ -15,7 +15,7 @@ type Peers interface {
 // Tasks tells which tasks are alive by a signal other than the store (the
 // gossip package's membership satisfies it, for members named by task
 // identity). In read mode a task that finds a lease held by a task it does
-// not show live challenges it (docs/design.md section 11); a live holder
+// not show live challenges it (docs/evidence/design.md section 11); a live holder
 // answers with one write, so a wrong answer costs a write, never safety.
 type Tasks interface {
 	// TaskLive reports whether the task called taskID is alive.
@@ -132,7 +132,7 @@ type ReadObserver interface {
 }
 
 // ChallengeObserver is an Observer that also hears of the challenges of read
-// mode (docs/design.md section 11): those this task makes of a held lease,
+// mode (docs/evidence/design.md section 11): those this task makes of a held lease,
 // and those it answers on its own claim. A Provider calls it when
 // Config.Observer implements it. Like the other methods it must be fast and
 // not block.

@@ -11,7 +11,7 @@ import (
 // resumed after a suspension), where SystemClock's wall reading does not (it
 // is read once, then advanced by the monotonic clock). After a step the two
 // disagree by any amount, so what bounds such an application is decided on
-// this clock (docs/design.md section 5): it issues only while this clock is
+// this clock (docs/evidence/design.md section 5): it issues only while this clock is
 // past the claim's floor and before Claim.ValidUntilOn of it; every write
 // reserves above High (Claim.SetReserveClock); and a release keeps the
 // reservation at or above High.

@@ -12,7 +12,7 @@ import (
 // another writer. The claim is fenced at once, but not lost: it keeps
 // renewing on the ETag of its last write for Config.LossGrace, and a write
 // that lands recovers it (committed lifts the fence); evidence of a takeover,
-// or the end of the grace, makes the loss final. docs/design.md section 6
+// or the end of the grace, makes the loss final. docs/evidence/design.md section 6
 // has why a recovery is safe, section 7.3 the rules.
 
 // gaveUpError is a renewal round that ended at its deadline without a landed

@@ -1,6 +1,6 @@
 package nodeid
 
-// Keep-alive by reads (docs/design.md section 11), the holder's half: in
+// Keep-alive by reads (docs/evidence/design.md section 11), the holder's half: in
 // read mode a claim reads its own lease object every PollInterval,
 // conditionally on its ETag, and a read whose answer shows that ETag re-arms
 // the fence from the read's send. The renewal loop still writes, every

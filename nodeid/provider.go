@@ -146,7 +146,7 @@ func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
 		}
 		if p.clock.Now().Add(wait).Sub(start) > p.cfg.AcquireTimeout {
 			if errors.Is(err, ErrClusterFull) {
-				return nil, fmt.Errorf("%w after %d rounds in %v", err, round, p.clock.Now().Sub(start))
+				return nil, fmt.Errorf("%w after %d rounds in %v: %s", err, round, p.clock.Now().Sub(start).Round(time.Millisecond), p.clusterFullHint())
 			}
 			return nil, fmt.Errorf("nodeid: acquire failed after %d rounds: %w", round, err)
 		}

@@ -49,6 +49,9 @@ func TestManifestKeepAliveMismatch(t *testing.T) {
 			!strings.Contains(err.Error(), mine.KeepAliveString()) {
 			t.Errorf("%s: %v, want ErrManifestMismatch naming %q and %q", name, err, m.KeepAliveString(), mine.KeepAliveString())
 		}
+		if fix := "(nodeid-broker " + keepAliveFlags(&m) + ";"; !strings.Contains(err.Error(), fix) {
+			t.Errorf("%s: %v, want the fix %q", name, err, fix)
+		}
 	}
 	if _, err := e.provider(e.readConfig("c")).bootstrap(context.Background()); err != nil {
 		t.Fatalf("a task configured as the manifest: %v", err)
@@ -62,7 +65,8 @@ func TestManifestKeepAliveMismatch(t *testing.T) {
 		t.Fatalf("a write-mode manifest %s names its mode: its bytes changed", body)
 	}
 	_, err = w.provider(w.readConfig("b")).bootstrap(context.Background())
-	if !errors.Is(err, ErrManifestMismatch) || !strings.Contains(err.Error(), "the manifest has keep-alive write, this task is configured with keep-alive read, window 3s, backstop 12s") {
+	if !errors.Is(err, ErrManifestMismatch) || !strings.Contains(err.Error(), "the manifest has keep-alive write, this task is configured with keep-alive read, window 3s, backstop 12s: "+
+		"configure the task as the manifest says (nodeid-broker --keepalive write; Config.KeepAlive), or give it another prefix") {
 		t.Fatalf("a read-mode task in a write-mode cluster: %v", err)
 	}
 }

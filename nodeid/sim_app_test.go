@@ -26,7 +26,7 @@ const (
 // supervised child, which dies and freezes with the node, is started once the
 // host's clock is past the floor and below the reservation, is killed at the
 // fence or before the host's clock reaches the reservation, and also honours
-// the id file (docs/design.md section 8: the supervisor alone leaves a frozen
+// the id file (docs/evidence/design.md section 8: the supervisor alone leaves a frozen
 // supervisor's child, and one resumed with its VM, running for a while).
 type simApp struct {
 	t     *simTask

@@ -72,7 +72,7 @@ func newSimChecker(s *sim) *simChecker {
 // looks at least every RenewInterval (gossip) or 8 * AcquireBackoff, and a
 // look is a few round trips; the rest is room for slow legs (up to 2.5 s
 // each) and lost races. The longest wait seen over the seeds of the local
-// timings is 6.4 s (docs/simulation.md), half the bound.
+// timings is 6.4 s (docs/evidence/simulation.md), half the bound.
 func progressBound(p simParams) time.Duration { return 3 * p.maxLease }
 
 func (k *simChecker) fail(kind violationKind, format string, args ...any) {
@@ -145,7 +145,7 @@ func (k *simChecker) fenceBacked(t *simTask, c *nodeid.Claim) {
 
 // windowBacked, in read mode: the claim's fence falls within Window of the
 // last instant the store showed its holder the record, by applying its write
-// or by serving it a read that showed the record's ETag (docs/design.md
+// or by serving it a read that showed the record's ETag (docs/evidence/design.md
 // section 11: a read re-arms from its send, before the store served it; a
 // write arms from its send, before it landed). The challenge of slice 2
 // relies on it: a holder's reads stop showing its ETag once a challenge

@@ -204,7 +204,7 @@ var recoveryMutations = []simMutation{
 	{name: "issue during jeopardy", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.IssueInJeopardy = true }},
 }
 
-// The read-mode rules broken (docs/design.md section 11): a read that shows
+// The read-mode rules broken (docs/evidence/design.md section 11): a read that shows
 // the claim's ETag re-arms the fence from its answer's arrival instead of its
 // send, or for the backstop, uncapped, instead of the window. The challenge
 // rules broken are shown by challenge_test.go: the runs here rarely make the
@@ -224,7 +224,7 @@ var progressMutations = []simMutation{
 // TestSimulationCatchesBrokenRules: the checker must catch every broken rule by
 // a wide margin: each mutation runs over the same seeds, and at least 90 % of
 // them must report a violation. The table of catch rates is logged (-v), and
-// recorded in docs/simulation.md.
+// recorded in docs/evidence/simulation.md.
 func TestSimulationCatchesBrokenRules(t *testing.T) {
 	testSimulationCatches(t, safetyMutation, defaultSimParamsFor, 0.9, false)
 }
@@ -240,7 +240,7 @@ func TestSimulationJudgedCatchesBrokenRules(t *testing.T) {
 }
 
 // TestSimulationCatchesBrokenRecovery: the jeopardy and recovery rule broken
-// (docs/design.md section 6) is caught in at least 90 % of the seeds, on both
+// (docs/evidence/design.md section 6) is caught in at least 90 % of the seeds, on both
 // kinds of store.
 func TestSimulationCatchesBrokenRecovery(t *testing.T) {
 	for _, judged := range []bool{false, true} {
@@ -294,7 +294,7 @@ func TestSimulationCatchesNoProgress(t *testing.T) {
 }
 
 // defaultSimParamsFor is simParamsFor on the local timings: the catch-rate
-// tests run them only (docs/simulation.md has the production figures).
+// tests run them only (docs/evidence/simulation.md has the production figures).
 func defaultSimParamsFor(seed uint64) simParams {
 	p := defaultSimParams()
 	p.gossip, p.badPeer = seed%2 == 1, seed%4 == 1

@@ -10,8 +10,8 @@ package nodeid_test
 // stamp IDs with the host's clock (as package node runs an id-file reader or
 // a supervised child), or campaign through package election. A checker
 // asserts, on the simulated real-time line, the safety claims of
-// docs/design.md section 6 and that the fleet makes progress
-// (docs/simulation.md).
+// docs/evidence/design.md section 6 and that the fleet makes progress
+// (docs/evidence/simulation.md).
 
 import (
 	"container/heap"

@@ -202,7 +202,7 @@ func (o recoveryCounter) Recovered(int, time.Duration) { o.n.Add(1) }
 // counts suspensions: Valid reads the real-time clock too) breaks the proof:
 // an hour passed in real time, the held record expired on the store's clock
 // and another task took it, while our release never landed. Close must then
-// report the loss (docs/design.md 7.5: "Past that instant ... Close reports
+// report the loss (docs/evidence/design.md 7.5: "Past that instant ... Close reports
 // ErrLeaseLost"), not a release.
 func TestReleaseReadBackCountsTheSuspension(t *testing.T) {
 	e := newEnv(t)

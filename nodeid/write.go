@@ -35,7 +35,7 @@ var errEarlierWriteLanded = errors.New("nodeid: an earlier write landed instead"
 
 // errChallenged means the object holds a challenge (or a confirm) of read
 // mode naming our last landed write, or a pending one now adopted
-// (docs/design.md section 11): the write did not land, and the claim's next
+// (docs/evidence/design.md section 11): the write did not land, and the claim's next
 // write, on the challenge's ETag, answers it. The caller writes again at once
 // with a new writeId.
 var errChallenged = errors.New("nodeid: the lease is challenged")
@@ -182,7 +182,7 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 }
 
 // committed records a write sent at sent that landed: a CAS on our last
-// ETag, so nobody wrote the object in between (docs/design.md section 6). It
+// ETag, so nobody wrote the object in between (docs/evidence/design.md section 6). It
 // moves the fence to the write's deadline, sent + LeaseDuration -
 // SafetyMargin (in read mode sent + Window - SafetyMargin), except that a fence dropped for good (Close began, or the
 // claim was lost: MinInt64) stays down, and that a fence that fell, by time or

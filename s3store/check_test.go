@@ -3,11 +3,14 @@ package s3store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/s3store"
@@ -120,4 +123,43 @@ func TestCheckNoCredentials(t *testing.T) {
 	checkClass(t, st.Check(context.Background()), "misconfigured", "no usable AWS credentials")
 	_, err := st.Create(context.Background(), "7.json", []byte("b"))
 	checkClass(t, err, "misconfigured", "no usable AWS credentials")
+}
+
+// TestErrorsAreShort: a store error carries the SDK's answer cut to the
+// operation, the HTTP status, the S3 error code and its message, after what
+// to fix; not the SDK's framing, request ID and host ID (200 to 400
+// characters), on a read, a conditional write and an unreachable endpoint.
+func TestErrorsAreShort(t *testing.T) {
+	f := newFakeS3(t, func(w http.ResponseWriter, r *http.Request, _ int) { s3Error(w, 404, "NoSuchBucket") })
+	st := newStore(t, f.URL)
+	_, _, getErr := st.Get(context.Background(), "7.json")
+	_, createErr := st.Create(context.Background(), "7.json", []byte("b"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	refusedErr := newStore(t, "http://"+addr).Check(context.Background())
+	for _, tc := range []struct {
+		name   string
+		err    error
+		suffix string
+	}{
+		{"check", newStore(t, f.URL).Check(context.Background()), `: create it, or fix Bucket, Endpoint or Region: S3 ListObjectsV2: HTTP 404 NoSuchBucket: test says NoSuchBucket`},
+		{"get", getErr, `: S3 GetObject: HTTP 404 NoSuchBucket: test says NoSuchBucket`},
+		{"create", createErr, `: S3 PutObject: HTTP 404 NoSuchBucket: test says NoSuchBucket`},
+		{"refused", refusedErr, `: S3 ListObjectsV2: dial tcp ` + addr + `: connect: connection refused`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := fmt.Sprint(tc.err)
+			if !strings.HasSuffix(msg, tc.suffix) || strings.Contains(msg, "RequestID") || strings.Contains(msg, "operation error") || len(msg) > 250 {
+				t.Errorf("error %q (%d characters), want it to end with %q and no SDK framing", msg, len(msg), tc.suffix)
+			}
+			var ae smithy.APIError
+			if tc.name != "refused" && !errors.As(tc.err, &ae) {
+				t.Errorf("error %q: the SDK's error is not in the chain", msg)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/aws/smithy-go"
@@ -46,6 +47,71 @@ func inspect(err error) response {
 	return r
 }
 
+// sdkError is an AWS SDK error whose text is cut to what an operator acts
+// on: the operation, the HTTP status, the S3 error code and its message
+// ("S3 ListObjectsV2: HTTP 404 NoSuchBucket: The specified bucket does not
+// exist"), without the request and host IDs and the SDK's framing, which
+// made 200 to 400 characters of every store error. The SDK's error stays in
+// the chain (Unwrap): errors.As finds smithy.APIError in it.
+type sdkError struct {
+	err  error
+	text string
+}
+
+func (e *sdkError) Error() string { return e.text }
+func (e *sdkError) Unwrap() error { return e.err }
+
+// compact returns err as an sdkError when it is the SDK's error of an
+// operation (smithy.OperationError), and err itself otherwise.
+func compact(err error) error {
+	var oe *smithy.OperationError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	text := oe.ServiceID + " " + oe.OperationName + ": "
+	r := inspect(err)
+	var ae smithy.APIError
+	switch {
+	case errors.As(err, &ae):
+		if r.status != 0 {
+			text += fmt.Sprintf("HTTP %d ", r.status)
+		}
+		text += ae.ErrorCode()
+		if msg := ae.ErrorMessage(); msg != "" {
+			text += ": " + msg
+		}
+	case r.status != 0:
+		text += fmt.Sprintf("HTTP %d", r.status)
+	default:
+		text += causeOf(oe.Err).Error()
+	}
+	return &sdkError{err: err, text: text}
+}
+
+// causeOf returns what lies under the SDK's framing of a request that got no
+// HTTP answer (a refused connection, a timeout): the innermost error below
+// its retry, send, response-error and URL wrappers.
+func causeOf(err error) error {
+	for {
+		var next error
+		var re *smithyhttp.ResponseError
+		var se *smithyhttp.RequestSendError
+		var ue *url.Error // its URL repeats the endpoint and the key
+		switch {
+		case errors.As(err, &re) && re.Err != nil:
+			next = re.Err
+		case errors.As(err, &se) && se.Err != nil:
+			next = se.Err
+		case errors.As(err, &ue) && ue.Err != nil:
+			next = ue.Err
+		}
+		if next == nil || next == err {
+			return err
+		}
+		err = next
+	}
+}
+
 // notSent reports whether err shows that a request never reached the server:
 // the connection could not be made, or the SDK failed before sending
 // (credentials, signing, endpoint resolution).
@@ -75,6 +141,7 @@ func notSent(err error) bool {
 //     lease.ErrMisconfigured when retrying cannot help (see describe).
 func (s *Store) writeError(op, key string, err error) error {
 	r := inspect(err)
+	err = compact(err)
 	switch {
 	case r.status == http.StatusConflict || r.code == "ConditionalRequestConflict":
 		return &lease.ConflictError{Op: op, Key: key, Err: fmt.Errorf("s3store: HTTP %d %s: %w", r.status, r.code, err)}
@@ -103,6 +170,7 @@ func (s *Store) writeError(op, key string, err error) error {
 // NoSuchKey on get is lease.ErrNotFound; everything else is described.
 func (s *Store) readError(op, key string, err error) error {
 	r := inspect(err)
+	err = compact(err)
 	if op == opGet && r.status == http.StatusNotFound && (r.code == "NoSuchKey" || r.code == "NotFound") {
 		return fmt.Errorf("s3store: get %s: %w", key, lease.ErrNotFound)
 	}

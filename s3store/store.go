@@ -78,6 +78,11 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// ErrNoRegion is New's error when neither the configuration nor the AWS
+// environment names a region (and no Endpoint is set): a bad configuration,
+// found before any request.
+var ErrNoRegion = errors.New("s3store: no AWS region: set Config.Region (--region) or the AWS_REGION environment variable")
+
 // New validates cfg, loads the AWS configuration (the default credential chain
 // unless cfg has static credentials) and returns a Store. It sends no request:
 // call [Store.Check] at start to find a missing bucket, missing permissions or a
@@ -96,7 +101,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {
-			return nil, errors.New("s3store: no AWS region: set Config.Region (--region) or the AWS_REGION environment variable")
+			return nil, ErrNoRegion
 		}
 		awsCfg.Region = "us-east-1"
 	}

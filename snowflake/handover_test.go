@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestHandover plays docs/design.md section 5: a predecessor holds node ID 5
+// TestHandover plays docs/evidence/design.md section 5: a predecessor holds node ID 5
 // with reservation R and issues IDs until its clock passes R; a successor
 // takes node ID 5 over with floor R and a clock behind the predecessor's by
 // up to MaxClockWait. No ID may be issued by both.

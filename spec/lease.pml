@@ -1,7 +1,7 @@
 /*
  * lease.pml: nodeid's lease protocol for one node ID, model-checked by spin.
  * spec/README.md says what it models, what it leaves out, and how to run it;
- * docs/design.md sections 5-6 and 7.3 give the argument it checks.
+ * docs/evidence/design.md sections 5-6 and 7.3 give the argument it checks.
  *
  * The world, in ticks of real time (S ticks = one second of the store's clock):
  *   - the lease object: a compare-and-swap register (ETags never repeat), with
@@ -30,7 +30,7 @@
  *     claim runs and as it resumes, folds the nearer real-time deadline into
  *     the monotonic one. The real-time clock may step back while the task
  *     runs, by no more than it ran ahead: the first Valid after a resume sees
- *     every suspended tick (the assumption of docs/design.md section 5);
+ *     every suspended tick (the assumption of docs/evidence/design.md section 5);
  *   - jeopardy and recovery (the rule proposed in issue 19): a
  *     holder whose fence fell issues nothing and keeps renewing by CAS on its
  *     own last ETag; a CAS of its own that lands resumes the claim with the

@@ -1,6 +1,6 @@
 /*
  * lease_read.pml: the read mode of nodeid's lease protocol (keep-alive by
- * reads), for one node ID, model-checked by spin. docs/design.md, "Keep-alive
+ * reads), for one node ID, model-checked by spin. docs/evidence/design.md, "Keep-alive
  * by reads", gives the rule and the argument; spec/README.md says how to run
  * it. The read mode is specified and modelled, not yet implemented.
  *

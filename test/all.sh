@@ -41,7 +41,7 @@
 #     exhaustively for two tasks and shows that each broken rule is caught
 #     (spec/check.sh, under a minute on 2 cores; its --full exploration is
 #     not run here);
-#  4. the fault suite (test/faults, docs/faults.md): go test -tags faults, real
+#  4. the fault suite (test/faults, docs/evidence/faults.md): go test -tags faults, real
 #     nodeid-broker processes on a MinIO of its own under kills, pauses,
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
 #     and the same on an etcd of its own (kills, pauses, partitions, etcd
@@ -157,7 +157,8 @@ step "operator kit tools"
 # unit (deploy/kit_test.go; with CI=true a missing one fails the test).
 NODEID_TEST_PROMTOOL=$(bash test/promtool.sh)
 export NODEID_TEST_PROMTOOL
-# AWS CloudFormation Validate (npm), for deploy/cloudformation
+# AWS CloudFormation Validate (npm), for deploy/cloudformation: the tests run
+# the documented deploy/cloudformation/validate.sh with it
 # (deploy/cloudformation_test.go; test/cfn-validate.sh says why this tool).
 NODEID_TEST_CFN_VALIDATE=$(bash test/cfn-validate.sh)
 export NODEID_TEST_CFN_VALIDATE
@@ -214,7 +215,7 @@ step "the deterministic simulation: every seed, every mutation (nodeid, without 
 # Under the race detector the simulation runs every tenth seed and no
 # catch-rate test (nodeid/sim_test.go: the race detector needs the code
 # paths, not the coverage); here the full seed sets and every mutation's
-# catch rate, about 3 minutes of CPU (docs/simulation.md).
+# catch rate, about 3 minutes of CPU (docs/evidence/simulation.md).
 go test -count=1 -run 'Simulation' ./nodeid
 
 step "model check (spin: spec/check.sh)"

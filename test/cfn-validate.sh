@@ -2,8 +2,8 @@
 # cfn-validate.sh: put AWS CloudFormation Validate (the npm package
 # @aws/cloudformation-validate: AWS's resource schemas and rules compiled to
 # WASM, offline) in the server cache and print the directory it is installed
-# in. deploy/kit_test.go validates deploy/cloudformation with it, through
-# deploy/cloudformation/validate.mjs. It needs Node.js 20 or later and npm.
+# in. deploy/cloudformation/validate.sh (the documented command) and
+# deploy/cloudformation_test.go validate the template with it. It needs Node.js 20 or later and npm.
 #
 # Why this tool: AWS's cfn-lint is a Python package and PyPI is not reachable
 # from here; this is AWS's own offline validator, on npm, and it runs

@@ -4,7 +4,7 @@
 # replays it. The test command (test/all.sh) replays only the seeds of
 # test/faults/corpus.txt; this is where new interleavings are found. A seed
 # found failing is diagnosed, fixed, and added to the corpus
-# (docs/faults.md, "Corpus and exploration").
+# (docs/evidence/faults.md, "Corpus and exploration").
 #
 #   bash test/explore.sh [DURATION] [SCENARIO...]
 #

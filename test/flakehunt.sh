@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # flakehunt.sh: run nodeid's tests many times, with one core kept busy, to find
-# flaky tests (docs/flakes.md has the last hunt's result).
+# flaky tests (docs/evidence/flakes.md has the last hunt's result).
 #
 #   bash test/flakehunt.sh [-count N] [-race] [-noload] [-faults] [-run REGEX] [-timeout D] [PACKAGE...]
 #

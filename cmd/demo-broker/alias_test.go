@@ -99,3 +99,26 @@ func TestBrokerAliases(t *testing.T) {
 		t.Errorf("demo-broker serve after SIGTERM: exit %d:\n%s", code, p.Log())
 	}
 }
+
+// TestDemoFlagsWithoutDemo: the demo's flags work without the word "demo"
+// (demo-broker --fast, as the README's demo --fast reads): they reach the
+// demo's own flags, which answer --help with the demo's usage and refuse a
+// flag they do not know.
+func TestDemoFlagsWithoutDemo(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		{[]string{"--fast", "--help"}, 0, "short timeline"},
+		{[]string{"--fast", "--brokers", "0"}, 2, "--brokers 0 outside 1..32"},
+		{[]string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), tc.args, &out, &errOut)
+		if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.contains) {
+			t.Errorf("demo-broker %s: exit %d, want %d with %q:\n%s%s", strings.Join(tc.args, " "), code, tc.code, tc.contains, out.String(), errOut.String())
+		}
+	}
+}

@@ -1,4 +1,5 @@
-// Command demo-broker is nodeid's local demo: with no arguments (or "demo"),
+// Command demo-broker is nodeid's local demo: with no arguments, "demo" or
+// the demo's flags alone (demo-broker --fast),
 // several brokers on an embedded S3, a live lease table, a kill, a graceful
 // stop and a skewed clock, and every ID checked unique. "serve", "run" and
 // "healthcheck" are nodeid-broker's commands (the same code, package
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/nodeid/nodeid/cmd/internal/broker"
@@ -35,6 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case strings.HasPrefix(args[0], "-"): // the demo's flags without "demo": demo-broker --fast
+		return runDemo(ctx, args, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "demo-broker: unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -43,7 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 var usage = `Usage:
   demo-broker                 the local demo: several brokers on an embedded S3
-  demo-broker demo [flags]    the same, with options (demo-broker demo --help)
+  demo-broker demo [flags]    the same, with options (demo-broker demo --help);
+                              "demo" may be left out: demo-broker --fast
 
 The broker one deploys is nodeid-broker; its commands also run here:
 ` + broker.Usage("demo-broker")

@@ -1,7 +1,7 @@
 // Command nodeid-bench measures nodeid's lease protocol on a real S3 server: how
 // many S3 requests a fleet makes to get its node IDs, how long that takes, how
 // fast a dead holder's ID is taken over, and what holding an ID costs. See
-// docs/performance.md for the figures and the commands that produced them.
+// docs/evidence/performance.md for the figures and the commands that produced them.
 //
 // Every scenario runs real nodeid Providers (real time, no fakes) against an
 // embedded gofakes3 server (the default) or an S3 endpoint such as MinIO

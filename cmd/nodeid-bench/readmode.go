@@ -14,7 +14,7 @@ import (
 	"github.com/nodeid/nodeid/nodeid"
 )
 
-// Read mode (keep-alive by reads, docs/design.md section 11) in the bench:
+// Read mode (keep-alive by reads, docs/evidence/design.md section 11) in the bench:
 // the flags that set its timings, the read probe a broker runs at start, a
 // stand-in for gossip's failure detection, and a count of challenges.
 

@@ -333,3 +333,30 @@ func startFakeS3(t *testing.T) *s3fake.Server {
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv
 }
+
+// exitLine returns the error of the log line a broker that failed exits with
+// (the one JSON line with exitCode and err), and how many lines of stderr
+// repeat it: 1 when it is printed once.
+func exitLine(stderr string) (string, int) {
+	var msg string
+	for _, line := range strings.Split(stderr, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["exitCode"] == nil {
+			continue
+		}
+		if s, ok := m["err"].(string); ok {
+			msg = s
+		}
+	}
+	if msg == "" {
+		return "", 0
+	}
+	n := 0
+	for _, line := range strings.Split(stderr, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["err"] == msg || strings.Contains(line, msg) {
+			n++
+		}
+	}
+	return msg, n
+}

@@ -61,7 +61,8 @@ func TestServeProbeRefusesBrokenStore(t *testing.T) {
 // configured ends the start at once (exit 1), saying what is wrong, and is
 // never retried as an inconclusive probe: a bucket that does not exist, and
 // a store that answers HTTP 501 NotImplemented to a conditional PUT (it
-// cannot do conditional writes), named with the header.
+// cannot do conditional writes), named with the header; the reason is
+// printed once.
 func TestServeFailsFastOnMisconfiguredStore(t *testing.T) {
 	t.Parallel()
 	srv := startFakeS3(t)
@@ -91,9 +92,10 @@ func TestServeFailsFastOnMisconfiguredStore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runBin(t, env, "serve", "--http-addr", "127.0.0.1:0", "--bucket", tc.bucket, "--s3-endpoint", tc.endpoint, "--s3-path-style")
+			msg, n := exitLine(errOut)
 			for _, want := range tc.want {
-				if code != 1 || !strings.Contains(errOut, want) {
-					t.Errorf("exit %d, want 1 with %q on stderr:\n%s%s", code, want, out, errOut)
+				if code != 1 || !strings.Contains(msg, want) || n != 1 {
+					t.Errorf("exit %d, want 1 with %q on stderr once (%d times):\n%s%s", code, want, n, out, errOut)
 				}
 			}
 			if strings.Contains(errOut, "inconclusive") {

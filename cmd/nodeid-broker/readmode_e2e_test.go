@@ -133,8 +133,8 @@ func TestServeReadMode(t *testing.T) {
 
 // TestServeKeepAliveMismatch: a broker whose keep-alive differs from the
 // cluster manifest's (written by nodeidctl init in read mode) exits 1,
-// before it takes an ID, with a message naming both: write mode, another
-// window; and a read-mode broker on a write-mode cluster.
+// before it takes an ID, with one line naming both and the fix: write mode,
+// another window; and a read-mode broker on a write-mode cluster.
 func TestServeKeepAliveMismatch(t *testing.T) {
 	t.Parallel()
 	env := brokerEnv(t)
@@ -151,18 +151,20 @@ func TestServeKeepAliveMismatch(t *testing.T) {
 		name       string
 		args       []string
 		have, mine string
+		fix        string
 	}{
-		{"write on read", []string{"--prefix", "read/"}, "keep-alive read, window 3s, backstop 12s", "keep-alive write"},
+		{"write on read", []string{"--prefix", "read/"}, "keep-alive read, window 3s, backstop 12s", "keep-alive write", "--keepalive read --window 3s --backstop 12s"},
 		{"another window", slices.Concat([]string{"--prefix", "read/"}, readModeArgs, []string{"--window", "4s"}),
-			"keep-alive read, window 3s, backstop 12s", "keep-alive read, window 4s, backstop 12s"},
-		{"read on write", slices.Concat([]string{"--prefix", "write/"}, readModeArgs), "keep-alive write", "keep-alive read, window 3s, backstop 12s"},
+			"keep-alive read, window 3s, backstop 12s", "keep-alive read, window 4s, backstop 12s", "--keepalive read --window 3s --backstop 12s"},
+		{"read on write", slices.Concat([]string{"--prefix", "write/"}, readModeArgs), "keep-alive write", "keep-alive read, window 3s, backstop 12s", "--keepalive write"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := slices.Concat([]string{"serve", "--http-addr", "127.0.0.1:0", "--cluster-size", "2"}, store, tc.args)
 			code, out, errOut := runBin(t, env, args...)
-			msg := "the manifest has " + tc.have + ", this task is configured with " + tc.mine
-			if code != 1 || !strings.Contains(errOut, "nodeid-broker serve: ") || !strings.Contains(errOut, msg) {
-				t.Errorf("exit %d, want 1 with %q on stderr:\n%s%s", code, msg, out, errOut)
+			msg := "the manifest has " + tc.have + ", this task is configured with " + tc.mine +
+				": configure the task as the manifest says (nodeid-broker " + tc.fix + "; Config.KeepAlive)"
+			if got, n := exitLine(errOut); code != 1 || !strings.Contains(got, msg) || n != 1 {
+				t.Errorf("exit %d, want 1 with %q once on stderr:\n%s%s", code, msg, out, errOut)
 			}
 			if strings.Contains(errOut, `"msg":"acquired node ID"`) {
 				t.Errorf("a node ID was taken:\n%s", errOut)

@@ -470,7 +470,8 @@ func TestServeS3CutOff(t *testing.T) {
 
 // TestServeBadInput runs the binary with bad flags and variables: exit 2 with
 // a message naming the flag or variable (1 for healthcheck, which Docker
-// forbids to exit 2), and 1 with what to fix when S3 is unreachable.
+// forbids to exit 2), 2 when no AWS region is set anywhere, and 1 with what
+// to fix when S3 is unreachable.
 func TestServeBadInput(t *testing.T) {
 	t.Parallel()
 	env := brokerEnv(t)
@@ -498,6 +499,7 @@ func TestServeBadInput(t *testing.T) {
 		{"prefix variable without a slash", []string{"NODEID_PREFIX=ids"}, []string{"serve", "--bucket", "b"}, 2, `NODEID_PREFIX (--prefix) "ids" does not end with "/"`},
 		{"both S3s", nil, []string{"serve", "--embedded-s3", ":0", "--s3-endpoint", "http://x"}, 2, "--embedded-s3"},
 		{"bad endpoint", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "ftp://x"}, 2, `--s3-endpoint "ftp://x" is not an http://`},
+		{"no region", nil, []string{"serve", "--bucket", "b", "--http-addr", "127.0.0.1:0"}, 2, "no AWS region: set Config.Region (--region)"},
 		{"unreachable S3", nil, []string{"serve", "--bucket", "b", "--s3-endpoint", "http://127.0.0.1:1", "--s3-path-style", "--http-addr", "127.0.0.1:0"}, 1, "http://127.0.0.1:1 refuses connections"},
 		{"help", nil, []string{"serve", "--help"}, 0, "NODEID_EMBEDDED_S3"},
 		{"healthcheck bad flag", nil, []string{"healthcheck", "--http-adr", "x"}, 1, "http-adr"},

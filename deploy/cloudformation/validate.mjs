@@ -1,7 +1,7 @@
 // validate.mjs: validates CloudFormation templates offline with AWS
 // CloudFormation Validate (npm @aws/cloudformation-validate: AWS's resource
-// schemas and rules, compiled to WASM, no network, no credentials). test/all.sh
-// installs the package (test/cfn-validate.sh) and deploy/kit_test.go runs
+// schemas and rules, compiled to WASM, no network, no credentials).
+// validate.sh installs the package (test/cfn-validate.sh) and runs
 //
 //   node deploy/cloudformation/validate.mjs PACKAGE_DIR TEMPLATE...
 //

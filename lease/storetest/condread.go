@@ -11,7 +11,7 @@ import (
 )
 
 // The conformance of conditional reads (lease.ConditionalReader), the read
-// a holder sends in keep-alive by reads (docs/design.md section 11). A store
+// a holder sends in keep-alive by reads (docs/evidence/design.md section 11). A store
 // that does not implement it is reported (the subtests skip, saying so), not
 // failed.
 

@@ -218,7 +218,7 @@ func racerBody(i int) []byte { return fmt.Appendf(nil, `{"racer":%d}`, i) }
 // RaceRepeatEnv names the environment variable that repeats the create and
 // update races, each on a fresh key: NODEID_RACE_REPEAT=200 runs each 200
 // times and reports how many races had other than one winner or a history
-// that is not linearizable (docs/s3-testing.md,
+// that is not linearizable (docs/evidence/s3-testing.md,
 // "Linearizability of the races"). Unset:
 // once.
 const RaceRepeatEnv = "NODEID_RACE_REPEAT"

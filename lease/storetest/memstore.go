@@ -81,7 +81,7 @@ func StaleConditionalReads() MemOption {
 // before truncating it to the second: a store whose Last-Modified comes from
 // another clock than its Date (versitygw stamps the file's mtime), or from
 // when the request began. Date stays the store's clock. The expiry rule's
-// clock margin must cover it (docs/design.md section 5).
+// clock margin must cover it (docs/evidence/design.md section 5).
 func WithEarlyLastModified(early func() time.Duration) MemOption {
 	return func(b *memBucket) { b.early = early }
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // documents are the files whose flags and variables are checked.
-var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/design.md", "docs/regions.md",
+var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/evidence/design.md", "docs/regions.md",
 	"deploy/README.md", "deploy/cloud-run.md", "deploy/azure-container-apps.md", "deploy/systemd/broker.env", "clients/README.md"}
 
 // foreignFlags are flags the docs name that belong to other tools, with
@@ -27,7 +27,8 @@ var foreignFlags = map[string]string{
 	"storage-driver": "buildah and podman", "cgroup-manager": "podman", "runtime": "podman", "ulimit": "podman run",
 	"signal": "podman kill", "build-context": "buildah bud", "pull": "buildah bud", "format": "buildah bud and podman image inspect",
 	"location": "gcloud storage buckets create", "uniform-bucket-level-access": "gcloud storage buckets create",
-	"member":   "gcloud storage buckets add-iam-policy-binding",
+	"member":            "gcloud storage buckets add-iam-policy-binding",
+	"repository-format": "gcloud artifacts repositories create", "project": "gcloud",
 	"username": "docker login", "password-stdin": "docker login", "repository-name": "aws ecr create-repository",
 	// The az CLI in deploy/azure-container-apps.md.
 	"yaml": "az containerapp create", "sku": "az storage account create", "kind": "az storage account create",

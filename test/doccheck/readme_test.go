@@ -43,17 +43,6 @@ var readmeBlocks = []readmeBlock{
 			return "func embed(ctx context.Context, logger *slog.Logger, registry *prometheus.Registry, startWork func(*node.Node)) {\n" +
 				body + "_ = err\n_ = errors.Is\n}\n"
 		}},
-	{first: "p, err := nodeid.New(store", imports: []string{"context", "github.com/nodeid/nodeid/lease", "github.com/nodeid/nodeid/nodeid"},
-		wrap: func(body string) string {
-			return "func provider(ctx context.Context, store lease.Store) {\n" + body + "_ = err\n}\n"
-		}},
-	{first: "e, _ := election.New(store, cfg)", imports: []string{"context", "github.com/nodeid/nodeid/election", "github.com/nodeid/nodeid/lease",
-		"github.com/nodeid/nodeid/nodeid"},
-		wrap: func(body string) string {
-			return "type job struct{}\n\nfunc elect(ctx context.Context, store lease.Store, cfg nodeid.Config, jobs chan job, db interface{ Apply(job, int64) }) error {\n" +
-				body + "}\n"
-		}},
-	{first: "bash test/etcd/install.sh", coveredBy: "cmd/nodeid-broker TestServeEtcd (serve --store etcd --etcd-endpoints on the pinned etcd)"},
 }
 
 // TestREADMEBlocks checks every runnable claim of the README: each fenced

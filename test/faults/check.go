@@ -26,7 +26,7 @@ const (
 	CheckCorrupt        = "corrupt-object"           // an object in the bucket that does not decode
 )
 
-// Checks lists every check of [Check], in the order of docs/faults.md.
+// Checks lists every check of [Check], in the order of docs/evidence/faults.md.
 var Checks = []string{CheckDuplicate, CheckNodeBits, CheckSharedVersion, CheckVersionOrder, CheckTimestampOrder,
 	CheckAfterUnhealthy, CheckHealthFlap, CheckSuperseded, CheckExitCode, CheckRelease, CheckTwoLeaders, CheckTermOrder,
 	CheckCorrupt, CheckLinearizable}
@@ -131,7 +131,7 @@ type claim struct {
 
 func (c claim) String() string { return fmt.Sprintf("node %d v%d", c.node, c.version) }
 
-// Check checks a history against the safety rules of docs/design.md (sections 3
+// Check checks a history against the safety rules of docs/evidence/design.md (sections 3
 // to 5) and the broker's documented behaviour (docs/nodeid-broker.md):
 //
 //   - no ID is issued twice, and every ID carries its answer's node ID;
@@ -153,7 +153,7 @@ func (c claim) String() string { return fmt.Sprintf("node %d v%d", c.node, c.ver
 //   - every object in the bucket decodes.
 //
 // Each rule is stated in terms of the evidence that makes it certain
-// (evidence.go, docs/faults.md): none fires on a correct run.
+// (evidence.go, docs/evidence/faults.md): none fires on a correct run.
 //
 // It does not modify h.
 func Check(h *History) *Report {

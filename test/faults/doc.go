@@ -22,5 +22,5 @@
 // The proxy, the schedule and the checker are ordinary code, unit-tested by
 // `go test ./test/faults`. The scenarios need the MinIO binary and take minutes,
 // so they build only with the faults tag: `go test -tags faults ./test/faults`.
-// See docs/faults.md.
+// See docs/evidence/faults.md.
 package faults

@@ -7,7 +7,7 @@ import (
 )
 
 // The fence and exit-code rules, each stated in terms of the evidence in the
-// history that makes it certain (docs/faults.md, "The checks"): a rule that
+// history that makes it certain (docs/evidence/faults.md, "The checks"): a rule that
 // can fire on a correct run is a bug in the checker.
 
 // healthKind is what a /health answer says about the broker's claim.

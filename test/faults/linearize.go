@@ -26,7 +26,7 @@ type recording struct {
 // request's URL path to the object's key, false for paths outside the
 // history. A write whose answer never came from the server (a reset, a
 // client gone mid-request) is unknown. The history is checked with
-// storetest.CheckLinearizable (docs/faults.md, "Linearizability").
+// storetest.CheckLinearizable (docs/evidence/faults.md, "Linearizability").
 func (p *Proxy) Record(rec *storetest.Recorder, client int, keyOf func(path string) (string, bool)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

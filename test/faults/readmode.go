@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Read mode (keep-alive by reads, docs/design.md section 11) in the fault
+// Read mode (keep-alive by reads, docs/evidence/design.md section 11) in the fault
 // suite: a holder keeps its lease alive with conditional GETs (If-None-Match
 // on its ETag, answered 304 or 200) and a backstop write every third of the
 // backstop; a task that wants a held ID challenges the holder (a CAS writing

@@ -12,7 +12,7 @@ import (
 // clockLease is the lease of the clock scenarios. The broker's safety margin
 // is then min(1 s, lease/4) = 0.75 s, and the rate bound 1 - 0.75/3 = 0.75:
 // a holder whose clock runs slower than 3/4 of real time may still issue
-// after the store could judge its lease expired (docs/design.md section 6).
+// after the store could judge its lease expired (docs/evidence/design.md section 6).
 const clockLease = 3 * time.Second
 
 // ClockRatesWithin are the clock rates of the within-bound run: 20 % and 15 %
@@ -26,7 +26,7 @@ var ClockRatesWithin = []float64{0.8, 0.85, 1.2, 1.25}
 const clockBeyondRate = 0.2
 
 // TestClockFaults: brokers whose clocks are wrong (the broker's
-// --debug-clock-rate and --debug-clock-steps; docs/faults.md "Clock faults").
+// --debug-clock-rate and --debug-clock-steps; docs/evidence/faults.md "Clock faults").
 //
 // "within": one node ID, a holder and a spare, 3 s leases with a loss grace;
 // every broker's clock runs at a rate drawn from ClockRatesWithin, and its

@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// The fault scenarios in read mode (keep-alive by reads, docs/design.md
+// The fault scenarios in read mode (keep-alive by reads, docs/evidence/design.md
 // section 11; issue 36, "Proof in tests", item 3): the brokers run with
 // --keepalive read --window 3s --backstop 12s, so that a holder keeps its
 // lease alive with a conditional GET every 700 ms and a backstop write every
 // 4 s, and a broker that wants a held ID challenges a holder that gossip
 // does not show live, or whose backstop is late. Every check of the write
 // mode's runs holds unchanged: the checks read no lease duration (a fence is
-// judged by its evidence, docs/faults.md "The checks"), and the store's
+// judged by its evidence, docs/evidence/faults.md "The checks"), and the store's
 // history counts the 304s as reads of the value their ETag names.
 
 // readMode is a scenario's keep-alive by reads: the brokers run with
@@ -116,7 +116,7 @@ func TestMutationNoFenceRead(t *testing.T) {
 // within-bound run. In read mode a holder is safe while its clock runs
 // faster than 1 - SafetyMargin/Window (0.67 at a 3 s window and a 1 s
 // margin) for the fence its reads arm, and than 1 - SafetyMargin/Backstop
-// (0.92 at a 12 s backstop) for the backstop's cap (docs/design.md section
+// (0.92 at a 12 s backstop) for the backstop's cap (docs/evidence/design.md section
 // 11: M_B must cover the clock's rate error over B): 7 % and 5 % slow, and
 // 20 % and 25 % fast.
 var ClockRatesWithinRead = []float64{0.93, 0.95, 1.2, 1.25}

@@ -14,7 +14,7 @@ func TestConformanceVersitygw(t *testing.T) { runConformance(t, versitygw) }
 
 // TestConformanceS3 runs the suite on an endpoint of your own (AWS S3 or any
 // S3-compatible server) when NODEID_TEST_S3_BUCKET or NODEID_TEST_S3_ENDPOINT is
-// set; see docs/s3-testing.md. It is never required, not even in CI.
+// set; see docs/evidence/s3-testing.md. It is never required, not even in CI.
 func TestConformanceS3(t *testing.T) { runConformance(t, ownS3) }
 
 // runConformance runs storetest.Run on s3store against srv: one bucket for the

@@ -23,7 +23,7 @@ import (
 // S3 implementations differ and nodeid depends on the answer: the status of a
 // conditional PUT that fails, the spelling of ETags, and the resolution of
 // Last-Modified and Date. It fails only where an answer would be unsafe; the
-// rest is logged (go test -v) to keep docs/design.md sections 4 and 5 and docs/s3-testing.md honest.
+// rest is logged (go test -v) to keep docs/evidence/design.md sections 4 and 5 and docs/evidence/s3-testing.md honest.
 func TestServerFacts(t *testing.T) {
 	t.Run("gofakes3", func(t *testing.T) {
 		srv, err := s3fake.Start(s3fake.Config{})
@@ -124,7 +124,7 @@ func serverFacts(t *testing.T, c *s3.Client, bucket, root string) {
 	t.Logf("GET Last-Modified %s, Date %s (Date - Last-Modified = %v); PUT Date %s; LIST LastModified %s",
 		lm.Format(time.RFC3339Nano), getDate.Format(time.RFC3339Nano), getDate.Sub(lm), putDate.Format(time.RFC3339Nano), listRes)
 
-	// The holder's read in keep-alive by reads (docs/design.md section 11):
+	// The holder's read in keep-alive by reads (docs/evidence/design.md section 11):
 	// a GET with If-None-Match on the current ETag. The SDK returns the 304
 	// as an error; its headers are on the raw response.
 	_, errINM := c.GetObject(ctx, &s3.GetObjectInput{Bucket: bkt, Key: key("a.json"), IfNoneMatch: got.ETag})

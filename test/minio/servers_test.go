@@ -19,7 +19,7 @@ import (
 
 // server is an S3 endpoint under test, configured from the environment:
 // NODEID_TEST_<NAME>_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION, _BUCKET and
-// _PATH_STYLE (see docs/s3-testing.md).
+// _PATH_STYLE (see docs/evidence/s3-testing.md).
 type server struct {
 	name string // as in the variable names: MINIO, VERSITYGW, S3
 	// required: with CI=true, a missing or unreachable server fails the test.
@@ -49,7 +49,7 @@ func (s server) unavailable(t *testing.T, why string) {
 	if s.required {
 		t.Skip(why + " (start the servers: bash test/minio/servers.sh install start; eval \"$(bash test/minio/servers.sh env)\")")
 	}
-	t.Skip(why + " (set NODEID_TEST_S3_BUCKET, and NODEID_TEST_S3_ENDPOINT for a server other than AWS, to run on your own S3: docs/s3-testing.md)")
+	t.Skip(why + " (set NODEID_TEST_S3_BUCKET, and NODEID_TEST_S3_ENDPOINT for a server other than AWS, to run on your own S3: docs/evidence/s3-testing.md)")
 }
 
 // config returns the store configuration for bucket and prefix on this server.

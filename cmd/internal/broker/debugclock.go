@@ -21,7 +21,7 @@ type debugClock struct {
 // bind defines the flags on f.
 func (d *debugClock) bind(f *envflag.Set) {
 	f.DurationVar(&d.offset, "debug-clock-offset", 0, "testing only: shift this broker's clocks (its wall clock: Snowflake timestamps and reservations; and the host's clock it assumes a supervised child or id-file reader stamps IDs with) by this much, to simulate a machine whose clock is off")
-	f.Float64Var(&d.rate, "debug-clock-rate", 1, "testing only: run this broker's clocks (the monotonic clock its fence is kept on, its sleeps, its wall clock) at this rate against real time, to simulate a machine whose clock runs fast or slow (0.8: 20% slow). Safe while above 1 - safety-margin/lease-duration (docs/design.md section 6)")
+	f.Float64Var(&d.rate, "debug-clock-rate", 1, "testing only: run this broker's clocks (the monotonic clock its fence is kept on, its sleeps, its wall clock) at this rate against real time, to simulate a machine whose clock runs fast or slow (0.8: 20% slow). Safe while above 1 - safety-margin/lease-duration (docs/evidence/design.md section 6)")
 	f.StringVar(&d.steps, "debug-clock-steps", "", "testing only: step this broker's host real-time clock (which its suspension check and a supervised child or id-file reader read; not its wall clock) by BY at AT after start, on its own clock: a comma-separated list of AT:BY, e.g. 5s:+2s,9s:-2s")
 }
 

@@ -11,7 +11,7 @@ import (
 
 // debugHistory is what --debug-store-history says: a file to record this
 // broker's store calls in, for the fault suite's linearizability check
-// (docs/faults.md, "The store's history: linearizable"). The zero value
+// (docs/evidence/faults.md, "The store's history: linearizable"). The zero value
 // records nothing.
 type debugHistory struct {
 	path string

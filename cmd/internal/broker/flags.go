@@ -217,7 +217,7 @@ var writeOnlyFlags = []struct{ flag, read string }{
 }
 
 func (k *keepAliveFlags) bind(f *envflag.Set) {
-	f.StringVar(&k.mode, "keepalive", string(nodeid.KeepAliveWrite), "how the lease is kept alive, the cluster manifest's (the first broker writes its own; a broker configured otherwise is refused, exit 1): write (a conditional write every --renew-interval) or read (a conditional read of the lease object every --poll-interval and a backstop write every --backstop-interval: far fewer PUTs; the store must pass a read probe at start; docs/design.md section 11)")
+	f.StringVar(&k.mode, "keepalive", string(nodeid.KeepAliveWrite), "how the lease is kept alive, the cluster manifest's (the first broker writes its own; a broker configured otherwise is refused, exit 1): write (a conditional write every --renew-interval) or read (a conditional read of the lease object every --poll-interval and a backstop write every --backstop-interval: far fewer PUTs; the store must pass a read probe at start; docs/evidence/design.md section 11)")
 	f.DurationVar(&k.window, "window", nodeid.DefaultWindow, "with --keepalive read: the window W, how long after its send a read that shows the lease unchanged (or a write) keeps the broker issuing IDs, less --safety-margin; the manifest's, as for nodeidctl init")
 	f.DurationVar(&k.backstop, "backstop", nodeid.DefaultBackstop, "with --keepalive read: the backstop B, the lease every record states (in place of --lease-duration): a vanished broker's ID stays taken this long after its last write; the manifest's, as for nodeidctl init")
 	f.DurationVar(&k.interval, "backstop-interval", 0, "with --keepalive read: time between backstop writes, in place of --renew-interval (0: backstop/3)")

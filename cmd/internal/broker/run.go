@@ -112,7 +112,7 @@ func runRun(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr // the process's own: no copying that a grandchild could hold up
 	b := newBroker(cfg, log)
 	b.child = &child{cmd: cmd, cfg: cc}
-	return exitCode(prog+" run", b.log, stderr, b.run(bctx))
+	return exitCode(b.log, b.run(bctx))
 }
 
 // childEnviron returns environ without the broker's own configuration

@@ -52,13 +52,13 @@ func runServe(ctx context.Context, prog string, args []string, stdout, stderr io
 		return code
 	}
 	b := newBroker(cfg, log)
-	return exitCode(name, b.log, stderr, b.run(ctx))
+	return exitCode(b.log, b.run(ctx))
 }
 
-// exitCode maps the end of serve or run (name, for messages) to the exit
-// code. It logs why, and says on stderr, in one plain line, what an operator
-// must fix: a bad configuration, a store that cannot be used.
-func exitCode(name string, log *slog.Logger, stderr io.Writer, err error) int {
+// exitCode maps the end of serve or run to the exit code, and logs why in
+// one line: what an operator must fix (a bad configuration, a store that
+// cannot be used), printed once.
+func exitCode(log *slog.Logger, err error) int {
 	var ce *node.ChildExitError
 	switch {
 	case err == nil:
@@ -71,14 +71,12 @@ func exitCode(name string, log *slog.Logger, stderr io.Writer, err error) int {
 		log.Error("exiting after losing the lease", "exitCode", exitLeaseLost, "err", err)
 		return exitLeaseLost
 	case errors.Is(err, envflag.ErrUsage):
-		log.Error("invalid configuration", "err", err)
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		log.Error("invalid configuration", "exitCode", exitUsage, "err", err)
 		return exitUsage
 	case errors.Is(err, lease.ErrConditionIgnored):
 		log.Error("exiting: the store ignores a write condition", "exitCode", exitFailure, "err", err)
 	default:
 		log.Error("exiting after a failure", "exitCode", exitFailure, "err", err)
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	return exitFailure
 }

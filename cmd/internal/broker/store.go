@@ -126,7 +126,7 @@ func (b *broker) openS3(ctx context.Context) (lease.Store, func(), func() (lease
 	store, _, err := again()
 	if err != nil {
 		closeStore()
-		return nil, nil, nil, err
+		return nil, nil, nil, storeflag.OpenError(err)
 	}
 	return store, closeStore, again, nil
 }

@@ -76,7 +76,7 @@ func TestBadDuration(t *testing.T) {
 		{name: "own type's own error", args: []string{"--minutes=-1s"}, err: `--minutes "-1s": negative`},
 		{name: "own type variable", env: map[string]string{"NODEID_MINUTES": "soon"},
 			err: `environment variable NODEID_MINUTES="soon": invalid value for --minutes: want a duration such as 15s, 500ms or 2m`},
-		{name: "an int keeps its message", args: []string{"--size", "x"}, err: `invalid value "x" for flag -size: parse error`},
+		{name: "an int says what it wants", args: []string{"--size", "x"}, err: `--size "x": want a whole number such as 7`},
 		{name: "a missing value keeps its message", args: []string{"--wait"}, err: `flag needs an argument: -wait`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

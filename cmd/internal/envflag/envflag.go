@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -173,12 +174,12 @@ func (s *Set) PrintDefaultsTo(w io.Writer) {
 }
 
 // parseArgs parses the command line with the embedded FlagSet. A bad value
-// for a duration flag is reported as [badValue] says, naming the flag
-// ("--wait "15": want a duration such as ..."), where the flag package would
-// say only "parse error".
+// is reported as [badValue] says, naming the flag ("--wait "15": want a
+// duration such as ...", "--id "abc": want a whole number such as 7"), where
+// the flag package would say only "parse error".
 func (s *Set) parseArgs(args []string) error {
 	// The flag package's error keeps only the text of the Value's, and
-	// formats it its own way: each duration flag's Value is wrapped for the
+	// formats it its own way: each flag's Value is wrapped for the
 	// parse to catch the bad value first hand, then put back, so that the
 	// help (which shows a duration flag's placeholder by its Value's type)
 	// and the callers see the flags as they were defined.
@@ -190,10 +191,8 @@ func (s *Set) parseArgs(args []string) error {
 		}
 	}()
 	s.VisitAll(func(fl *flag.Flag) {
-		if isDuration(fl.Value) {
-			fl.Value = &catchValue{Value: fl.Value, name: fl.Name, bad: &bad}
-			wrapped = append(wrapped, fl)
-		}
+		fl.Value = &catchValue{Value: fl.Value, name: fl.Name, bad: &bad}
+		wrapped = append(wrapped, fl)
 	})
 	err := s.FlagSet.Parse(args)
 	switch {
@@ -213,6 +212,12 @@ type catchValue struct {
 	bad  *error
 }
 
+// IsBoolFlag keeps a boolean flag one that needs no value (--s3-path-style).
+func (c *catchValue) IsBoolFlag() bool {
+	b, ok := c.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
 func (c *catchValue) Set(v string) error {
 	err := c.Value.Set(v)
 	if err != nil && *c.bad == nil {
@@ -225,25 +230,34 @@ func (c *catchValue) Set(v string) error {
 const durationWanted = "want a duration such as 15s, 500ms or 2m"
 
 // badValue says why value is no value for a flag of Value fv, whose Set
-// refused it with err: for a duration flag given what is not a duration (a
-// bare number, say), that a duration is wanted, rather than the flag
-// package's "parse error"; else err's text.
+// refused it with err: what the flag wants (a duration, a whole number,
+// true or false, a number), rather than the flag package's "parse error",
+// when value is not of its kind; else err's text (a value out of range, a
+// flag's own check).
 func badValue(fv flag.Value, value string, err error) string {
-	if isDuration(fv) {
+	g, ok := fv.(flag.Getter)
+	if !ok {
+		return err.Error()
+	}
+	switch g.Get().(type) {
+	case time.Duration:
 		if _, perr := time.ParseDuration(value); perr != nil {
 			return durationWanted
 		}
+	case int, int64:
+		if _, perr := strconv.ParseInt(value, 0, 64); perr != nil && !errors.Is(perr, strconv.ErrRange) {
+			return "want a whole number such as 7"
+		}
+	case uint, uint64:
+		if _, perr := strconv.ParseUint(value, 0, 64); perr != nil && !errors.Is(perr, strconv.ErrRange) {
+			return "want a whole number such as 7"
+		}
+	case bool:
+		return "want true or false"
+	case float64:
+		if _, perr := strconv.ParseFloat(value, 64); perr != nil && !errors.Is(perr, strconv.ErrRange) {
+			return "want a number such as 0.8"
+		}
 	}
 	return err.Error()
-}
-
-// isDuration reports whether a flag's Value holds a time.Duration: those of
-// DurationVar and Duration, or any [flag.Getter] of one.
-func isDuration(fv flag.Value) bool {
-	g, ok := fv.(flag.Getter)
-	if !ok {
-		return false
-	}
-	_, ok = g.Get().(time.Duration)
-	return ok
 }

@@ -70,11 +70,11 @@ func TestParse(t *testing.T) {
 		{name: "bad variable", env: map[string]string{"NODEID_WAIT": "soon"},
 			err: `environment variable NODEID_WAIT="soon": invalid value for --wait: want a duration such as 15s, 500ms or 2m`},
 		{name: "bound order: first bad variable in Bind order", env: map[string]string{"NODEID_WAIT": "soon", "NODEID_SIZE": "many", "NODEID_TASK_NAME": "x"},
-			err: `environment variable NODEID_SIZE="many": invalid value for --size: parse error`},
+			err: `environment variable NODEID_SIZE="many": invalid value for --size: want a whole number such as 7`},
 		{name: "BindAll order: lexical", all: true, env: map[string]string{"NODEID_WAIT": "soon", "NODEID_SECRET": "maybe"},
-			err: `environment variable NODEID_SECRET="maybe": invalid value for --secret: parse error`},
+			err: `environment variable NODEID_SECRET="maybe": invalid value for --secret: want true or false`},
 		{name: "bad flag value", args: []string{"--size", "x"},
-			err: `invalid value "x" for flag -size: parse error`},
+			err: `--size "x": want a whole number such as 7`},
 		{name: "unknown flag", args: []string{"--frob"}, err: "flag provided but not defined: -frob"},
 		{name: "unexpected argument", args: []string{"--size", "4", "7", "8"}, err: `unexpected argument "7" (flags only)`},
 		{name: "after --", args: []string{"--", "--size"}, err: `unexpected argument "--size" (flags only)`},
@@ -213,5 +213,40 @@ func TestVars(t *testing.T) {
 	all.Bool("s3-path-style", false, "")
 	if got := all.Vars(); !slices.Equal(got, []string{"NODEID_GOSSIP_KEY", "NODEID_S3_PATH_STYLE"}) {
 		t.Errorf("Vars after BindAll = %v", got)
+	}
+}
+
+// TestBadValueSaysTheWantedForm: a value not of its flag's kind, on the
+// command line, is answered with the form the flag wants, not the flag
+// package's "parse error"; a boolean flag still needs no value; a value of
+// the right kind that the flag refuses keeps its own reason.
+func TestBadValueSaysTheWantedForm(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string // "" for none
+	}{
+		{[]string{"--id", "abc"}, `--id "abc": want a whole number such as 7`},
+		{[]string{"--count", "-"}, `--count "-": want a whole number such as 7`},
+		{[]string{"--big", "1.5"}, `--big "1.5": want a whole number such as 7`},
+		{[]string{"--rate", "fast"}, `--rate "fast": want a number such as 0.8`},
+		{[]string{"--on=maybe"}, `--on "maybe": want true or false`},
+		{[]string{"--wait", "15"}, `--wait "15": ` + durationWanted},
+		{[]string{"--id", "99999999999999999999"}, `--id "99999999999999999999": value out of range`},
+		{[]string{"--on", "--id", "7"}, ""},
+	} {
+		s := New("cmd", func(string) (string, bool) { return "", false })
+		s.Int("id", 0, "")
+		s.Uint("count", 0, "")
+		s.Int64("big", 0, "")
+		s.Float64("rate", 1, "")
+		s.Bool("on", false, "")
+		s.Duration("wait", 0, "")
+		err := s.Parse(tc.args)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.err != "" && (err == nil || err.Error() != tc.err || !errors.Is(err, ErrUsage)):
+			t.Errorf("%v: %v, want the usage error %q", tc.args, err, tc.err)
+		}
 	}
 }

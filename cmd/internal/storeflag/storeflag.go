@@ -5,10 +5,22 @@
 package storeflag
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/s3store"
 )
+
+// OpenError returns err, an error of a store's constructor, as a usage
+// error (exit 2) when it is a bad configuration found before any request:
+// no AWS region.
+func OpenError(err error) error {
+	if errors.Is(err, s3store.ErrNoRegion) {
+		return envflag.Usagef("%v", err)
+	}
+	return err
+}
 
 // Family is one store --store can name, as a command sees it.
 type Family struct {

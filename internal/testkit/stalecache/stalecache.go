@@ -1,6 +1,6 @@
 // Package stalecache is an HTTP proxy in front of an S3 server that answers
 // conditional reads from a cache, as a CDN or caching proxy in front of a
-// store would: the store that keep-alive by reads must refuse (docs/design.md
+// store would: the store that keep-alive by reads must refuse (docs/evidence/design.md
 // section 11), made from a correct one. lease.ProbeReads's tests put it
 // between a store and its server.
 package stalecache

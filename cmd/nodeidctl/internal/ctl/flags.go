@@ -196,7 +196,7 @@ func (a *app) open(ctx context.Context, c *commonFlags) (lease.Store, error) {
 	}
 	st, err := open()
 	if err != nil {
-		return nil, fmt.Errorf("open the store: %w", err)
+		return nil, fmt.Errorf("open the store: %w", storeflag.OpenError(err))
 	}
 	return st, nil
 }

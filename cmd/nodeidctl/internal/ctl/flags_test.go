@@ -59,7 +59,7 @@ func TestUsageErrors(t *testing.T) {
 			"--azblob-account-url", "https://a.blob.core.windows.net", "--azblob-container", "leases", "--azblob-account-name", "a", "--azblob-account-key", "k"}, "one credential"},
 		{"release without id", nil, []string{"release"}, "--id is required"},
 		{"release negative id", nil, []string{"release", "--id", "-3"}, "--id -3 is outside"},
-		{"release bad id", nil, []string{"release", "--id", "x"}, `invalid value "x" for flag -id`},
+		{"release bad id", nil, []string{"release", "--id", "x"}, `--id "x": want a whole number such as 7`},
 		{"repair without floor", nil, []string{"repair", "--id", "3"}, "--floor is required"},
 		{"repair huge floor", nil, []string{"repair", "--id", "3", "--floor", "9007199254740993"}, "--floor 9007199254740993 is outside"},
 		{"repair negative version", nil, []string{"repair", "--id", "3", "--floor", "1", "--version", "-2"}, "--version -2 is negative"},

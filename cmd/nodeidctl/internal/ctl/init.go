@@ -52,7 +52,7 @@ func runInit(a *app, ctx context.Context, cmd *command, args []string) error {
 	f.IntVar(&want.Layout.TimestampBits, "timestamp-bits", def.Layout.TimestampBits, "Snowflake timestamp bits")
 	f.IntVar(&want.Layout.NodeBits, "node-bits", def.Layout.NodeBits, "Snowflake node bits")
 	f.IntVar(&want.Layout.SequenceBits, "sequence-bits", def.Layout.SequenceBits, "Snowflake sequence bits")
-	keepAlive := f.String("keepalive", string(lease.KeepAliveWrite), "how holders keep their leases alive: write (a conditional write every renewal) or read (mostly conditional reads, docs/design.md section 11); immutable")
+	keepAlive := f.String("keepalive", string(lease.KeepAliveWrite), "how holders keep their leases alive: write (a conditional write every renewal) or read (mostly conditional reads, docs/evidence/design.md section 11); immutable")
 	window := f.Duration("window", nodeid.DefaultWindow, "read mode's window W: how long a holder's read or write keeps it valid; immutable")
 	backstop := f.Duration("backstop", nodeid.DefaultBackstop, "read mode's backstop B, the lease every record states (default 10m); immutable")
 	f.Bind("cluster-size", "first-node-id", "epoch-ms", "timestamp-bits", "node-bits", "sequence-bits", "keepalive", "window", "backstop")
