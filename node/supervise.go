@@ -29,9 +29,11 @@ const (
 	// EnvIDFile is the id file's path (Config.IDFile), when the node
 	// writes one.
 	EnvIDFile = "NODEID_ID_FILE"
-	// EnvIDsURL is the URL of the node's /ids; Supervise does not set it
-	// (it does not know where Handler is served): nodeid-broker run does.
-	EnvIDsURL = "NODEID_IDS_URL"
+	// EnvURL is the base URL of the node's HTTP server (its /ids is
+	// EnvURL + "/ids"), the name the clients' HttpGenerator reads and the
+	// deploy kit sets; Supervise does not set it (it does not know where
+	// Handler is served): nodeid-broker run does.
+	EnvURL = "NODEID_URL"
 )
 
 // ErrSupervised is returned by Supervise while the node supervises another

@@ -285,18 +285,23 @@ func clockStep(s *scene) {
 	s.verdict()
 }
 
-// TestHTTP runs the driver in HTTP mode (--url) against a broker that waits
-// for a node ID held by another (its /ids answers 503: err Unavailable),
-// until the holder stops with SIGTERM and the waiting broker takes the node
-// ID over (ok lines). Through a TCP proxy that counts connections: the
-// driver keeps one alive. The IDs the holder and the successor serve to
-// the suite's own calls are collected.
+// TestHTTP runs the driver in HTTP mode (--url), without and with a
+// prefetch, against a broker that waits for a node ID held by another (its
+// /ids answers 503: err Unavailable), until the holder stops with SIGTERM
+// and the waiting broker takes the node ID over (ok lines). Through a TCP
+// proxy that counts connections: the driver keeps one alive. The IDs the
+// holder and the successor serve to the suite's own calls are collected.
 func TestHTTP(t *testing.T) {
 	t.Parallel()
-	eachClient(t, func(t *testing.T, c *client) { httpHandover(newScene(t, c)) })
+	concurrently(t, map[string]func(*testing.T){
+		"plain": func(t *testing.T) { eachClient(t, func(t *testing.T, c *client) { httpHandover(newScene(t, c), 0) }) },
+		"prefetch": func(t *testing.T) {
+			eachClient(t, func(t *testing.T, c *client) { httpHandover(newScene(t, c), 1000) })
+		},
+	})
 }
 
-func httpHandover(s *scene) {
+func httpHandover(s *scene, prefetch int) {
 	t := s.t
 	flags := bucket(t)
 	a := startBroker(t, "broker-a", nil, brokerArgs("serve", flags)...)
@@ -309,7 +314,7 @@ func httpHandover(s *scene) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gate.Close() })
-	o := driverOpts{url: "http://" + gate.Addr(), batch: 3, pauseMs: 2}
+	o := driverOpts{url: "http://" + gate.Addr(), batch: 3, pauseMs: 2, prefetch: prefetch}
 	d := s.driver("driver", o)
 	d.waitLines(30*time.Second, "err Unavailable from the broker without a node ID", count(0, Err, "Unavailable", 3))
 	aIDs := collect(t, a, 5, time.Millisecond)

@@ -78,6 +78,15 @@
 //     Unavailable (503) until the holder stops and the waiting broker takes
 //     over, then ok lines; one connection kept alive; the IDs both brokers
 //     serve the suite meanwhile are collected.
+//     It runs without and with a prefetch (--prefetch 1000).
+//   - TestHTTPVersionChange: HTTP mode with a prefetch of 10000 through a
+//     proxy to a broker; the driver stopped (SIGSTOP) with prefetched IDs
+//     in hand, the broker stopped, a successor serving the node ID with a
+//     new version, the proxy turned to it, the driver resumed: the IDs in
+//     hand reported with the old version, the successor's with the new.
+//     Catches prefetch-latest-version (IDs below the new version's floor).
+//   - TestRunChildHTTP: the driver as `nodeid-broker run`'s child in HTTP
+//     mode on NODEID_URL (--url-env), with a prefetch.
 //   - TestDriverProtocol: bad arguments exit 2; without --duration-ms the
 //     driver runs until its standard input closes, then writes done and
 //     exits 0. (A driver under `nodeid-broker run` has /dev/null as its

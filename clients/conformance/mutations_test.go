@@ -15,6 +15,8 @@ var mutations = []struct {
 	// No duplicate: the release covers the file's highest validUntilMs.
 	{"ignore-missing", KindAfterRemoval, sigtermRelease},
 	{"allow-backwards", KindNotIncreasing, clockStep},
+	// HttpGenerator's: the version of the latest answer for the IDs in hand.
+	{"prefetch-latest-version", KindBelowFloor, httpVersionChange},
 }
 
 // TestMutations runs, for every client, each mutation against the scenario

@@ -269,13 +269,15 @@ func (p *proc) kill9() {
 
 // stream returns the process's output as a driver's stream.
 func (p *proc) stream(o driverOpts, ended bool) *Stream {
-	return &Stream{Name: p.name, Lines: p.out.all(), Driver: true, IDFile: o.url == "", Batch: o.batch, Ended: ended}
+	return &Stream{Name: p.name, Lines: p.out.all(), Driver: true, IDFile: o.idFile != "", Batch: o.batch, Ended: ended}
 }
 
 // driverOpts are a driver's arguments.
 type driverOpts struct {
 	idFile     string // --id-file
 	url        string // --url
+	urlEnv     bool   // --url-env: HTTP mode on the URL in NODEID_URL
+	prefetch   int    // --prefetch (HTTP mode; 0: none)
 	batch      int    // --batch (1 when 0)
 	durationMs int    // --duration-ms (0: none)
 	pauseMs    int    // --pause-ms
@@ -295,6 +297,12 @@ func (o *driverOpts) args() []string {
 	}
 	if o.url != "" {
 		a = append(a, "--url", o.url)
+	}
+	if o.urlEnv {
+		a = append(a, "--url-env")
+	}
+	if o.prefetch > 0 {
+		a = append(a, "--prefetch", strconv.Itoa(o.prefetch))
 	}
 	a = append(a, "--batch", strconv.Itoa(o.batch), "--pause-ms", strconv.Itoa(o.pauseMs))
 	if o.durationMs > 0 {

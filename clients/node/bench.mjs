@@ -4,7 +4,7 @@
 //
 // Id-file mode always: on PATH (a broker's --id-file), or else on a temporary
 // id file with a claim valid for an hour. HTTP mode too when a broker's base
-// URL is given (e.g. http://127.0.0.1:18080).
+// URL is given (e.g. http://127.0.0.1:18080), without and with a prefetch.
 // One millisecond holds 4,096 IDs: 4.096 million IDs/s is the layout's limit
 // for one node ID.
 
@@ -52,4 +52,11 @@ if (positionals[0]) {
   line('http: await nextIds(1000)', await rate(async () => (await h.nextIds(1000)).length));
   line('http: 8 concurrent nextIds(1000)', await rate(async () => (await Promise.all(Array.from({ length: 8 }, () => h.nextIds(1000)))).length * 1000));
   h.close();
+  const p = new HttpGenerator(positionals[0], { prefetch: 10000 });
+  await p.nextId(); // the first batch
+  line('http prefetch 10000: await nextId()', await rate(async () => {
+    for (let i = 0; i < 1000; i++) await p.nextId();
+    return 1000;
+  }));
+  p.close();
 }

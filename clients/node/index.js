@@ -1,8 +1,10 @@
-// nodeid-client: Snowflake IDs for Node.js from a nodeid-broker sidecar,
-// either from its id file (IdFileGenerator) or its /ids endpoint
-// (HttpGenerator). See README.md.
+// nodeid-client for import: the CommonJS package (index.cjs) re-exported, so
+// that require and import share one copy of each class (instanceof holds
+// across both).
 
-export { IdFileGenerator } from './lib/idfile.js';
-export { HttpGenerator } from './lib/http.js';
-export { decode, EPOCH_MS } from './lib/snowflake.js';
-export { NodeIdError, NotHeldError, VersionChangedError, ClockBehindError, UnavailableError } from './lib/errors.js';
+import cjs from './index.cjs';
+
+export const {
+  IdFileGenerator, HttpGenerator, decode, EPOCH_MS,
+  NodeIdError, NotHeldError, VersionChangedError, ClockBehindError, UnavailableError,
+} = cjs;

@@ -54,6 +54,9 @@ def main():
             print(f"http next_id:             {rate(http.next_id, 1, a.seconds):12,.0f} IDs/s")
             print(f"http next_ids(1000):      {rate(lambda: http.next_ids(1000), 1000, a.seconds):12,.0f} IDs/s")
             print(f"http next_ids(10000):     {rate(lambda: http.next_ids(10000), 10000, a.seconds):12,.0f} IDs/s")
+        with HttpGenerator(a.url, prefetch=10000) as http:
+            http.next_id()  # the first batch
+            print(f"http prefetch=10000 next_id: {rate(http.next_id, 1, a.seconds):9,.0f} IDs/s")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ const (
 type childInfo struct {
 	Pid             int
 	NodeID, Version string
-	FloorMs, IDsURL string
+	FloorMs, URL    string
 	IDFile          string
 	IDFileContent   *node.IDFileContent // read at the start, when IDFile is set
 	StartMs, ExitMs int64
@@ -45,7 +45,7 @@ func testChild(mode string) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	info := childInfo{
 		Pid: os.Getpid(), NodeID: os.Getenv(node.EnvNodeID), Version: os.Getenv(node.EnvVersion),
-		FloorMs: os.Getenv(node.EnvFloorMs), IDsURL: os.Getenv(node.EnvIDsURL), IDFile: os.Getenv(node.EnvIDFile),
+		FloorMs: os.Getenv(node.EnvFloorMs), URL: os.Getenv(node.EnvURL), IDFile: os.Getenv(node.EnvIDFile),
 		StartMs: time.Now().UnixMilli(), Environ: os.Environ(),
 	}
 	pgid, _ := syscall.Getpgid(0)

@@ -161,8 +161,8 @@ func TestRunChildExitStatus(t *testing.T) {
 			if floor, err := strconv.ParseInt(c.FloorMs, 10, 64); err != nil || c.StartMs <= floor {
 				t.Errorf("child started at %d, floor %q: want above it", c.StartMs, c.FloorMs)
 			}
-			if want := "http://" + p.httpAddr + "/ids"; c.IDsURL != want {
-				t.Errorf("child's NODEID_IDS_URL %q, want %q", c.IDsURL, want)
+			if want := "http://" + p.httpAddr; c.URL != want {
+				t.Errorf("child's NODEID_URL %q, want the broker's base URL %q", c.URL, want)
 			}
 			if !c.GroupLeader {
 				t.Errorf("the child does not lead a process group of its own")
@@ -579,7 +579,7 @@ func TestRunChildEnvironment(t *testing.T) {
 			t.Errorf("the child's environment has the broker's %s=%q", k, v)
 		}
 	}
-	for _, k := range []string{"NODEID_NODE_ID", "NODEID_VERSION", "NODEID_FLOOR_MS", "NODEID_IDS_URL", "NODEID_ID_FILE"} {
+	for _, k := range []string{"NODEID_NODE_ID", "NODEID_VERSION", "NODEID_FLOOR_MS", "NODEID_URL", "NODEID_ID_FILE"} {
 		if got[k] == "" {
 			t.Errorf("the child's environment lacks %s: %q", k, c.Environ)
 		}

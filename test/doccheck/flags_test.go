@@ -41,10 +41,10 @@ var foreignFlags = map[string]string{
 
 // otherVars are NODEID_ variables the docs name that are no flag: the
 // child's environment (node.Env*), a family, an example of a variable that
-// is not the broker's, the shipped task's application's URL of the broker
-// (deploy/).
-var otherVars = []string{node.EnvNodeID, node.EnvVersion, node.EnvFloorMs, node.EnvIDsURL, node.EnvIDFile,
-	"NODEID_ETCD", "NODEID_AZBLOB", "NODEID_GCS", "NODEID_APP_MODE", "NODEID_URL"}
+// is not the broker's. node.EnvURL is also what the deploy kit gives the
+// application.
+var otherVars = []string{node.EnvNodeID, node.EnvVersion, node.EnvFloorMs, node.EnvURL, node.EnvIDFile,
+	"NODEID_ETCD", "NODEID_AZBLOB", "NODEID_GCS", "NODEID_APP_MODE"}
 
 // helps returns the --help of every command and subcommand the docs
 // describe.

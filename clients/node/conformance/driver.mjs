@@ -2,22 +2,22 @@
 // loop and writes one line per call to standard output. Not part of the
 // package's API.
 //
-//   node conformance/driver.mjs (--id-file PATH | --url URL) [--batch N]
-//     [--duration-ms D] [--pause-ms P] [--clock-steps AT:BY,...]
-//     [--reread-ms R] [--mutation NAME]
+//   node conformance/driver.mjs (--id-file PATH | --url URL | --url-env)
+//     [--batch N] [--prefetch P] [--duration-ms D] [--pause-ms P]
+//     [--clock-steps AT:BY,...] [--reread-ms R] [--mutation NAME]
 //
 // Lines: "ok NODE VERSION VALIDUNTILMS ID ..." (VALIDUNTILMS "-" over HTTP),
 // "err KIND MESSAGE", and at the end "done CALLS ERRORS". It stops after
 // --duration-ms, on SIGTERM or SIGINT, or (without --duration-ms) when
-// standard input ends; then exits 0. Bad arguments exit 2, --mutation,
-// --clock-steps and --reread-ms with --url among them.
+// standard input ends; then exits 0. Bad arguments exit 2, --clock-steps
+// and --reread-ms over HTTP among them.
 
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { IdFileGenerator } from '../lib/idfile.js';
-import { HttpGenerator } from '../lib/http.js';
-import { sleepSync } from '../lib/sleep.js';
-import { NotHeldError, VersionChangedError, ClockBehindError, UnavailableError } from '../lib/errors.js';
+import { IdFileGenerator, HttpGenerator, NotHeldError, VersionChangedError, ClockBehindError, UnavailableError } from '../index.js';
+import sleep_ from '../lib/sleep.cjs';
+
+const { sleepSync } = sleep_;
 
 const started = performance.now();
 
@@ -36,7 +36,7 @@ function write(fd, s) {
 }
 
 function usage(msg) {
-  write(2, `driver: ${msg}\nusage: node conformance/driver.mjs (--id-file PATH | --url URL) [--batch N] [--duration-ms D] [--pause-ms P] [--clock-steps AT:BY,...] [--reread-ms R] [--mutation NAME]`);
+  write(2, `driver: ${msg}\nusage: node conformance/driver.mjs (--id-file PATH | --url URL | --url-env) [--batch N] [--prefetch P] [--duration-ms D] [--pause-ms P] [--clock-steps AT:BY,...] [--reread-ms R] [--mutation NAME]`);
   process.exit(2);
 }
 
@@ -66,36 +66,42 @@ function clockSteps(spec) {
 let args;
 try {
   args = parseArgs({
-    options: Object.fromEntries(['id-file', 'url', 'batch', 'duration-ms', 'pause-ms', 'clock-steps', 'reread-ms', 'mutation'].map((k) => [k, { type: 'string' }])),
+    options: {
+      ...Object.fromEntries(['id-file', 'url', 'batch', 'prefetch', 'duration-ms', 'pause-ms', 'clock-steps', 'reread-ms', 'mutation'].map((k) => [k, { type: 'string' }])),
+      'url-env': { type: 'boolean' },
+    },
     strict: true,
     allowPositionals: false,
   }).values;
 } catch (e) {
   usage(e.message);
 }
-if ((args['id-file'] === undefined) === (args.url === undefined)) usage('give exactly one of --id-file and --url');
+const overHTTP = args.url !== undefined || args['url-env'] === true;
+if ([args['id-file'] !== undefined, args.url !== undefined, args['url-env'] === true].filter(Boolean).length !== 1) usage('give exactly one of --id-file, --url and --url-env');
 const batch = args.batch === undefined ? 1 : int('batch', args.batch, 1, 10000);
 const duration = args['duration-ms'] === undefined ? -1 : int('duration-ms', args['duration-ms'], 0, Number.MAX_SAFE_INTEGER);
 const pause = args['pause-ms'] === undefined ? 0 : int('pause-ms', args['pause-ms'], 0, Number.MAX_SAFE_INTEGER);
 
 let gen, call;
 try {
-  if (args.url !== undefined) {
-    if (['mutation', 'clock-steps', 'reread-ms'].some((k) => args[k] !== undefined)) {
-      usage('--mutation, --clock-steps and --reread-ms are for --id-file, not --url');
+  if (overHTTP) {
+    if (['clock-steps', 'reread-ms'].some((k) => args[k] !== undefined)) {
+      usage('--clock-steps and --reread-ms are for --id-file, not --url');
     }
-    gen = new HttpGenerator(args.url);
+    const prefetch = args.prefetch === undefined ? 0 : int('prefetch', args.prefetch, 0, 10000);
+    gen = new HttpGenerator(args.url, { prefetch, _mutation: args.mutation });
     call = async () => {
-      const r = await gen._nextIdsWithClaim(batch);
+      const r = await gen.nextBatch(batch);
       return `ok ${r.nodeId} ${r.version} - ${r.ids.join(' ')}`;
     };
   } else {
+    if (args.prefetch !== undefined) usage('--prefetch is for --url and --url-env, not --id-file');
     const opts = { _mutation: args.mutation };
     if (args['clock-steps'] !== undefined) opts.clock = clockSteps(args['clock-steps']);
     if (args['reread-ms'] !== undefined) opts.rereadMs = int('reread-ms', args['reread-ms'], 0, Number.MAX_SAFE_INTEGER);
     gen = new IdFileGenerator(args['id-file'], opts);
     call = () => {
-      const { claim: c, ids } = gen._nextIdsWithClaim(batch);
+      const { claim: c, ids } = gen.nextBatch(batch);
       return `ok ${c.nodeId} ${c.version} ${c.validUntilMs} ${ids.join(' ')}`;
     };
   }

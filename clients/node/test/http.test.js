@@ -10,11 +10,14 @@ const T0 = 1_800_000_000_000;
 let server, base;
 let mode = 'ok'; // how the fake broker answers
 let connections = 0;
+let version = 9; // of the fake broker's answers
+const requests = []; // the fake broker's request paths
 let next = ((BigInt(T0) - 1735689600000n) << 22n) | (5n << 12n);
 
 before(async () => {
   server = http.createServer((req, res) => {
     const u = new URL(req.url, 'http://x');
+    requests.push(req.url);
     const send = (code, body, headers = {}) => {
       res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
       res.end(typeof body === 'string' ? body : JSON.stringify(body) + '\n');
@@ -25,7 +28,7 @@ before(async () => {
       case 'ok': {
         const ids = [];
         for (let i = 0; i < n; i++) ids.push(String(next++));
-        return send(200, `{"nodeId":5,"version":9,"ids":[${ids.map((s) => `"${s}"`).join(',')}]}\n`);
+        return send(200, `{"nodeId":5,"version":${version},"ids":[${ids.map((s) => `"${s}"`).join(',')}]}\n`);
       }
       case '503':
         return send(503, { status: 'unavailable', reason: 'node ID not held: fenced' }, { 'Retry-After': '1' });
@@ -61,7 +64,7 @@ test('200: IDs as bigints, and one socket for many calls', async () => {
   assert.equal(ids.length, 10000);
   assert.ok(ids[0] > a && ids.every((id, i) => i === 0 || id > ids[i - 1]));
   for (let i = 0; i < 50; i++) await g.nextIds(3);
-  assert.deepEqual(await g._nextIdsWithClaim(2).then((r) => [r.nodeId, r.version, r.ids.length]), [5, 9, 2]);
+  assert.deepEqual(await g.nextBatch(2).then((r) => [r.nodeId, r.version, r.ids.length]), [5, 9, 2]);
   assert.equal(connections - before, 1, 'keep-alive: one connection');
   g.close();
 });
@@ -118,4 +121,95 @@ test('a kept-alive socket the broker closed does not fail the next call', async 
   server.closeIdleConnections(); // the broker drops the idle socket
   assert.equal(typeof (await g.nextId()), 'bigint');
   g.close();
+});
+
+test('the base URL or the /ids URL, given or from NODEID_URL', async () => {
+  mode = 'ok';
+  const from = requests.length;
+  for (const url of [base, `${base}/`, `${base}/ids`, `${base}/ids/`, new URL(`${base}/ids`)]) {
+    const g = new HttpGenerator(url);
+    await g.nextId();
+    g.close();
+  }
+  const saved = process.env.NODEID_URL;
+  try {
+    for (const url of [base, `${base}/ids`]) {
+      process.env.NODEID_URL = url;
+      const g = new HttpGenerator();
+      const b = await g.nextBatch(2);
+      assert.deepEqual([b.nodeId, b.version, b.ids.length, b.claim], [5, 9, 2, null]);
+      g.close();
+    }
+    delete process.env.NODEID_URL;
+    assert.throws(() => new HttpGenerator(), (e) => e instanceof TypeError && /NODEID_URL is not set/.test(e.message));
+  } finally {
+    if (saved === undefined) delete process.env.NODEID_URL;
+    else process.env.NODEID_URL = saved;
+  }
+  assert.deepEqual(requests.slice(from), [...Array(5).fill('/ids?n=1'), '/ids?n=2', '/ids?n=2']);
+});
+
+// settle lets the event loop run until cond holds (bounded).
+async function settle(cond) {
+  for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+  assert.ok(cond(), 'the condition did not hold within 2 s');
+}
+
+test('prefetch: one round trip per batch, fetched ahead at half', async () => {
+  mode = 'ok';
+  const g = new HttpGenerator(base, { prefetch: 10 });
+  const from = requests.length;
+  const got = [];
+  for (let i = 0; i < 5; i++) got.push(await g.nextId());
+  await settle(() => requests.length - from >= 2);
+  assert.deepEqual(requests.slice(from), ['/ids?n=10', '/ids?n=10'], 'the next batch is asked for at half');
+  for (let i = 0; i < 6; i++) got.push(await g.nextId());
+  assert.ok(got.every((id, i) => i === 0 || id > got[i - 1]));
+  assert.equal(requests.length - from, 2, 'eleven IDs, two answers');
+  g.close();
+});
+
+test('prefetch: a batch comes from one answer, with its version', async () => {
+  mode = 'ok';
+  version = 9;
+  const g = new HttpGenerator(base, { prefetch: 10 });
+  try {
+    const a = await g.nextBatch(4);
+    version = 10; // the next answer's
+    const b = await g.nextBatch(4); // 8 used: the next one is fetched
+    assert.deepEqual([a.version, b.version, b.ids[0] - a.ids[3]], [9, 9, 1n]);
+    const c = await g.nextBatch(4); // 2 left of the first answer: skipped
+    assert.deepEqual([c.version, c.nodeId, c.claim], [10, 5, null]);
+    assert.equal(c.ids[0] - b.ids[3], 3n);
+    const big = await g.nextIds(20); // more than prefetch: fetched as one answer
+    assert.equal(big.length, 20);
+    assert.ok(big[0] > c.ids[3]);
+  } finally {
+    version = 9;
+    g.close();
+  }
+});
+
+test('prefetch: what is left stays good when the broker fails; then its error', async () => {
+  mode = 'ok';
+  const g = new HttpGenerator(base, { prefetch: 4 });
+  const first = await g.nextId();
+  mode = '503';
+  const got = [await g.nextId()]; // 2 used: the fetch ahead answers 503
+  got.push(await g.nextId(), await g.nextId());
+  assert.deepEqual(got, [first + 1n, first + 2n, first + 3n]);
+  await assert.rejects(g.nextId(), UnavailableError);
+  mode = 'ok';
+  assert.ok((await g.nextId()) > first + 3n);
+  g.close();
+});
+
+test('prefetch: concurrent calls share the batches without a duplicate', async () => {
+  mode = 'ok';
+  const g = new HttpGenerator(base, { prefetch: 7 });
+  const all = (await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? g.nextIds(3) : g.nextId().then((x) => [x]))))).flat();
+  assert.equal(new Set(all).size, all.length);
+  g.close();
+  assert.throws(() => new HttpGenerator(base, { prefetch: 10001 }), RangeError);
+  assert.throws(() => new HttpGenerator(base, { _mutation: 'ignore-floor' }), RangeError);
 });

@@ -287,7 +287,7 @@ test('a batch that spans a renewal reports the renewed claim (the driver\'s _nex
     },
     maxClockWaitMs: 5000,
   });
-  const { claim: c, ids } = g._nextIdsWithClaim(5000);
+  const { claim: c, ids } = g.nextBatch(5000);
   assert.equal(c.validUntilMs, T0 + 100);
   assert.equal(decode(ids[4999]).timeMs, T0 + 1);
   assert.ok(ids.every((id) => decode(id).timeMs < c.validUntilMs));

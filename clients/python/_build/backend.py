@@ -44,12 +44,13 @@ def _metadata(p):
 
 
 def _package_files():
-    """The package's source files, as (path on disk, path in the archive)."""
+    """The package's files (its sources and py.typed, the PEP 561 marker that
+    its annotations are its types), as (path on disk, path in the archive)."""
     out = []
     for dirpath, dirnames, filenames in os.walk(os.path.join(_ROOT, _PACKAGE)):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
-            if name.endswith(".py"):
+            if name.endswith(".py") or name == "py.typed":
                 path = os.path.join(dirpath, name)
                 out.append((path, os.path.relpath(path, _ROOT).replace(os.sep, "/")))
     return out

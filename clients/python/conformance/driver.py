@@ -84,11 +84,13 @@ def arguments(argv):
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--id-file", metavar="PATH")
     mode.add_argument("--url")
+    mode.add_argument("--url-env", action="store_true")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--duration-ms", type=int)
     p.add_argument("--pause-ms", type=int, default=0)
     p.add_argument("--clock-steps", default="")
     p.add_argument("--reread-ms", type=int)
+    p.add_argument("--prefetch", type=int, default=0)
     p.add_argument("--mutation")
     a = p.parse_args(argv)
     if not 1 <= a.batch <= 10000:
@@ -96,8 +98,11 @@ def arguments(argv):
     for name in ("duration_ms", "pause_ms", "reread_ms"):
         if (getattr(a, name) or 0) < 0:
             p.error(f"--{name.replace('_', '-')} must not be negative")
-    if a.url is not None and (a.mutation or a.clock_steps or a.reread_ms is not None):
-        p.error("--mutation, --clock-steps and --reread-ms apply to --id-file only")
+    a.http = a.url is not None or a.url_env
+    if a.http and (a.clock_steps or a.reread_ms is not None):
+        p.error("--clock-steps and --reread-ms apply to --id-file only")
+    if a.prefetch and not a.http:
+        p.error("--prefetch applies to --url and --url-env only")
     try:
         a.steps = parse_steps(a.clock_steps)
     except ValueError as e:
@@ -108,15 +113,15 @@ def arguments(argv):
 def main(argv=None):
     start = time.monotonic()
     a, p = arguments(argv)
-    if a.url is not None:
+    if a.http:
         try:
-            http = HttpGenerator(a.url)
+            http = HttpGenerator(a.url, prefetch=a.prefetch, _mutation=a.mutation)
         except ValueError as e:
             p.error(str(e))
 
         def call(n):
-            node, version, ids = http._fetch(n)
-            return node, version, "-", ids
+            b = http.next_batch(n)
+            return b.node_id, b.version, "-", b.ids
     else:
         try:
             gen = IdFileGenerator(a.id_file, clock=stepped_clock(a.steps, start),
@@ -164,7 +169,7 @@ def main(argv=None):
         out.flush()
     except BrokenPipeError:  # the reader is gone: nobody to tell
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    if a.url is not None:
+    if a.http:
         http.close()
     return 0
 

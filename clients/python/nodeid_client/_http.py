@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import threading
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from . import _snowflake as sf
+from ._idfile import Batch
 from .errors import NodeIdError, UnavailableError
+
+#: The variable nodeid-broker run (for its child) and the deploy kit (for the
+#: application) set to the broker's base URL.
+URL_VARIABLE = "NODEID_URL"
+
+#: The testing-only rule breaker of HttpGenerator (CONFORMANCE.md): prefetched
+#: IDs reported with the node ID and version of the latest answer.
+HTTP_MUTATIONS = frozenset({"prefetch-latest-version"})
 
 # A kept-alive connection the broker (or anything between) closed while idle
 # fails like this on its next request: it is retried once on a new one.
@@ -17,9 +27,29 @@ _DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
             http.client.RemoteDisconnected)
 
 
+def base_url(url: Optional[str]) -> str:
+    """Returns the broker's base URL from url, its base or its /ids URL, or
+    from NODEID_URL when url is None. Raises ValueError for an unset variable
+    or a URL that is not http(s)."""
+    if url is None:
+        url = os.environ.get(URL_VARIABLE, "")
+        if not url:
+            raise ValueError(f"nodeid: no URL given and {URL_VARIABLE} is not set: pass the broker's "
+                             f"base URL (e.g. http://127.0.0.1:8080) or set {URL_VARIABLE} (nodeid-broker run "
+                             f"sets it for its child, the deploy kit for the application)")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(f"not an http(s) URL without a query: {url!r}")
+    path = parts.path.rstrip("/")
+    if path.endswith("/ids"):
+        path = path[:-len("/ids")]
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
 class HttpGenerator:
-    """Gets IDs from a nodeid-broker's /ids at url, its base URL (e.g.
-    http://127.0.0.1:8080). Every ID is issued under the broker's own fence.
+    """Gets IDs from a nodeid-broker's /ids at url: its base URL (e.g.
+    http://127.0.0.1:8080) or its /ids URL; None (the default) reads the
+    NODEID_URL variable. Every ID is issued under the broker's own fence.
 
     Connections are kept alive and pooled: each call takes an idle one (or
     opens one), so threads may call at once. A request that fails on a reused
@@ -27,38 +57,85 @@ class HttpGenerator:
     one: a GET of IDs is safe to repeat, since IDs issued and not returned are
     merely skipped. timeout (seconds) bounds each connect and read. Use
     close() or a with block to close the connections.
+
+    prefetch=P (1 to 10000; 0, the default, is off) keeps a batch of P IDs
+    fetched ahead and fetches the next one in a background thread once half
+    of it is used, so that most calls need no round trip. The broker issued
+    every ID under its fence, so a prefetched ID stays unique whenever it is
+    used; it carries the time it was fetched. A batch is never split across
+    two answers: IDs left over when a call wants more are skipped, and so are
+    the IDs not used when the generator is closed.
+
+    _mutation is for testing only (the conformance suite): a name of
+    HTTP_MUTATIONS breaks that rule on purpose. Never set it in production.
     """
 
-    def __init__(self, url: str, *, timeout: float = 2.0):
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
-        self._url = url
+    def __init__(self, url: Optional[str] = None, *, timeout: float = 2.0, prefetch: int = 0,
+                 _mutation: Optional[str] = None):
+        self._url = base_url(url)
+        parts = urlsplit(self._url)
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or not 0 <= prefetch <= 10000:
+            raise ValueError(f"prefetch must be an int from 0 (off) to 10000, not {prefetch!r}")
+        if _mutation is not None and _mutation not in HTTP_MUTATIONS:
+            raise ValueError(f"unknown mutation {_mutation!r}: want one of {sorted(HTTP_MUTATIONS)}")
         self._conn = (http.client.HTTPConnection if parts.scheme == "http"
                       else http.client.HTTPSConnection)
         self._host, self._port = parts.hostname, parts.port
-        self._path = parts.path.rstrip("/") + "/ids?n="
+        self._path = parts.path + "/ids?n="
         self._timeout = timeout
         self._lock = threading.Lock()
         self._idle: List[http.client.HTTPConnection] = []
         self._closed = False
+        self._prefetch = prefetch
+        self._mutation = _mutation
+        # Prefetching: the batch in use (its IDs from _pos on are unused),
+        # the next one, and the one fetch at a time that fills it; all under
+        # _lock, which _filled shares.
+        self._filled = threading.Condition(self._lock)
+        self._ids: List[int] = []
+        self._pos = 0
+        self._node = self._version = 0
+        self._low = 0  # from this _pos on the next batch is fetched
+        self._ready: Optional[Batch] = None
+        self._fetching = 0  # the number of the fetch under way, 0 for none
+        self._fetches = 0  # fetches started
+        self._failed: Tuple[int, Optional[BaseException]] = (0, None)  # the last failed fetch
 
     def next_id(self) -> int:
         """Returns a new ID; raises UnavailableError on a 503, NodeIdError on
         any other failure."""
+        if self._prefetch:
+            with self._lock:
+                i = self._pos
+                if i < len(self._ids):
+                    self._pos = i + 1
+                    if i + 1 >= self._low:
+                        self._fetch_ahead()
+                    return self._ids[i]
+            return self._take(1).ids[0]
         return self._fetch(1)[2][0]
 
     def next_ids(self, n: int) -> List[int]:
-        """Returns n (1 to 10000) new strictly increasing IDs from one request;
+        """Returns n (1 to 10000) new strictly increasing IDs from one answer;
         raises like next_id, ValueError or TypeError for a bad n."""
+        return self.next_batch(n).ids
+
+    def next_batch(self, n: int) -> Batch:
+        """Returns n (1 to 10000) new strictly increasing IDs from one answer
+        with the node ID and version they were issued under (claim None);
+        raises like next_ids."""
         sf.check_count(n)
-        return self._fetch(n)[2]
+        if self._prefetch:
+            return self._take(n)
+        node_id, version, ids = self._fetch(n)
+        return Batch(ids, node_id, version, None)
 
     def close(self) -> None:
         """Closes the idle connections, and the others as their calls end;
         later calls raise NodeIdError."""
         with self._lock:
             self._closed, idle, self._idle = True, self._idle, []
+            self._ids, self._pos, self._ready = [], 0, None
         for conn in idle:
             conn.close()
 
@@ -67,6 +144,70 @@ class HttpGenerator:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    # -- prefetching -------------------------------------------------------
+
+    def _take(self, n: int) -> Batch:
+        """Takes n IDs from the prefetched batch, moving to the next one (or
+        waiting for it, or fetching it) when this one has fewer left."""
+        with self._lock:
+            while True:
+                i = self._pos
+                if len(self._ids) - i >= n:
+                    self._pos = i + n
+                    if self._pos >= self._low:
+                        self._fetch_ahead()
+                    return Batch(self._ids[i:i + n], self._node, self._version, None)
+                if self._closed:
+                    raise NodeIdError("nodeid: HttpGenerator is closed")
+                if self._ready is not None:
+                    self._use(self._ready)
+                    continue
+                k = self._fetching or self._start(max(n, self._prefetch))
+                while self._fetching == k:
+                    self._filled.wait()
+                failed, err = self._failed
+                if failed == k and self._ready is None:
+                    raise err  # type: ignore[misc]
+
+    def _use(self, b: Batch) -> None:
+        """Makes b the batch in use (the rest of the one before is skipped)."""
+        self._ids, self._pos, self._node, self._version = b.ids, 0, b.node_id, b.version
+        self._low = len(b.ids) - self._prefetch // 2
+        self._ready = None
+
+    def _fetch_ahead(self) -> None:
+        """Starts fetching the next batch unless it is there or under way."""
+        if self._ready is None and not self._fetching and not self._closed:
+            self._start(self._prefetch)
+
+    def _start(self, n: int) -> int:
+        """Starts fetch number k of n IDs in a thread of its own; returns k."""
+        self._fetches += 1
+        k = self._fetches
+        threading.Thread(target=self._fill, args=(k, n), daemon=True,
+                         name="nodeid-prefetch").start()
+        self._fetching = k  # the thread waits for _lock, held here, to report
+        return k
+
+    def _fill(self, k: int, n: int) -> None:
+        """Fetch k: GETs n IDs into _ready, or records why not."""
+        b: Optional[Batch] = None
+        err: Optional[BaseException] = None
+        try:
+            node_id, version, ids = self._fetch(n)
+            b = Batch(ids, node_id, version, None)
+        except BaseException as e:  # handed to the caller waiting for it
+            err = e
+        with self._lock:
+            self._fetching = 0
+            if b is not None:
+                self._ready = b
+                if self._mutation == "prefetch-latest-version":
+                    self._node, self._version = b.node_id, b.version
+            else:
+                self._failed = (k, err)
+            self._filled.notify_all()
 
     # -- internals ---------------------------------------------------------
 

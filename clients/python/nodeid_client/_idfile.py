@@ -9,7 +9,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Callable, List, NamedTuple, Optional, Tuple, Union
 
 from . import _snowflake as sf
 from .errors import ClockBehindError, NodeIdError, NotHeldError, VersionChangedError
@@ -38,6 +38,19 @@ class Claim:
     version: int
     floor_ms: int
     valid_until_ms: int
+
+
+class Batch(NamedTuple):
+    """The IDs of one next_batch call and what they were issued under: the
+    node ID they carry and its version (the fencing token), and from
+    IdFileGenerator the claim every ID was issued under (each ID's timestamp
+    is above its floor_ms and below its valid_until_ms); None from
+    HttpGenerator, whose broker fences its IDs itself."""
+
+    ids: List[int]
+    node_id: int
+    version: int
+    claim: Optional[Claim]
 
 
 def _no_duplicates(pairs):
@@ -131,6 +144,13 @@ class IdFileGenerator:
         none: raises like next_id, ValueError or TypeError for a bad n."""
         sf.check_count(n)
         return self._issue(n)[1]
+
+    def next_batch(self, n: int) -> Batch:
+        """Returns n (1 to 10000) new strictly increasing IDs with the claim
+        they were issued under; raises like next_ids."""
+        sf.check_count(n)
+        claim, ids = self._issue(n)
+        return Batch(ids, claim.node_id, claim.version, claim)
 
     def claim(self) -> Claim:
         """Returns the claim IDs are issued under now, re-reading the file if

@@ -2,13 +2,16 @@
 broker's /ids (node/http.go)."""
 
 import json
+import os
 import socket
 import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from nodeid_client import HttpGenerator, NodeIdError, UnavailableError
+from unittest import mock
+
+from nodeid_client import Batch, HttpGenerator, NodeIdError, UnavailableError
 
 
 class Broker(ThreadingHTTPServer):
@@ -21,6 +24,7 @@ class Broker(ThreadingHTTPServer):
     def __init__(self):
         super().__init__(("127.0.0.1", 0), Handler)
         self.mode = "ok"
+        self.version = 3
         self.next = 1000
         self.lock = threading.Lock()
         self.connections = set()
@@ -80,9 +84,20 @@ class Handler(BaseHTTPRequestHandler):
         with b.lock:
             first, b.next = b.next, b.next + n
         count = n - 1 if b.mode == "short" else n
-        self.reply(200, {"nodeId": 7, "version": 3, "ids": [str(first + i) for i in range(count)]})
+        self.reply(200, {"nodeId": 7, "version": b.version, "ids": [str(first + i) for i in range(count)]})
         if b.mode == "drop":
             self.close_connection = True
+
+
+def in_threads(work, k=8):
+    """Runs work(list) in k threads at once; returns their lists."""
+    out = [[] for _ in range(k)]
+    threads = [threading.Thread(target=work, args=(r,)) for r in out]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
 
 
 class HttpTest(unittest.TestCase):
@@ -164,19 +179,125 @@ class HttpTest(unittest.TestCase):
                 HttpGenerator(url)
 
     def test_threads(self):
-        out = [[] for _ in range(8)]
-
         def work(r):
             for _ in range(50):
                 r.extend(self.gen.next_ids(3))
-        threads = [threading.Thread(target=work, args=(r,)) for r in out]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        out = in_threads(work)
         every = [i for r in out for i in r]
         self.assertEqual(sorted(every), list(range(1000, 1000 + 8 * 50 * 3)))
         self.assertLessEqual(len(self.broker.connections), 8)
+
+
+class UrlTest(unittest.TestCase):
+    """The broker's base URL or its /ids URL, given or from NODEID_URL."""
+
+    def setUp(self):
+        self.broker = Broker()
+        self.addCleanup(self.broker.stop)
+
+    def test_base_or_ids_url(self):
+        for url in (self.broker.url, self.broker.url + "/", self.broker.url + "/ids", self.broker.url + "/ids/"):
+            with self.subTest(url=url), HttpGenerator(url) as g:
+                g.next_id()
+        self.assertEqual(self.broker.requests, ["/ids?n=1"] * 4)
+
+    def test_from_nodeid_url(self):
+        for url in (self.broker.url, self.broker.url + "/ids"):
+            with self.subTest(url=url), mock.patch.dict(os.environ, {"NODEID_URL": url}), HttpGenerator() as g:
+                self.assertEqual(g.next_batch(2), Batch([1000, 1001], 7, 3, None) if url == self.broker.url
+                                 else Batch([1002, 1003], 7, 3, None))
+
+    def test_nodeid_url_unset(self):
+        env = {k: v for k, v in os.environ.items() if k != "NODEID_URL"}
+        with mock.patch.dict(os.environ, env, clear=True), self.assertRaisesRegex(ValueError, "NODEID_URL is not set"):
+            HttpGenerator()
+
+
+class PrefetchTest(unittest.TestCase):
+    """HttpGenerator(prefetch=P): a batch of P fetched ahead."""
+
+    def setUp(self):
+        self.broker = Broker()
+        self.addCleanup(self.broker.stop)
+
+    def gen(self, p, **kw):
+        g = HttpGenerator(self.broker.url, prefetch=p, **kw)
+        self.addCleanup(g.close)
+        return g
+
+    def wait_requests(self, k):
+        """Waits (bounded) for the broker to have had k requests."""
+        for _ in range(2000):
+            with self.broker.lock:
+                if len(self.broker.requests) >= k:
+                    return
+            threading.Event().wait(0.005)
+        self.fail(f"no {k} requests: {self.broker.requests}")
+
+    def test_one_round_trip_per_batch(self):
+        g = self.gen(10)
+        got = [g.next_id() for _ in range(5)]  # 5 used: half of 10, the next one is fetched
+        self.wait_requests(2)
+        got += [g.next_id() for _ in range(5)] + [g.next_id()]
+        self.assertEqual(got, list(range(1000, 1011)))
+        self.assertEqual(self.broker.requests[:2], ["/ids?n=10", "/ids?n=10"])
+
+    def test_batch_from_one_answer_with_its_version(self):
+        g = self.gen(10)
+        self.assertEqual(g.next_batch(4), Batch([1000, 1001, 1002, 1003], 7, 3, None))
+        self.broker.version = 4  # another version from the next answer on
+        self.assertEqual(g.next_batch(4), Batch([1004, 1005, 1006, 1007], 7, 3, None))
+        self.wait_requests(2)
+        # 2 left of the first answer: skipped, as a batch comes from one answer
+        self.assertEqual(g.next_batch(4), Batch([1010, 1011, 1012, 1013], 7, 4, None))
+
+    def test_bigger_than_prefetch(self):
+        g = self.gen(4)
+        self.assertEqual(g.next_ids(6), list(range(1000, 1006)))
+        self.assertEqual(self.broker.requests[0], "/ids?n=6")
+
+    def test_error_once_used_up(self):
+        g = self.gen(4)
+        self.assertEqual(g.next_id(), 1000)
+        self.broker.mode = "503"
+        self.assertEqual(g.next_id(), 1001)  # the fetch ahead fails: what is left is still good
+        self.wait_requests(2)
+        self.assertEqual([g.next_id(), g.next_id()], [1002, 1003])
+        with self.assertRaises(UnavailableError):
+            g.next_id()
+        self.broker.mode = "ok"
+        self.assertEqual(g.next_ids(2), [1004, 1005])
+
+    def test_mutation_latest_version(self):
+        g = self.gen(10, _mutation="prefetch-latest-version")
+        g.next_batch(6)  # the next answer is fetched, with another version
+        self.broker.version = 4
+        self.wait_requests(2)
+        for _ in range(100):
+            if g._ready is not None:
+                break
+            threading.Event().wait(0.01)
+        self.assertEqual(g.next_batch(2).version, 4)  # the mutant's wrong version for IDs of version 3
+
+    def test_bad_prefetch(self):
+        for p in (-1, 10001, True, 1.5):
+            with self.subTest(p=p), self.assertRaises(ValueError):
+                HttpGenerator(self.broker.url, prefetch=p)
+        with self.assertRaises(ValueError):
+            HttpGenerator(self.broker.url, _mutation="ignore-floor")
+
+    def test_threads(self):
+        g = self.gen(7)
+
+        def work(r):
+            for _ in range(50):
+                r.append(g.next_id())
+                r.extend(g.next_ids(3))
+        out = in_threads(work)
+        every = [i for r in out for i in r]
+        self.assertEqual(len(set(every)), len(every))
+        for r in out:
+            self.assertEqual(r, sorted(r))
 
 
 if __name__ == "__main__":

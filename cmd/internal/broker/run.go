@@ -20,8 +20,8 @@ const runHelp = `Usage: {prog} run [flags] -- CMD [ARGS...]
 
 Runs one broker as {prog} serve does (the same flags and variables), and
 once it holds a node ID and the wall clock is past the ID's floor, starts
-CMD with NODEID_NODE_ID, NODEID_VERSION, NODEID_FLOOR_MS, NODEID_IDS_URL (the
-broker's /ids) and, with --id-file, NODEID_ID_FILE in its environment, with
+CMD with NODEID_NODE_ID, NODEID_VERSION, NODEID_FLOOR_MS, NODEID_URL (the
+broker's base URL: its /ids is NODEID_URL/ids) and, with --id-file, NODEID_ID_FILE in its environment, with
 the caller's environment less the broker's own configuration (the NODEID_
 variable of every flag below, NODEID_GOSSIP_KEY and NODEID_ETCD_PASSWORD
 among them). CMD must exist when the broker starts. CMD runs in a process
@@ -36,7 +36,7 @@ the lease is lost, CMD gets SIGTERM at once and SIGKILL before the lease's
 fence, so it is gone before another task may take the ID; then exit 3.
 
 CMD should use the ID only while it runs, and either issue Snowflake IDs
-itself (above NODEID_FLOOR_MS) or get them from NODEID_IDS_URL, never both.
+itself (above NODEID_FLOOR_MS) or get them from NODEID_URL/ids, never both.
 A broker that freezes (without dying) cannot kill CMD at the fence: CMD
 closes that gap by also checking the id file's validUntilMs (--id-file).
 
@@ -53,21 +53,21 @@ type child struct {
 	cfg node.ChildConfig
 }
 
-// listening adds the broker's /ids URL to the child's environment, once the
+// listening adds the broker's base URL to the child's environment, once the
 // HTTP server has its address (a no-op on serve, which has no child).
 func (c *child) listening(addr net.Addr) {
 	if c == nil {
 		return
 	}
-	c.cmd.Env = append(c.cmd.Env, node.EnvIDsURL+"="+idsURL(addr))
+	c.cmd.Env = append(c.cmd.Env, node.EnvURL+"="+baseURL(addr))
 }
 
-// idsURL returns the URL of /ids on addr, on loopback when addr is a
-// wildcard address.
-func idsURL(addr net.Addr) string {
+// baseURL returns the base URL of the HTTP server on addr, on loopback when
+// addr is a wildcard address.
+func baseURL(addr net.Addr) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
-		return "http://" + addr.String() + "/ids"
+		return "http://" + addr.String()
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
@@ -75,7 +75,7 @@ func idsURL(addr net.Addr) string {
 			host = "::1"
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/ids"
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // runRun is the run command of prog: serve's flags, "--", and the command to

@@ -21,7 +21,8 @@ import urllib.parse
 
 EPOCH_MS = 1735689600000
 MAX_CLOCK_WAIT_S = 5.0
-MUTATIONS = ("ignore-valid-until", "ignore-floor", "ignore-version", "ignore-missing", "allow-backwards")
+MUTATIONS = ("ignore-valid-until", "ignore-floor", "ignore-version", "ignore-missing", "allow-backwards",
+             "prefetch-latest-version")
 
 
 class Err(Exception):
@@ -160,6 +161,9 @@ class HttpGenerator:
         self.conn = None
 
     def next_ids(self, n):
+        return self.fetch(n)
+
+    def fetch(self, n):
         if self.conn is None:
             self.conn = http.client.HTTPConnection(self.host, self.port, timeout=5)
         try:
@@ -176,6 +180,32 @@ class HttpGenerator:
             raise Err("GET /ids: HTTP %d" % r.status)
         j = json.loads(body)
         return {"nodeId": j["nodeId"], "version": j["version"], "validUntilMs": None}, [int(x) for x in j["ids"]]
+
+
+class Prefetcher:
+    """HTTP with a batch of p fetched ahead, the next one fetched (in the
+    calling thread, its failure ignored) once half is used; a call's IDs come
+    from one answer. The mutation prefetch-latest-version labels the IDs in
+    hand with the latest answer's node and version."""
+
+    def __init__(self, http, p, mutation):
+        self.http, self.p, self.mutation = http, p, mutation
+        self.claim, self.ids, self.next = None, [], None
+
+    def next_ids(self, n):
+        if len(self.ids) < n:
+            self.claim, self.ids = self.next or self.http.fetch(max(n, self.p))
+            self.next = None
+        out, self.ids = self.ids[:n], self.ids[n:]
+        claim = self.claim
+        if self.next is None and len(self.ids) <= self.p // 2:
+            try:
+                self.next = self.http.fetch(self.p)
+            except Err:
+                pass
+            if self.next is not None and self.mutation == "prefetch-latest-version":
+                self.claim = self.next[0]
+        return claim, out
 
 
 class Flag:
@@ -199,9 +229,14 @@ def usage(msg):
 def main(argv):
     opts = {"batch": 1, "pause": 0, "duration": None, "steps": [], "reread": 1000, "mutation": None}
     path = url = None
+    prefetch = 0
     i = 0
     while i < len(argv):
         a = argv[i]
+        if a == "--url-env":
+            url = os.environ.get("NODEID_URL") or usage("NODEID_URL is not set")
+            i += 1
+            continue
         if i + 1 >= len(argv):
             usage("%s needs a value" % a)
         v = argv[i + 1]
@@ -211,6 +246,8 @@ def main(argv):
                 path = v
             elif a == "--url":
                 url = v
+            elif a == "--prefetch":
+                prefetch = int(v)
             elif a == "--batch":
                 opts["batch"] = int(v)
             elif a == "--duration-ms":
@@ -240,6 +277,8 @@ def main(argv):
         gen = IdFileGenerator(path, clock, opts["reread"], opts["mutation"])
     else:
         gen = HttpGenerator(url)
+        if prefetch:
+            gen = Prefetcher(gen, prefetch, opts["mutation"])
 
     # A signal handler must take no lock: Event.set in a handler that runs
     # while the main thread is inside Event.wait can deadlock on the

@@ -9,8 +9,9 @@ import java.util.function.IntSupplier;
 /**
  * Measures IDs per second in one process and one thread: id-file mode
  * ({@code nextId}, {@code nextIds(1000)}) on a temporary id file, and HTTP
- * mode ({@code nextId}, {@code nextIds(1000)}) against the broker at the URL
- * given as the first argument, if any. Each figure is the best of 3 rounds of
+ * mode ({@code nextId}, {@code nextIds(1000)}, and {@code nextId} with a
+ * prefetch of 10000) against the broker at the URL given as the first
+ * argument, if any. Each figure is the best of 3 rounds of
  * 2 s after a 1 s warm-up.
  */
 public final class Bench {
@@ -42,6 +43,11 @@ public final class Bench {
                 return 1;
             });
             run("HTTP nextIds(1000)", () -> h.nextIds(1000).length);
+            HttpGenerator p = new HttpGenerator(URI.create(args[0]), new HttpGenerator.Options().prefetch(10_000));
+            run("HTTP prefetch(10000) nextId()", () -> {
+                p.nextId();
+                return 1;
+            });
         }
     }
 
@@ -51,7 +57,7 @@ public final class Bench {
         for (int r = 0; r < 3; r++) {
             best = Math.max(best, round(call, 2000));
         }
-        System.out.printf("%-24s %,14.0f IDs/s%n", name, best);
+        System.out.printf("%-30s %,14.0f IDs/s%n", name, best);
     }
 
     /** Calls call for ms, returns IDs per second. */

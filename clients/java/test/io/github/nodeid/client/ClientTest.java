@@ -25,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
@@ -786,5 +787,91 @@ public final class ClientTest {
         }
         expect(IllegalArgumentException.class, () -> new HttpGenerator(URI.create("ftp://127.0.0.1")));
         expect(IllegalArgumentException.class, () -> new HttpGenerator(URI.create("http://127.0.0.1:1/?a=b")));
+    }
+
+    void testHttpBaseOrIdsURL() throws Exception {
+        AtomicLong next = new AtomicLong();
+        List<String> paths = java.util.Collections.synchronizedList(new ArrayList<>());
+        HttpServer s = server(n -> new Object[] {200, idsBody(n, next)});
+        s.createContext("/x/", ex -> {
+            paths.add(ex.getRequestURI().getPath());
+            ex.sendResponseHeaders(404, -1);
+            ex.close();
+        });
+        try {
+            for (String u : new String[] {"", "/", "/ids", "/ids/"}) {
+                eq(1, new HttpGenerator(URI.create(base(s) + u)).nextIds(1).length, "URL " + u);
+            }
+            expect(NodeIdException.class, () -> new HttpGenerator(URI.create(base(s) + "/x/ids")).nextId());
+            check(paths.equals(List.of("/x/ids")), "the /ids of a base with a path: " + paths);
+            if (System.getenv(HttpGenerator.URL_VARIABLE) == null) {
+                contains(expect(IllegalStateException.class, HttpGenerator::new).getMessage(), "NODEID_URL is not set");
+            }
+        } finally {
+            s.stop(0);
+        }
+    }
+
+    void testHttpPrefetch() throws Exception {
+        AtomicLong next = new AtomicLong();
+        AtomicLong version = new AtomicLong(9);
+        AtomicInteger status = new AtomicInteger(200);
+        List<Integer> asked = java.util.Collections.synchronizedList(new ArrayList<>());
+        HttpServer s = server(n -> {
+            asked.add(n);
+            return status.get() == 200 ? new Object[] {200, idsBody(n, next).replace("\"version\":9", "\"version\":" + version.get())}
+                    : new Object[] {503, "{\"reason\":\"fenced\"}"};
+        });
+        try {
+            HttpGenerator g = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(10)
+                    .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30)));
+            Batch a = g.nextBatch(4);
+            version.set(10); // the next answer's
+            Batch b = g.nextBatch(4); // 8 used: the next one is fetched
+            check(a.version() == 9 && b.version() == 9 && b.ids()[0] == a.ids()[3] + 1, "one answer: " + a + " " + b);
+            Batch c = g.nextBatch(4); // 2 left: skipped
+            check(c.version() == 10 && c.nodeId() == 5 && c.claim() == null, "the next answer's version: " + c);
+            eq(Snowflake.compose(T, 5, 10), c.ids()[0], "the next answer's first ID");
+            check(asked.equals(List.of(10, 10)), "one request per 10 IDs: " + asked);
+            eq(20, g.nextIds(20).length, "more than the prefetch: one answer");
+            // What is left stays good when the broker fails; then its error.
+            HttpGenerator h = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(4)
+                    .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30)));
+            long first = h.nextId();
+            status.set(503);
+            eq(first + 1, h.nextId(), "2 used: the fetch ahead fails");
+            eq(first + 2, h.nextId(), "third");
+            eq(first + 3, h.nextId(), "fourth");
+            expect(UnavailableException.class, h::nextId);
+            status.set(200);
+            check(h.nextId() > first + 3, "after the broker is back");
+            // Threads share the batches.
+            HttpGenerator shared = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(100)
+                    .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30)));
+            List<CompletableFuture<long[]>> fs = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                fs.add(CompletableFuture.supplyAsync(() -> {
+                    long[] all = new long[400];
+                    for (int k = 0; k < 100; k++) {
+                        all[k * 4] = shared.nextId();
+                        System.arraycopy(shared.nextIds(3), 0, all, k * 4 + 1, 3);
+                    }
+                    return all;
+                }));
+            }
+            Set<Long> seen = new HashSet<>();
+            for (CompletableFuture<long[]> f : fs) {
+                long last = -1;
+                for (long id : result(f)) {
+                    check(seen.add(id), "duplicate " + id);
+                    check(id > last, "not increasing in a thread: " + id);
+                    last = id;
+                }
+            }
+            expect(IllegalArgumentException.class, () -> new HttpGenerator.Options().prefetch(10_001));
+            expect(IllegalArgumentException.class, () -> new HttpGenerator.Options().testingMutation("ignore-floor"));
+        } finally {
+            s.stop(0);
+        }
     }
 }

@@ -44,6 +44,8 @@ public final class Driver {
     private static final class Args {
         String idFile;
         String url;
+        boolean urlEnv;
+        int prefetch;
         int batch = 1;
         long durationMs = -1;
         long pauseMs;
@@ -68,13 +70,17 @@ public final class Driver {
                             .clock(steppedClock(a.clockSteps, start))
                             .rereadMillis(a.rereadMs)
                             .testingMutation(a.mutation))
-                    : new HttpGenerator(URI.create(a.url));
-        } catch (IllegalArgumentException e) {
+                    : a.urlEnv ? new HttpGenerator(httpOptions(a)) : new HttpGenerator(URI.create(a.url), httpOptions(a));
+        } catch (IllegalArgumentException | IllegalStateException e) {
             System.err.println("driver: " + e.getMessage());
             System.exit(2);
             return;
         }
         new Driver().run(a, gen, start);
+    }
+
+    private static HttpGenerator.Options httpOptions(Args a) {
+        return new HttpGenerator.Options().prefetch(a.prefetch).testingMutation(a.mutation);
     }
 
     private void run(Args a, IdGenerator gen, long start) {
@@ -233,8 +239,13 @@ public final class Driver {
                 value = arg.substring(eq + 1);
                 arg = arg.substring(0, eq);
             }
-            if (!List.of("--id-file", "--url", "--batch", "--duration-ms", "--pause-ms", "--clock-steps", "--reread-ms", "--mutation").contains(arg)) {
+            if (!List.of("--id-file", "--url", "--url-env", "--batch", "--prefetch", "--duration-ms", "--pause-ms", "--clock-steps", "--reread-ms", "--mutation").contains(arg)) {
                 throw new IllegalArgumentException("unknown argument " + argv[k]);
+            }
+            if (arg.equals("--url-env")) {
+                seen.add(arg);
+                a.urlEnv = true;
+                continue;
             }
             if (value == null) {
                 if (++k == argv.length) {
@@ -246,6 +257,7 @@ public final class Driver {
             switch (arg) {
                 case "--id-file" -> a.idFile = value;
                 case "--url" -> a.url = value;
+                case "--prefetch" -> a.prefetch = (int) number(arg, value, 0, IdGenerator.MAX_BATCH);
                 case "--batch" -> a.batch = (int) number(arg, value, 1, IdGenerator.MAX_BATCH);
                 case "--duration-ms" -> a.durationMs = number(arg, value, 0, Long.MAX_VALUE);
                 case "--pause-ms" -> a.pauseMs = number(arg, value, 0, Long.MAX_VALUE);
@@ -254,11 +266,14 @@ public final class Driver {
                 default -> a.mutation = value; // --mutation: checked by Options
             }
         }
-        if ((a.idFile == null) == (a.url == null)) {
-            throw new IllegalArgumentException("give one of --id-file PATH and --url URL");
+        if ((a.idFile != null ? 1 : 0) + (a.url != null ? 1 : 0) + (a.urlEnv ? 1 : 0) != 1) {
+            throw new IllegalArgumentException("give one of --id-file PATH, --url URL and --url-env");
         }
-        if (a.url != null && (seen.contains("--mutation") || seen.contains("--clock-steps") || seen.contains("--reread-ms"))) {
-            throw new IllegalArgumentException("--mutation, --clock-steps and --reread-ms are for --id-file, not --url");
+        if (a.idFile == null && (seen.contains("--clock-steps") || seen.contains("--reread-ms"))) {
+            throw new IllegalArgumentException("--clock-steps and --reread-ms are for --id-file, not --url");
+        }
+        if (a.idFile != null && seen.contains("--prefetch")) {
+            throw new IllegalArgumentException("--prefetch is for --url and --url-env, not --id-file");
         }
         return a;
     }

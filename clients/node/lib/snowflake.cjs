@@ -1,14 +1,16 @@
+'use strict';
+
 // The project's Snowflake layout: 41 bits of ms since 2025-01-01T00:00:00Z,
 // 10 bits of node ID, 12 bits of sequence.
 
 /** Unix ms of the layout's epoch, 2025-01-01T00:00:00Z. */
-export const EPOCH_MS = 1735689600000;
+const EPOCH_MS = 1735689600000;
 /** Node IDs are 0 .. MAX_NODE_ID. */
-export const MAX_NODE_ID = 1023;
+const MAX_NODE_ID = 1023;
 /** Sequence numbers within one millisecond are 0 .. MAX_SEQ. */
-export const MAX_SEQ = 4095;
+const MAX_SEQ = 4095;
 /** The largest Unix ms the 41 timestamp bits hold. */
-export const MAX_TIME_MS = EPOCH_MS + 2 ** 41 - 1;
+const MAX_TIME_MS = EPOCH_MS + 2 ** 41 - 1;
 
 /**
  * The first ID of millisecond timeMs for nodeId (sequence 0).
@@ -16,7 +18,7 @@ export const MAX_TIME_MS = EPOCH_MS + 2 ** 41 - 1;
  * @param {number} nodeId 0 .. MAX_NODE_ID
  * @returns {bigint}
  */
-export function idBase(timeMs, nodeId) {
+function idBase(timeMs, nodeId) {
   return (BigInt(timeMs - EPOCH_MS) << 22n) | (BigInt(nodeId) << 12n);
 }
 
@@ -25,7 +27,7 @@ export function idBase(timeMs, nodeId) {
  * @param {bigint | number | string} id an ID (a bigint, or its decimal string)
  * @returns {{timeMs: number, nodeId: number, seq: number}} timeMs in Unix ms
  */
-export function decode(id) {
+function decode(id) {
   const v = BigInt(id);
   if (v < 0n || v >= 1n << 63n) throw new RangeError(`${id} is not a 63-bit Snowflake ID`);
   return {
@@ -34,3 +36,5 @@ export function decode(id) {
     seq: Number(v & 4095n),
   };
 }
+
+module.exports = { EPOCH_MS, MAX_NODE_ID, MAX_SEQ, MAX_TIME_MS, idBase, decode };

@@ -1,7 +1,9 @@
+'use strict';
+
 // The package's errors: one base class, one subclass per way a call fails.
 
 /** Every error this package raises on purpose. */
-export class NodeIdError extends Error {
+class NodeIdError extends Error {
   /**
    * @param {string} message
    * @param {{cause?: unknown}} [options]
@@ -17,7 +19,7 @@ export class NodeIdError extends Error {
  * claim expired (validUntilMs passed). Transient: retry later; the generator
  * issues again once a valid file for the same claim is back.
  */
-export class NotHeldError extends NodeIdError {
+class NotHeldError extends NodeIdError {
   /** @param {string} message @param {{cause?: unknown}} [options] */
   constructor(message, options) {
     super(message, options);
@@ -30,7 +32,7 @@ export class NotHeldError extends NodeIdError {
  * first used. Permanent: every later call of this generator throws it; a new
  * generator (a new process) starts from the new claim's floor.
  */
-export class VersionChangedError extends NodeIdError {
+class VersionChangedError extends NodeIdError {
   /** @param {string} message */
   constructor(message) {
     super(message);
@@ -42,7 +44,7 @@ export class VersionChangedError extends NodeIdError {
  * The clock stayed behind the claim's floorMs or the generator's last
  * timestamp for longer than maxClockWaitMs.
  */
-export class ClockBehindError extends NodeIdError {
+class ClockBehindError extends NodeIdError {
   /** @param {string} message */
   constructor(message) {
     super(message);
@@ -54,7 +56,7 @@ export class ClockBehindError extends NodeIdError {
  * The broker answered 503: it holds no valid lease now. Retry after
  * retryAfterMs (the broker's Retry-After, 1 s).
  */
-export class UnavailableError extends NodeIdError {
+class UnavailableError extends NodeIdError {
   /** @param {string} message @param {number} retryAfterMs */
   constructor(message, retryAfterMs) {
     super(message);
@@ -63,3 +65,5 @@ export class UnavailableError extends NodeIdError {
     this.retryAfterMs = retryAfterMs;
   }
 }
+
+module.exports = { NodeIdError, NotHeldError, VersionChangedError, ClockBehindError, UnavailableError };

@@ -1,3 +1,5 @@
+'use strict';
+
 // A synchronous sleep that blocks the thread without burning a core.
 
 const cell = new Int32Array(new SharedArrayBuffer(4));
@@ -7,6 +9,8 @@ const cell = new Int32Array(new SharedArrayBuffer(4));
  * with Atomics.wait: the event loop stops too.
  * @param {number} ms
  */
-export function sleepSync(ms) {
+function sleepSync(ms) {
   if (ms > 0) Atomics.wait(cell, 0, 0, ms);
 }
+
+module.exports = { sleepSync };

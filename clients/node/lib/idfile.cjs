@@ -1,14 +1,16 @@
+'use strict';
+
 // IdFileGenerator: Snowflake IDs issued in this process under the claim
 // nodeid-broker writes to its id file (clients/README.md, rules 1-7).
 
-import { readClaim } from './claim.js';
-import { checkCount } from './count.js';
-import { ClockBehindError, NodeIdError, NotHeldError, VersionChangedError } from './errors.js';
-import { sleepSync } from './sleep.js';
-import { EPOCH_MS, MAX_SEQ, MAX_TIME_MS, idBase } from './snowflake.js';
+const { readClaim } = require('./claim.cjs');
+const { checkCount } = require('./count.cjs');
+const { ClockBehindError, NodeIdError, NotHeldError, VersionChangedError } = require('./errors.cjs');
+const { sleepSync } = require('./sleep.cjs');
+const { EPOCH_MS, MAX_SEQ, MAX_TIME_MS, idBase } = require('./snowflake.cjs');
 
 /** Testing only: the names of the rules a generator can be told to break. */
-export const MUTATIONS = Object.freeze([
+const MUTATIONS = Object.freeze([
   'ignore-valid-until', // issue past validUntilMs
   'ignore-floor', // issue at or below floorMs
   'ignore-version', // go on after the nodeId or version changes
@@ -25,23 +27,23 @@ const MAX_SLEEP_MS = 50;
  * synchronous: a wait for the clock (at most maxClockWaitMs) blocks the
  * thread, event loop included.
  */
-export class IdFileGenerator {
+class IdFileGenerator {
   #path;
   #clock;
   #rereadMs;
   #maxClockWaitMs;
   #mut;
-  /** @type {import('./claim.js').Claim | null} the last valid claim read */
+  /** @type {import('./claim.cjs').Claim | null} the last valid claim read */
   #claim = null;
   /** @type {NotHeldError | null} why the last read gave no claim */
   #error = null;
   #readAt = -Infinity; // performance.now() of the last read
-  /** @type {import('./claim.js').Claim | null} the first claim used */
+  /** @type {import('./claim.cjs').Claim | null} the first claim used */
   #pinned = null;
   #dead = ''; // the VersionChangedError's message once the claim changed
   #lastTs = -1; // the last timestamp issued
   #lastSeq = MAX_SEQ; // the last sequence number issued at #lastTs
-  /** @type {import('./claim.js').Claim | null} the claim of the last batch issued */
+  /** @type {import('./claim.cjs').Claim | null} the claim of the last batch issued */
   #issuedUnder = null;
   #baseTs = -1; // the ms and node idBase was computed for, and its value
   #baseNode = -1;
@@ -99,7 +101,7 @@ export class IdFileGenerator {
   /**
    * The claim IDs are issued under now (re-reading the file if due), frozen.
    * Throws as nextId would, but never waits for the clock.
-   * @returns {import('./claim.js').Claim}
+   * @returns {import('./claim.cjs').Claim}
    * @throws {NotHeldError | VersionChangedError}
    */
   claim() {
@@ -108,15 +110,17 @@ export class IdFileGenerator {
   }
 
   /**
-   * Internal (the conformance driver's): nextIds(n) with the claim the batch
-   * was issued under, taken in the same step.
-   * @param {number} n
-   * @returns {{claim: import('./claim.js').Claim, ids: bigint[]}}
+   * nextIds(n) with the claim the batch was issued under, taken in the same
+   * step, and its node ID and version.
+   * @param {number} n 1 .. 10000
+   * @returns {{ids: bigint[], nodeId: number, version: number, claim: import('./claim.cjs').Claim}}
+   * @throws {NotHeldError | VersionChangedError | ClockBehindError}
    */
-  _nextIdsWithClaim(n) {
+  nextBatch(n) {
     checkCount(n);
     const ids = this.#issue(n);
-    return { claim: /** @type {import('./claim.js').Claim} */ (this.#issuedUnder), ids };
+    const claim = /** @type {import('./claim.cjs').Claim} */ (this.#issuedUnder);
+    return { ids, nodeId: claim.nodeId, version: claim.version, claim };
   }
 
   // #issue issues n IDs, committing the new last timestamp only when all
@@ -184,7 +188,7 @@ export class IdFileGenerator {
     const usable = this.#error === null && this.#claim !== null && (!keepVU || t < this.#claim.validUntilMs);
     if (!usable || performance.now() - this.#readAt >= this.#rereadMs) this.#read();
     if (this.#error !== null) throw this.#error;
-    const c = /** @type {import('./claim.js').Claim} */ (this.#claim);
+    const c = /** @type {import('./claim.cjs').Claim} */ (this.#claim);
     if (keepVU && t >= c.validUntilMs) {
       throw new NotHeldError(`id file ${this.#path}: claim expired: timestamp ${t} is at or past validUntilMs ${c.validUntilMs} (nodeId ${c.nodeId}, version ${c.version})`);
     }
@@ -217,3 +221,5 @@ export class IdFileGenerator {
     this.#error = null;
   }
 }
+
+module.exports = { MUTATIONS, IdFileGenerator };

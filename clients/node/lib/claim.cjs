@@ -1,9 +1,11 @@
+'use strict';
+
 // The id file nodeid-broker writes (--id-file):
 // {"nodeId":7,"version":3,"floorMs":1763712330000,"validUntilMs":1763712345678}
 
-import { readFileSync } from 'node:fs';
-import { NotHeldError } from './errors.js';
-import { MAX_NODE_ID } from './snowflake.js';
+const { readFileSync } = require('node:fs');
+const { NotHeldError } = require('./errors.cjs');
+const { MAX_NODE_ID } = require('./snowflake.cjs');
 
 /**
  * A claim on a node ID, as the id file names it.
@@ -19,7 +21,7 @@ const FIELDS = ['nodeId', 'version', 'floorMs', 'validUntilMs'];
  * @returns {Claim} frozen
  * @throws {Error} with the reason when the text is not such a claim
  */
-export function parseClaim(text) {
+function parseClaim(text) {
   if (text.trim() === '') throw new Error('empty (truncated?)');
   let doc;
   try {
@@ -45,7 +47,7 @@ export function parseClaim(text) {
  * @returns {Claim}
  * @throws {NotHeldError} naming the path and the reason (missing, unreadable, garbage)
  */
-export function readClaim(path) {
+function readClaim(path) {
   let text;
   try {
     text = readFileSync(path, 'utf8');
@@ -59,3 +61,5 @@ export function readClaim(path) {
     throw new NotHeldError(`id file ${path}: ${e.message}`);
   }
 }
+
+module.exports = { parseClaim, readClaim };
