@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -51,9 +52,32 @@ type Config struct {
 	// Join lists members to join at Start ("host:port", or "host" for the
 	// BindPort); a name that resolves to several addresses joins them all.
 	// Empty: start a cluster of one. Failing to reach any is logged, not an
-	// error: gossip is advisory, and others can join this member later. Call
-	// Join to retry.
+	// error: gossip is advisory. Whenever this member sees no other live
+	// member (none answered at Start, or all have left or died since), it
+	// joins Join again, resolving the names afresh at each try, paced by
+	// RejoinMin and RejoinMax, until Close.
 	Join []string
+
+	// Seeds, when set, returns more addresses to join ("host:port"), such as
+	// those the cluster's lease records publish: it is called at Start and at
+	// each try of the rejoin loop, with a context that ends at Close. A seed
+	// that no live member advertises is joined, alone or not, and the loop
+	// keeps trying (paced as for Join) until three tries in a row find every
+	// seed it returns live; it then calls Seeds again only once this member
+	// is alone.
+	// It must return within about TCPTimeout. Nil: Join only.
+	Seeds func(ctx context.Context) []string
+
+	// RejoinMin is the first pause before joining again, in the rejoin loop
+	// (see Join and Seeds). Each pause is drawn uniformly from [d/2, d), d
+	// starting at RejoinMin and doubling after each try that reached no
+	// member, up to RejoinMax. Default 1 s.
+	RejoinMin time.Duration
+
+	// RejoinMax caps the pause of the rejoin loop: the longest a member
+	// alone waits between two tries once its join targets have stayed
+	// unreachable. Default 30 s.
+	RejoinMax time.Duration
 
 	// Cluster is the identity of the cluster this member belongs to: what
 	// defines it, such as the lease store ("s3://bucket/prefix", with the
@@ -149,6 +173,8 @@ func DefaultConfig() Config {
 		UpdateTimeout:    2 * time.Second,
 		LeaveTimeout:     2 * time.Second,
 		QueryInterval:    250 * time.Millisecond,
+		RejoinMin:        time.Second,
+		RejoinMax:        30 * time.Second,
 	}
 }
 
@@ -168,6 +194,8 @@ func DefaultLocalConfig() Config {
 	c.UpdateTimeout = time.Second
 	c.LeaveTimeout = time.Second
 	c.QueryInterval = 50 * time.Millisecond
+	c.RejoinMin = 200 * time.Millisecond
+	c.RejoinMax = 5 * time.Second
 	return c
 }
 
@@ -203,6 +231,8 @@ func (c *Config) Validate() error {
 	check(c.UpdateTimeout > 0, "UpdateTimeout %v must be positive", c.UpdateTimeout)
 	check(c.LeaveTimeout > 0, "LeaveTimeout %v must be positive", c.LeaveTimeout)
 	check(c.QueryInterval > 0, "QueryInterval %v must be positive", c.QueryInterval)
+	check(c.RejoinMin > 0 && c.RejoinMin <= c.RejoinMax,
+		"RejoinMin %v must be positive and at most RejoinMax %v", c.RejoinMin, c.RejoinMax)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -1,0 +1,129 @@
+package gossip
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// freePort returns a loopback port free for TCP and UDP at this instant, for
+// a member that starts later on it.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 10 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
+		_ = l.Close()
+		if err == nil {
+			_ = u.Close()
+			return port
+		}
+	}
+	t.Fatal("no port free for both TCP and UDP")
+	return 0
+}
+
+// sees reports whether n sees a member called name.
+func sees(n *Node, name string) bool {
+	for _, m := range n.Members() {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRejoinReachesAJoinTargetThatComesUpLater(t *testing.T) {
+	port := freePort(t)
+	ca := testConfig("a")
+	ca.Join = []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	a := start(t, ca)
+	if len(a.Members()) != 1 {
+		t.Fatalf("a sees %v before its join target is up", a.Members())
+	}
+	cb := testConfig("b")
+	cb.BindPort = port
+	b := start(t, cb)
+	eventually(t, "a joins b once b is up", func() bool { return sees(a, "b") && sees(b, "a") })
+}
+
+func TestRejoinAfterLosingEveryPeer(t *testing.T) {
+	port := freePort(t)
+	cb := testConfig("b")
+	cb.BindPort = port
+	b, err := Start(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := testConfig("a")
+	ca.Join = []string{b.Addr()}
+	a := start(t, ca)
+	eventually(t, "a joins b at start", func() bool { return sees(a, "b") })
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a finds itself alone", func() bool { return len(a.Members()) == 1 })
+	cb2 := testConfig("b2")
+	cb2.BindPort = port
+	b2 := start(t, cb2)
+	eventually(t, "a, alone, joins the member now at its join address", func() bool { return sees(a, "b2") && sees(b2, "a") })
+}
+
+func TestSeedsJoinAnUnseenMemberWhenNotAlone(t *testing.T) {
+	c := start(t, testConfig("c"))
+	var a atomic.Pointer[Node]
+	ca := testConfig("a")
+	ca.Seeds = func(context.Context) []string {
+		if n := a.Load(); n != nil && sees(n, "b") { // only once a is not alone
+			return []string{c.Addr()}
+		}
+		return nil
+	}
+	a.Store(start(t, ca))
+	b := start(t, testConfig("b"))
+	if _, err := b.Join([]string{a.Load().Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a joins the seed c though it sees b", func() bool { return sees(a.Load(), "c") && sees(c, "b") })
+}
+
+func TestCloseEndsTheRejoinLoopInsideSeeds(t *testing.T) {
+	var calls atomic.Int64
+	inside := make(chan struct{})
+	ca := testConfig("a")
+	ca.Join = []string{fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	ca.Seeds = func(ctx context.Context) []string {
+		if calls.Add(1) == 2 { // the loop's first call; Start made the first
+			close(inside)
+			<-ctx.Done()
+		}
+		return nil
+	}
+	a, err := Start(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inside:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rejoin loop never called Seeds again")
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the rejoin loop blocked in Seeds")
+	}
+}
