@@ -104,6 +104,20 @@ func (n *Node) Join(addrs []string) (int, error) {
 	return joined, nil
 }
 
+// JoinGossip joins the member at addr ("host:port"), unless the last member
+// this one saw there left or was found dead (ErrGone): a crashed holder's
+// address is not worth a TCP timeout. It satisfies nodeid.GossipJoiner.
+func (n *Node) JoinGossip(ctx context.Context, addr string) error {
+	if n.view.goneAt(addr) {
+		return fmt.Errorf("gossip: join %s: %w", addr, ErrGone)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := n.Join([]string{addr})
+	return err
+}
+
 // Member is one live member as this one sees it.
 type Member struct {
 	// Name is the member's name: its task identity.

@@ -80,13 +80,14 @@ func (n *Node) joinOnce(ctx context.Context) (joined int, settled bool) {
 }
 
 // unseen returns the addresses among seeds that neither this member nor any
-// live member advertises.
+// live member advertises, and where no member was seen to leave or die (a
+// crashed member's lease record names it until its lease is taken).
 func (n *Node) unseen(seeds []string) []string {
 	live := map[string]bool{n.addr: true}
 	n.view.each(func(_ string, p peer) { live[p.addr] = true })
 	var out []string
 	for _, s := range seeds {
-		if !live[s] && !slices.Contains(out, s) {
+		if !live[s] && !n.view.goneAt(s) && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

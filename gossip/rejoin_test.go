@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -125,5 +126,22 @@ func TestCloseEndsTheRejoinLoopInsideSeeds(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end the rejoin loop blocked in Seeds")
+	}
+}
+
+func TestJoinGossipSkipsTheAddressOfAMemberGone(t *testing.T) {
+	nodes := cluster(t, names(2)...)
+	a, b := nodes[0], nodes[1]
+	addr := b.Addr()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a sees b gone", func() bool { return len(a.Members()) == 1 })
+	if err := a.JoinGossip(context.Background(), addr); !errors.Is(err, ErrGone) {
+		t.Fatalf("JoinGossip(%s) of a member gone = %v, want ErrGone", addr, err)
+	}
+	c := start(t, testConfig("c"))
+	if err := a.JoinGossip(context.Background(), c.Addr()); err != nil || !sees(a, "c") {
+		t.Fatalf("JoinGossip(%s) = %v, sees c %v", c.Addr(), err, sees(a, "c"))
 	}
 }

@@ -1,0 +1,48 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/gossip"
+	"github.com/nodeid/nodeid/lease/storetest"
+)
+
+// TestNodesWithNoJoinFindEachOtherFromTheBucket: three nodes gossip with no
+// Join at all. Each publishes its gossip address in the lease it holds, and
+// each finds the others from the bucket: one pool, where each sees every
+// node ID.
+func TestNodesWithNoJoinFindEachOtherFromTheBucket(t *testing.T) {
+	store := storetest.NewMemStore()
+	var nodes []*Node
+	for _, task := range []string{"a", "b", "c"} {
+		c := testConfig(task, 3)
+		gc := gossip.DefaultLocalConfig()
+		c.Gossip = &gc
+		n, err := New(store, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(context.Background()); err != nil {
+			t.Fatalf("%s: Start: %v", task, err)
+		}
+		t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		id := n.claim.Load().NodeID()
+		if rec := readRecord(t, store, id); rec.Gossip != n.gossip.Load().Addr() {
+			t.Errorf("node %d's record publishes gossip %q, want %q", id, rec.Gossip, n.gossip.Load().Addr())
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for _, n := range nodes {
+		for len(n.gossip.Load().KnownNodes()) != 3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s sees %v, want all 3 node IDs", n.cfg.Provider.TaskID, n.gossip.Load().Members())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
