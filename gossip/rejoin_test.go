@@ -9,28 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// freePort returns a loopback port free for TCP and UDP at this instant, for
-// a member that starts later on it.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 10 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
-		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
-			return port
-		}
-	}
-	t.Fatal("no port free for both TCP and UDP")
-	return 0
-}
+	"github.com/nodeid/nodeid/internal/testkit/freeport"
+)
 
 // sees reports whether n sees a member called name.
 func sees(n *Node, name string) bool {
@@ -43,7 +24,7 @@ func sees(n *Node, name string) bool {
 }
 
 func TestRejoinReachesAJoinTargetThatComesUpLater(t *testing.T) {
-	port := freePort(t)
+	port := freeport.TCPAndUDP(t)
 	ca := testConfig("a")
 	ca.Join = []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	a := start(t, ca)
@@ -57,7 +38,7 @@ func TestRejoinReachesAJoinTargetThatComesUpLater(t *testing.T) {
 }
 
 func TestRejoinAfterLosingEveryPeer(t *testing.T) {
-	port := freePort(t)
+	port := freeport.TCPAndUDP(t)
 	cb := testConfig("b")
 	cb.BindPort = port
 	b, err := Start(cb)
@@ -100,7 +81,7 @@ func TestCloseEndsTheRejoinLoopInsideSeeds(t *testing.T) {
 	var calls atomic.Int64
 	inside := make(chan struct{})
 	ca := testConfig("a")
-	ca.Join = []string{fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	ca.Join = []string{fmt.Sprintf("127.0.0.1:%d", freeport.TCPAndUDP(t))}
 	ca.Seeds = func(ctx context.Context) []string {
 		if calls.Add(1) == 2 { // the loop's first call; Start made the first
 			close(inside)

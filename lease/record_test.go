@@ -63,32 +63,27 @@ func TestRecordWireFormat(t *testing.T) {
 	}
 }
 
-// TestRecordWireFormatValue pins where a value goes, and that a record without
-// one has no "value" key (see TestRecordWireFormat): older readers, whose
-// codec refuses unknown fields, still read every node-ID record.
+// TestRecordWireFormatValue pins where a value and a gossip address go, and
+// that a record without them has no "value" or "gossip" key (see
+// TestRecordWireFormat): older readers, whose codec refuses unknown fields,
+// still read every node-ID record of a task that publishes neither.
 func TestRecordWireFormatValue(t *testing.T) {
-	r := lease.Record{NodeID: 0, Holder: "a", Value: "v", Version: 2, LeaseMillis: 5000, WriteID: "0123456789abcdef"}
-	body, err := r.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"schema":1,"nodeId":0,"holder":"a","value":"v","version":2,"leaseMillis":5000,"reservedUntilMs":0,"writeId":"0123456789abcdef"}`
-	if string(body) != want {
-		t.Fatalf("wire format:\n got %s\nwant %s", body, want)
-	}
-}
-
-// TestRecordWireFormatGossip pins where a gossip address goes; a record
-// without one has no "gossip" key (see TestRecordWireFormat).
-func TestRecordWireFormatGossip(t *testing.T) {
-	r := lease.Record{NodeID: 0, Holder: "a", Gossip: "10.0.0.7:7946", Version: 2, LeaseMillis: 5000, WriteID: "0123456789abcdef"}
-	body, err := r.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"schema":1,"nodeId":0,"holder":"a","gossip":"10.0.0.7:7946","version":2,"leaseMillis":5000,"reservedUntilMs":0,"writeId":"0123456789abcdef"}`
-	if string(body) != want {
-		t.Fatalf("wire format:\n got %s\nwant %s", body, want)
+	for _, tc := range []struct {
+		r    lease.Record
+		want string
+	}{
+		{lease.Record{NodeID: 0, Holder: "a", Value: "v", Version: 2, LeaseMillis: 5000, WriteID: "0123456789abcdef"},
+			`{"schema":1,"nodeId":0,"holder":"a","value":"v","version":2,"leaseMillis":5000,"reservedUntilMs":0,"writeId":"0123456789abcdef"}`},
+		{lease.Record{NodeID: 0, Holder: "a", Gossip: "10.0.0.7:7946", Version: 2, LeaseMillis: 5000, WriteID: "0123456789abcdef"},
+			`{"schema":1,"nodeId":0,"holder":"a","gossip":"10.0.0.7:7946","version":2,"leaseMillis":5000,"reservedUntilMs":0,"writeId":"0123456789abcdef"}`},
+	} {
+		body, err := tc.r.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(body) != tc.want {
+			t.Errorf("wire format:\n got %s\nwant %s", body, tc.want)
+		}
 	}
 }
 

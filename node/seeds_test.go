@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -17,18 +16,7 @@ func TestNodesWithNoJoinFindEachOtherFromTheBucket(t *testing.T) {
 	store := storetest.NewMemStore()
 	var nodes []*Node
 	for _, task := range []string{"a", "b", "c"} {
-		c := testConfig(task, 3)
-		gc := gossip.DefaultLocalConfig()
-		c.Gossip = &gc
-		n, err := New(store, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := n.Start(context.Background()); err != nil {
-			t.Fatalf("%s: Start: %v", task, err)
-		}
-		t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
-		nodes = append(nodes, n)
+		nodes = append(nodes, gossipNode(t, task, 3, store, gossip.DefaultLocalConfig()))
 	}
 	for _, n := range nodes {
 		id := n.claim.Load().NodeID()
