@@ -132,6 +132,15 @@ type Config struct {
 	// probes; about the network's 99th percentile round trip. Default 500 ms.
 	ProbeTimeout time.Duration
 
+	// SuspicionMult sets how long a member that failed its probes stays
+	// suspect before it is declared dead: SuspicionMult probe intervals
+	// (times log10 of the member count above 10 members). Lower declares a
+	// crashed member dead sooner, and a stalled live one too, which then
+	// rejoins. Above 2, with SuspicionMult members or more, memberlist waits
+	// up to 6 times as long unless other members confirm the suspicion.
+	// memberlist's SuspicionMult. Default 4.
+	SuspicionMult int
+
 	// PushPullInterval is how often the full state is synchronised with a
 	// random member over TCP: it repairs what gossip missed. Default 30 s.
 	PushPullInterval time.Duration
@@ -168,6 +177,7 @@ func DefaultConfig() Config {
 		GossipInterval:   ml.GossipInterval,
 		ProbeInterval:    ml.ProbeInterval,
 		ProbeTimeout:     ml.ProbeTimeout,
+		SuspicionMult:    ml.SuspicionMult,
 		PushPullInterval: ml.PushPullInterval,
 		TCPTimeout:       ml.TCPTimeout,
 		UpdateTimeout:    2 * time.Second,
@@ -189,6 +199,7 @@ func DefaultLocalConfig() Config {
 	c.GossipInterval = ml.GossipInterval
 	c.ProbeInterval = ml.ProbeInterval
 	c.ProbeTimeout = ml.ProbeTimeout
+	c.SuspicionMult = ml.SuspicionMult
 	c.PushPullInterval = ml.PushPullInterval
 	c.TCPTimeout = ml.TCPTimeout
 	c.UpdateTimeout = time.Second
@@ -226,6 +237,7 @@ func (c *Config) Validate() error {
 	check(c.ProbeInterval > 0, "ProbeInterval %v must be positive", c.ProbeInterval)
 	check(c.ProbeTimeout > 0 && c.ProbeTimeout < c.ProbeInterval,
 		"ProbeTimeout %v must be positive and below ProbeInterval %v", c.ProbeTimeout, c.ProbeInterval)
+	check(c.SuspicionMult >= 1, "SuspicionMult %d must be at least 1", c.SuspicionMult)
 	check(c.PushPullInterval > 0, "PushPullInterval %v must be positive", c.PushPullInterval)
 	check(c.TCPTimeout > 0, "TCPTimeout %v must be positive", c.TCPTimeout)
 	check(c.UpdateTimeout > 0, "UpdateTimeout %v must be positive", c.UpdateTimeout)
@@ -256,6 +268,7 @@ func (c *Config) memberlistConfig(n *Node) *memberlist.Config {
 	mc.GossipInterval = c.GossipInterval
 	mc.ProbeInterval = c.ProbeInterval
 	mc.ProbeTimeout = c.ProbeTimeout
+	mc.SuspicionMult = c.SuspicionMult
 	mc.PushPullInterval = c.PushPullInterval
 	mc.TCPTimeout = c.TCPTimeout
 	if !c.NoLabel {
