@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/nodeid/nodeid/lease"
 )
@@ -14,11 +15,24 @@ import (
 // lookup. One live member is enough to join the whole gossip cluster.
 const seedReads = 8
 
+// seedIdleAfter is how long lookups must have found no other holder's
+// gossip address before they are paced by seedIdlePace: a broker alone in
+// its cluster would otherwise list the store at every try of gossip's
+// rejoin loop (every 30 s), which costs more than read mode's requests.
+// Brokers that start later find it: it holds a lease.
+const seedIdleAfter = 2 * time.Minute
+
+// seedIdlePace is the least time between two listings of seed lookups that
+// have found no address for seedIdleAfter.
+const seedIdlePace = 10 * time.Minute
+
 // seedBook is what the seed lookups remember of the lease records they read:
 // by key, the ETag read and the gossip address it published ("" for none).
 type seedBook struct {
-	mu   sync.Mutex
-	read map[string]seedEntry
+	mu         sync.Mutex
+	read       map[string]seedEntry
+	emptySince time.Time // Clock.Now of the first of the lookups in a row that found no address; zero: the last found one
+	last       time.Time // Clock.Now of the last listing
 }
 
 // seedEntry is one lease record as a seed lookup read it.
@@ -29,10 +43,18 @@ type seedEntry struct {
 // gossipSeeds is gossip.Config.Seeds for the node: the gossip addresses that
 // the cluster's lease records publish (lease.Record.Gossip), other than this
 // task's. It lists the store and reads at most seedReads records whose ETag
-// it has not read yet, bounded by the provider's StoreTimeout; a failure
-// gives the addresses of the records read before. Advisory: an address is
-// only ever joined.
+// it has not read yet, bounded by the provider's StoreTimeout; once lookups
+// have found none for seedIdleAfter, it lists at most every seedIdlePace. A failed
+// listing gives none. Advisory: an address is only ever joined.
 func (n *Node) gossipSeeds(ctx context.Context) []string {
+	b := &n.seedBook
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := n.clock.Now()
+	if !b.emptySince.IsZero() && now.Sub(b.emptySince) >= seedIdleAfter && now.Sub(b.last) < seedIdlePace {
+		return nil
+	}
+	b.last = now
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.Provider.StoreTimeout)
 	defer cancel()
 	l, err := n.store.List(ctx)
@@ -45,9 +67,6 @@ func (n *Node) gossipSeeds(ctx context.Context) []string {
 		return !ok
 	})
 	slices.SortStableFunc(objs, func(a, b lease.ObjectInfo) int { return b.LastModified.Compare(a.LastModified) })
-	b := &n.seedBook
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	next := make(map[string]seedEntry, len(objs))
 	reads := 0
 	for _, o := range objs {
@@ -68,6 +87,12 @@ func (n *Node) gossipSeeds(ctx context.Context) []string {
 		}
 	}
 	slices.SortFunc(out, cmp.Compare)
+	switch {
+	case len(out) > 0:
+		b.emptySince = time.Time{}
+	case b.emptySince.IsZero():
+		b.emptySince = now
+	}
 	return out
 }
 
