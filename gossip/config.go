@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -51,9 +52,32 @@ type Config struct {
 	// Join lists members to join at Start ("host:port", or "host" for the
 	// BindPort); a name that resolves to several addresses joins them all.
 	// Empty: start a cluster of one. Failing to reach any is logged, not an
-	// error: gossip is advisory, and others can join this member later. Call
-	// Join to retry.
+	// error: gossip is advisory. Whenever this member sees no other live
+	// member (none answered at Start, or all have left or died since), it
+	// joins Join again, resolving the names afresh at each try, paced by
+	// RejoinMin and RejoinMax, until Close.
 	Join []string
+
+	// Seeds, when set, returns more addresses to join ("host:port"), such as
+	// those the cluster's lease records publish: it is called at Start and at
+	// each try of the rejoin loop, with a context that ends at Close. A seed
+	// that no live member advertises is joined, alone or not, and the loop
+	// keeps trying (paced as for Join) until three tries in a row find every
+	// seed it returns live; it then calls Seeds again only once this member
+	// is alone.
+	// It must return within about TCPTimeout. Nil: Join only.
+	Seeds func(ctx context.Context) []string
+
+	// RejoinMin is the first pause before joining again, in the rejoin loop
+	// (see Join and Seeds). Each pause is drawn uniformly from [d/2, d), d
+	// starting at RejoinMin and doubling after each try that reached no
+	// member, up to RejoinMax. Default 1 s.
+	RejoinMin time.Duration
+
+	// RejoinMax caps the pause of the rejoin loop: the longest a member
+	// alone waits between two tries once its join targets have stayed
+	// unreachable. Default 30 s.
+	RejoinMax time.Duration
 
 	// Cluster is the identity of the cluster this member belongs to: what
 	// defines it, such as the lease store ("s3://bucket/prefix", with the
@@ -108,6 +132,15 @@ type Config struct {
 	// probes; about the network's 99th percentile round trip. Default 500 ms.
 	ProbeTimeout time.Duration
 
+	// SuspicionMult sets how long a member that failed its probes stays
+	// suspect before it is declared dead: SuspicionMult probe intervals
+	// (times log10 of the member count above 10 members). Lower declares a
+	// crashed member dead sooner, and a stalled live one too, which then
+	// rejoins. Above 2, with SuspicionMult members or more, memberlist waits
+	// up to 6 times as long unless other members confirm the suspicion.
+	// memberlist's SuspicionMult. Default 4.
+	SuspicionMult int
+
 	// PushPullInterval is how often the full state is synchronised with a
 	// random member over TCP: it repairs what gossip missed. Default 30 s.
 	PushPullInterval time.Duration
@@ -144,11 +177,14 @@ func DefaultConfig() Config {
 		GossipInterval:   ml.GossipInterval,
 		ProbeInterval:    ml.ProbeInterval,
 		ProbeTimeout:     ml.ProbeTimeout,
+		SuspicionMult:    ml.SuspicionMult,
 		PushPullInterval: ml.PushPullInterval,
 		TCPTimeout:       ml.TCPTimeout,
 		UpdateTimeout:    2 * time.Second,
 		LeaveTimeout:     2 * time.Second,
 		QueryInterval:    250 * time.Millisecond,
+		RejoinMin:        time.Second,
+		RejoinMax:        30 * time.Second,
 	}
 }
 
@@ -163,11 +199,14 @@ func DefaultLocalConfig() Config {
 	c.GossipInterval = ml.GossipInterval
 	c.ProbeInterval = ml.ProbeInterval
 	c.ProbeTimeout = ml.ProbeTimeout
+	c.SuspicionMult = ml.SuspicionMult
 	c.PushPullInterval = ml.PushPullInterval
 	c.TCPTimeout = ml.TCPTimeout
 	c.UpdateTimeout = time.Second
 	c.LeaveTimeout = time.Second
 	c.QueryInterval = 50 * time.Millisecond
+	c.RejoinMin = 200 * time.Millisecond
+	c.RejoinMax = 5 * time.Second
 	return c
 }
 
@@ -198,11 +237,14 @@ func (c *Config) Validate() error {
 	check(c.ProbeInterval > 0, "ProbeInterval %v must be positive", c.ProbeInterval)
 	check(c.ProbeTimeout > 0 && c.ProbeTimeout < c.ProbeInterval,
 		"ProbeTimeout %v must be positive and below ProbeInterval %v", c.ProbeTimeout, c.ProbeInterval)
+	check(c.SuspicionMult >= 1, "SuspicionMult %d must be at least 1", c.SuspicionMult)
 	check(c.PushPullInterval > 0, "PushPullInterval %v must be positive", c.PushPullInterval)
 	check(c.TCPTimeout > 0, "TCPTimeout %v must be positive", c.TCPTimeout)
 	check(c.UpdateTimeout > 0, "UpdateTimeout %v must be positive", c.UpdateTimeout)
 	check(c.LeaveTimeout > 0, "LeaveTimeout %v must be positive", c.LeaveTimeout)
 	check(c.QueryInterval > 0, "QueryInterval %v must be positive", c.QueryInterval)
+	check(c.RejoinMin > 0 && c.RejoinMin <= c.RejoinMax,
+		"RejoinMin %v must be positive and at most RejoinMax %v", c.RejoinMin, c.RejoinMax)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -226,6 +268,7 @@ func (c *Config) memberlistConfig(n *Node) *memberlist.Config {
 	mc.GossipInterval = c.GossipInterval
 	mc.ProbeInterval = c.ProbeInterval
 	mc.ProbeTimeout = c.ProbeTimeout
+	mc.SuspicionMult = c.SuspicionMult
 	mc.PushPullInterval = c.PushPullInterval
 	mc.TCPTimeout = c.TCPTimeout
 	if !c.NoLabel {

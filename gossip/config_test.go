@@ -37,6 +37,9 @@ func TestConfigValidation(t *testing.T) {
 		{"update timeout", func(c *Config) { c.UpdateTimeout = -time.Second }, "UpdateTimeout"},
 		{"leave timeout", func(c *Config) { c.LeaveTimeout = 0 }, "LeaveTimeout"},
 		{"query interval", func(c *Config) { c.QueryInterval = 0 }, "QueryInterval"},
+		{"suspicion mult", func(c *Config) { c.SuspicionMult = 0 }, "SuspicionMult"},
+		{"rejoin min", func(c *Config) { c.RejoinMin = 0 }, "RejoinMin"},
+		{"rejoin min above max", func(c *Config) { c.RejoinMin = 2 * c.RejoinMax }, "RejoinMin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

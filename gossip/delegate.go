@@ -105,6 +105,9 @@ func (e *events) NotifyLeave(m *memberlist.Node) {
 	e.view.removeForeign(m.Name)
 	if m.Name != e.cfg.Name {
 		e.log.Debug("gossip: member left", "peer", m.Name, "addr", m.Address())
+		if (*Node)(e).alone() {
+			e.lonely.fire()
+		}
 	}
 }
 

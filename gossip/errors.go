@@ -6,6 +6,9 @@ var (
 	// ErrInvalidConfig means Start was given a Config that fails validation. The
 	// wrapping error names every field at fault.
 	ErrInvalidConfig = errors.New("gossip: invalid config")
+	// ErrGone means JoinGossip was given the address of a member that left
+	// or was found dead, where none has joined since.
+	ErrGone = errors.New("gossip: the member at this address left or was found dead")
 	// ErrClosed means the Node was closed.
 	ErrClosed = errors.New("gossip: node closed")
 	// ErrNotSeen means WaitSeen ended (its context expired) before enough peers

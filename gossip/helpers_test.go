@@ -22,6 +22,8 @@ func testConfig(name string) Config {
 	// Close logs and does not return (TestCloseAfterLeaveTimeout).
 	c.LeaveTimeout = 500 * time.Millisecond
 	c.QueryInterval = 20 * time.Millisecond
+	c.RejoinMin = 20 * time.Millisecond
+	c.RejoinMax = 200 * time.Millisecond
 	return c
 }
 

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -27,6 +28,8 @@ type Node struct {
 	conf    conflicts             // pending conflicts, for dispatch
 	gates   waiters               // WaitSeen calls in progress
 	freed   signal                // fired when a peer's node ID leaves KnownNodes
+	lonely  signal                // fired when the last other live member leaves or dies
+	stop    context.CancelFunc    // called by Close: ends the rejoin loop and its Seeds calls
 	quit    chan struct{}         // closed by Close: stops the goroutines
 	wg      sync.WaitGroup        // serve, dispatch and gate goroutines
 	goMu    sync.Mutex            // orders wg.Add against Close's wg.Wait
@@ -56,16 +59,26 @@ func Start(cfg Config) (*Node, error) {
 	if self, ok := n.view.get(cfg.Name); ok { // set by NotifyJoin in Create
 		n.addr = self.addr
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	n.stop = stop
 	n.wg.Add(2)
 	go n.serve()
 	go n.dispatch()
 	n.log.Info("gossip started", "addr", n.Addr(), "encrypted", len(cfg.SecretKey) > 0, "cluster", cfg.label())
-	if len(cfg.Join) > 0 {
-		if joined, err := n.Join(cfg.Join); err != nil {
-			n.log.Warn("gossip: joined no member at start; others may join this one later", "join", cfg.Join, "err", err)
-		} else {
+	if len(cfg.Join) > 0 || cfg.Seeds != nil {
+		joined, settled := n.joinOnce(ctx)
+		switch {
+		case joined > 0 && !n.alone():
 			n.log.Info("gossip joined", "members", joined)
+		case len(cfg.Join) > 0:
+			n.log.Warn("gossip: joined no member at start; trying again until one answers", "join", cfg.Join,
+				"rejoinMax", cfg.RejoinMax.String())
 		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.rejoin(ctx, settled)
+		}()
 	}
 	return n, nil
 }
@@ -89,6 +102,20 @@ func (n *Node) Join(addrs []string) (int, error) {
 		return joined, fmt.Errorf("gossip: join %s: %w", strings.Join(addrs, ","), err)
 	}
 	return joined, nil
+}
+
+// JoinGossip joins the member at addr ("host:port"), unless the last member
+// this one saw there left or was found dead (ErrGone): a crashed holder's
+// address is not worth a TCP timeout. It satisfies nodeid.GossipJoiner.
+func (n *Node) JoinGossip(ctx context.Context, addr string) error {
+	if n.view.goneAt(addr) {
+		return fmt.Errorf("gossip: join %s: %w", addr, ErrGone)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := n.Join([]string{addr})
+	return err
 }
 
 // Member is one live member as this one sees it.
@@ -240,6 +267,7 @@ func (n *Node) Close() error {
 		n.goMu.Lock()
 		n.closed.Store(true)
 		close(n.quit)
+		n.stop()
 		n.freed.fire()
 		n.goMu.Unlock()
 		if err := n.ml.Leave(n.cfg.LeaveTimeout); err != nil { // memberlist: a timeout, its only error

@@ -18,7 +18,11 @@ type view struct {
 	mu      sync.Mutex
 	members map[string]peer // by member name; this one included
 	foreign map[string]ForeignMember
+	gone    map[string]bool // addresses of members that left or were found dead, until a member joins there
 }
+
+// maxGone bounds view.gone: past it, the oldest knowledge is dropped whole.
+const maxGone = 4096
 
 // peer is what the view keeps of one live member.
 type peer struct {
@@ -40,6 +44,7 @@ func (v *view) set(m *memberlist.Node) (freed bool) {
 	}
 	old, was := v.members[m.Name]
 	v.members[m.Name] = p
+	delete(v.gone, p.addr)
 	return was && old.held && (!p.held || p.claim.nodeID != old.claim.nodeID)
 }
 
@@ -50,7 +55,21 @@ func (v *view) remove(name string) (freed bool) {
 	defer v.mu.Unlock()
 	old, was := v.members[name]
 	delete(v.members, name)
+	if was {
+		if v.gone == nil || len(v.gone) >= maxGone {
+			v.gone = map[string]bool{}
+		}
+		v.gone[old.addr] = true
+	}
 	return was && old.held
+}
+
+// goneAt reports whether the last member seen at addr left or was found
+// dead, and none has joined there since.
+func (v *view) goneAt(addr string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.gone[addr]
 }
 
 // get returns the member called name.

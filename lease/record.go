@@ -3,6 +3,8 @@ package lease
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 )
 
@@ -20,6 +22,9 @@ const (
 	MaxHolderLen = 1024
 	// MaxValueLen is the longest holder value, in bytes.
 	MaxValueLen = 4096
+	// MaxGossipLen is the longest gossip address, in bytes: a DNS name of
+	// 253 bytes, a colon and a port.
+	MaxGossipLen = 259
 	// maxUnixMillis bounds timestamps: 2^53 ms, beyond any 41-bit layout.
 	maxUnixMillis = 1 << 53
 )
@@ -35,6 +40,12 @@ type Record struct {
 	// free. Absent on the wire when empty, so records without one are byte for
 	// byte what older versions wrote.
 	Value string
+	// Gossip is the address ("host:port") of the holder's gossip member, for
+	// other tasks to join: advisory, a seed list kept in the bucket, never
+	// trusted for safety. Empty when free or when the holder gossips not;
+	// absent on the wire when empty, so records without one are byte for
+	// byte what older versions wrote.
+	Gossip string
 	// Version is nodeIdVersion: +1 at every acquisition, never decreases. It is
 	// the fencing token of the holder.
 	Version int64
@@ -104,6 +115,7 @@ type recordWire struct {
 	NodeID          *int           `json:"nodeId"`
 	Holder          string         `json:"holder"`
 	Value           string         `json:"value,omitempty"`
+	Gossip          string         `json:"gossip,omitempty"`
 	Version         *int64         `json:"version"`
 	LeaseMillis     int64          `json:"leaseMillis"`
 	RenewedAt       time.Time      `json:"renewedAt,omitzero"`
@@ -136,7 +148,7 @@ func DecodeRecord(data []byte, id int) (Record, error) {
 		return Record{}, corruptf("writeId missing")
 	}
 	r := Record{
-		NodeID: *w.NodeID, Holder: w.Holder, Value: w.Value, Version: *w.Version, LeaseMillis: w.LeaseMillis,
+		NodeID: *w.NodeID, Holder: w.Holder, Value: w.Value, Gossip: w.Gossip, Version: *w.Version, LeaseMillis: w.LeaseMillis,
 		RenewedAt: w.RenewedAt, ExpiresAt: w.ExpiresAt, ReservedUntilMs: w.ReservedUntilMs,
 		KnownNodes: w.KnownNodes, WriteID: *w.WriteID,
 	}
@@ -162,6 +174,10 @@ func (r *Record) Validate() error {
 		return corruptf("value of %d bytes exceeds %d", len(r.Value), MaxValueLen)
 	case r.Holder == "" && r.Value != "":
 		return corruptf("a value without a holder")
+	case r.Holder == "" && r.Gossip != "":
+		return corruptf("a gossip address without a holder")
+	case r.Gossip != "" && !ValidGossip(r.Gossip):
+		return corruptf("gossip %q is not host:port of at most %d bytes", r.Gossip, MaxGossipLen)
 	case r.LeaseMillis < 0 || r.LeaseMillis > MaxLeaseMillis:
 		return corruptf("leaseMillis %d out of range 0..%d", r.LeaseMillis, MaxLeaseMillis)
 	case r.Holder != "" && r.LeaseMillis == 0:
@@ -200,6 +216,17 @@ func (r *Record) validChallenge() error {
 	return nil
 }
 
+// ValidGossip reports whether addr may be a record's gossip address: "host:port"
+// with a host and a port 1..65535, at most MaxGossipLen bytes.
+func ValidGossip(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || len(addr) > MaxGossipLen {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 1 && p <= 65535
+}
+
 // KnownNodeValid reports whether a record may carry the knownNodes entry id
 // -> version: node IDs 0..MaxNodeID, versions not negative. Gossip is
 // advisory: an entry that fails it is dropped before a write, never written.
@@ -219,7 +246,7 @@ func (r *Record) Encode() ([]byte, error) {
 		challenge = &challengeWire{Of: c.Of, By: c.By, Confirmed: c.Confirmed, WindowMillis: c.WindowMillis}
 	}
 	return json.Marshal(recordWire{
-		Schema: &schema, NodeID: &id, Holder: r.Holder, Value: r.Value, Version: &version,
+		Schema: &schema, NodeID: &id, Holder: r.Holder, Value: r.Value, Gossip: r.Gossip, Version: &version,
 		LeaseMillis: r.LeaseMillis, RenewedAt: r.RenewedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
 		ReservedUntilMs: r.ReservedUntilMs, KnownNodes: r.KnownNodes, WriteID: &writeID, Challenge: challenge,
 	})

@@ -26,6 +26,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		"free": {NodeID: 0, Version: 0, WriteID: "ffffffffffffffff"},
 		"elected": {NodeID: 0, Holder: "task-a", Value: "http://10.0.0.7:8080", Version: 9, LeaseMillis: 15000,
 			WriteID: "00000000000000bb"},
+		"gossiping": {NodeID: 2, Holder: "task-a", Gossip: "10.0.0.7:7946", Version: 4, LeaseMillis: 15000,
+			WriteID: "00000000000000dd"},
 		"released": {NodeID: 1023, Version: 41, LeaseMillis: 15000, ReservedUntilMs: 5,
 			WriteID: "00000000000000aa"},
 		"confirm": {NodeID: 3, Holder: "task-a", Version: 2, LeaseMillis: 600000, ReservedUntilMs: 9,
@@ -61,18 +63,27 @@ func TestRecordWireFormat(t *testing.T) {
 	}
 }
 
-// TestRecordWireFormatValue pins where a value goes, and that a record without
-// one has no "value" key (see TestRecordWireFormat): older readers, whose
-// codec refuses unknown fields, still read every node-ID record.
+// TestRecordWireFormatValue pins where a value and a gossip address go, and
+// that a record without them has no "value" or "gossip" key (see
+// TestRecordWireFormat): older readers, whose codec refuses unknown fields,
+// still read every node-ID record of a task that publishes neither.
 func TestRecordWireFormatValue(t *testing.T) {
-	r := lease.Record{NodeID: 0, Holder: "a", Value: "v", Version: 2, LeaseMillis: 5000, WriteID: "0123456789abcdef"}
-	body, err := r.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"schema":1,"nodeId":0,"holder":"a","value":"v","version":2,"leaseMillis":5000,"reservedUntilMs":0,"writeId":"0123456789abcdef"}`
-	if string(body) != want {
-		t.Fatalf("wire format:\n got %s\nwant %s", body, want)
+	for _, tc := range []struct {
+		r    lease.Record
+		want string
+	}{
+		{lease.Record{NodeID: 0, Holder: "a", Value: "v", Version: 2, LeaseMillis: 5000, WriteID: "0123456789abcdef"},
+			`{"schema":1,"nodeId":0,"holder":"a","value":"v","version":2,"leaseMillis":5000,"reservedUntilMs":0,"writeId":"0123456789abcdef"}`},
+		{lease.Record{NodeID: 0, Holder: "a", Gossip: "10.0.0.7:7946", Version: 2, LeaseMillis: 5000, WriteID: "0123456789abcdef"},
+			`{"schema":1,"nodeId":0,"holder":"a","gossip":"10.0.0.7:7946","version":2,"leaseMillis":5000,"reservedUntilMs":0,"writeId":"0123456789abcdef"}`},
+	} {
+		body, err := tc.r.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(body) != tc.want {
+			t.Errorf("wire format:\n got %s\nwant %s", body, tc.want)
+		}
 	}
 }
 
@@ -137,6 +148,11 @@ func TestDecodeRecordCorrupt(t *testing.T) {
 		{"long holder", `{` + ok + `,"leaseMillis":1,"holder":"` + strings.Repeat("h", 1025) + `"}`, "holder"},
 		{"long value", `{` + ok + `,"leaseMillis":1,"holder":"t","value":"` + strings.Repeat("v", lease.MaxValueLen+1) + `"}`, "value of 4097 bytes"},
 		{"value when free", `{` + ok + `,"value":"v"}`, "value without a holder"},
+		{"gossip when free", `{` + ok + `,"gossip":"10.0.0.1:7946"}`, "gossip address without a holder"},
+		{"gossip without a port", `{` + ok + `,"leaseMillis":1,"holder":"t","gossip":"10.0.0.1"}`, "not host:port"},
+		{"gossip port zero", `{` + ok + `,"leaseMillis":1,"holder":"t","gossip":"10.0.0.1:0"}`, "not host:port"},
+		{"gossip without a host", `{` + ok + `,"leaseMillis":1,"holder":"t","gossip":":7946"}`, "not host:port"},
+		{"long gossip", `{` + ok + `,"leaseMillis":1,"holder":"t","gossip":"` + strings.Repeat("h", lease.MaxGossipLen) + `:1"}`, "not host:port"},
 		{"bad time", `{` + ok + `,"renewedAt":"yesterday"}`, "bad JSON"},
 		{"challenge of a free record", `{` + ok + `,"challenge":{"of":"00000000000000aa","by":"b","windowMillis":1}}`, "challenge of a free record"},
 		{"challenge of no writeId", `{` + ok + `,"holder":"t","leaseMillis":60000,"challenge":{"of":"x","by":"b","windowMillis":1}}`, "challenge of writeId"},

@@ -17,9 +17,16 @@ import (
 // in metadata only) and joining join, and closes it when the test ends.
 func scopedNode(t *testing.T, task string, store lease.Store, cluster string, noLabel bool, key []byte, join ...string) *Node {
 	t.Helper()
-	c := testConfig(task, 1)
 	gc := gossip.DefaultLocalConfig()
 	gc.Cluster, gc.NoLabel, gc.SecretKey, gc.Join = cluster, noLabel, key, join
+	return gossipNode(t, task, 1, store, gc)
+}
+
+// gossipNode starts a node of a cluster of size on store, gossiping with gc,
+// and closes it when the test ends.
+func gossipNode(t *testing.T, task string, size int, store lease.Store, gc gossip.Config) *Node {
+	t.Helper()
+	c := testConfig(task, size)
 	c.Gossip = &gc
 	n, err := New(store, c)
 	if err != nil {

@@ -28,7 +28,10 @@ type Config struct {
 	// members spread their picks: nodeid.PeerHints), a peer advertising
 	// this node's ID with a higher version fences it at once, and after
 	// taking over an expired lease /ready waits for peers to see the new
-	// version. Its Name defaults to Provider.TaskID; OnConflict, if set, is
+	// version. The node publishes the member's address in the lease it
+	// holds (nodeid.Config.GossipAddr) and joins those the cluster's other
+	// leases publish (added to Seeds), so that nodes with no Join find each
+	// other. Its Name defaults to Provider.TaskID; OnConflict, if set, is
 	// called after the node's own handling. Nil: no gossip (it is
 	// advisory).
 	Gossip *gossip.Config

@@ -47,8 +47,9 @@ type Node struct {
 	acquireStart time.Time // Clock.Now when the acquisition began
 	waitLogged   time.Time // Clock.Now of the last "still acquiring" log line
 
-	idFile  idFileState
-	elector *elector // nil unless Config.Elect
+	idFile   idFileState
+	seedBook seedBook // the lease records gossipSeeds read
+	elector  *elector // nil unless Config.Elect
 	// claimChanged is signalled (buffered 1) at each renewal, jeopardy and
 	// recovery: the watcher brings the id file in line with the claim.
 	claimChanged chan struct{}
@@ -219,7 +220,7 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 		if err != nil {
 			return nil, err
 		}
-		pc.Peers = g
+		pc.Peers, pc.GossipAddr = g, g.Addr()
 	}
 	p, err := nodeid.New(n.store, pc)
 	if err != nil {
@@ -264,6 +265,14 @@ func (n *Node) startGossip() (*gossip.Node, error) {
 		if userConflict != nil {
 			userConflict(id, version)
 		}
+	}
+	userSeeds := gc.Seeds
+	gc.Seeds = func(ctx context.Context) []string {
+		seeds := n.gossipSeeds(ctx)
+		if userSeeds != nil {
+			seeds = append(seeds, userSeeds(ctx)...)
+		}
+		return seeds
 	}
 	g, err := gossip.Start(gc)
 	if err != nil {

@@ -91,6 +91,9 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		// a fleet).
 		return p.takeRecent(ctx, f)
 	}
+	for len(w.suspects) > 0 && p.metSuspect(ctx, w.suspects[0], w) {
+		w.suspects = w.suspects[1:]
+	}
 	if len(w.suspects) > 0 && p.challenge(ctx, w.suspects[0], w) {
 		return nil, fmt.Errorf("%w: challenged node %d's holder (read mode); it may be taken a Window after the confirm unless its holder answers",
 			ErrClusterFull, w.suspects[0].r.id)

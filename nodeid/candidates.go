@@ -60,6 +60,9 @@ type watched struct {
 	// it challenged: gossip's word alone never challenges that version
 	// again (its holder may have answered: it lives).
 	challenged map[int]int64
+	// joined maps each node ID whose holder's gossip address this Acquire
+	// joined before a challenge (GossipJoiner) to that holder's version.
+	joined map[int]int64
 	// gossipFree holds the IDs gossip showed free (no live member holds
 	// them) at the start of this Acquire's last look, or of the Acquire
 	// (see newWatched): an ID free by gossip now and not then was freed

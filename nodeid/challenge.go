@@ -109,6 +109,35 @@ func (p *Provider) deadByGossip(id int, holder string, version int64, known map[
 	return (p.cfg.Peers != nil && !held) || (p.cfg.Tasks != nil && !p.cfg.Tasks.TaskLive(holder))
 }
 
+// metSuspect reports whether s, suspected by gossip alone (its backstop is
+// not late), turns out live once this task's gossip joins the address its
+// record publishes (GossipJoiner): then it is not challenged. Each version
+// is joined once per Acquire.
+func (p *Provider) metSuspect(ctx context.Context, s suspect, w *watched) bool {
+	j, ok := p.cfg.Peers.(GossipJoiner)
+	if !ok {
+		j, ok = p.cfg.Tasks.(GossipJoiner)
+	}
+	id, rec := s.r.id, s.prev
+	age, aged := lease.StoreAge(s.r.meta.LastModified, s.r.meta.Date)
+	if v, tried := w.joined[id]; !ok || rec.Gossip == "" || (tried && v == rec.Version) || !aged || age > p.backstopLate() {
+		return false
+	}
+	if w.joined == nil {
+		w.joined = map[int]int64{}
+	}
+	w.joined[id] = rec.Version
+	if err := j.JoinGossip(ctx, rec.Gossip); err != nil {
+		p.log.Debug("could not join a suspect holder's gossip address", "nodeId", id, "holder", rec.Holder, "gossip", rec.Gossip, "err", err)
+		return false
+	}
+	if p.deadByGossip(id, rec.Holder, rec.Version, p.knownNodes(), w) {
+		return false
+	}
+	p.log.Info("a held lease's holder is live in gossip once joined: not challenged", "nodeId", id, "holder", rec.Holder, "gossip", rec.Gossip)
+	return true
+}
+
 // challenge challenges s's holder: the challenge, then, once it is answered
 // 2xx, the confirm. It notes the confirm in w (held, takeable a Window after
 // it), so that Acquire looks again when it may be taken, and reports whether

@@ -469,3 +469,61 @@ type timedEvents struct {
 }
 
 func (o *timedEvents) Acquired(int, int64, time.Duration) { o.mark() }
+
+// joiningPeers is a GossipJoiner whose view learns the holder of node ID 0
+// (at version) when meets is set and its address is joined.
+type joiningPeers struct {
+	mu      sync.Mutex
+	meets   bool
+	version int64
+	known   map[int]int64
+	joins   []string
+}
+
+func (j *joiningPeers) KnownNodes() map[int]int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := map[int]int64{}
+	for id, v := range j.known {
+		out[id] = v
+	}
+	return out
+}
+
+func (j *joiningPeers) JoinGossip(_ context.Context, addr string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.joins = append(j.joins, addr)
+	if j.meets {
+		j.known = map[int]int64{0: j.version}
+	}
+	return nil
+}
+
+// In read mode a holder that gossip does not show live, whose record
+// publishes its gossip address, is joined before it is challenged: once met
+// (live in gossip) it is not challenged; a holder still not live once joined
+// is challenged in the same round.
+func TestASuspectMetInGossipIsNotChallenged(t *testing.T) {
+	for _, meets := range []bool{true, false} {
+		e := newEnv(t)
+		c, _ := e.readClaim(func(c *Config) { e.oneID(c); c.GossipAddr = "10.0.0.7:7946" })
+		e.clk.Advance(2 * time.Second)
+		if _, err := c.poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		peers := &joiningPeers{meets: meets, version: c.Version()}
+		p, events := e.challenger(func(c *Config) { c.Peers = peers })
+		if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
+			t.Fatalf("meets %v: Acquire on a full cluster: %v", meets, err)
+		}
+		want := 0
+		if !meets {
+			want = 1
+		}
+		if events.challenged != want || len(peers.joins) != 1 || peers.joins[0] != "10.0.0.7:7946" {
+			t.Errorf("meets %v: %d challenges, joins %v; want %d, and the record's address joined once",
+				meets, events.challenged, peers.joins, want)
+		}
+	}
+}

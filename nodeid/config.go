@@ -62,6 +62,14 @@ type Config struct {
 	// Default empty: nothing is written.
 	Value string
 
+	// GossipAddr is the address ("host:port") of this task's gossip member,
+	// published in the lease it holds (lease.Record.Gossip) so that other
+	// tasks find the gossip cluster from the bucket: advisory, never trusted
+	// for safety. At most lease.MaxGossipLen bytes. Default empty: nothing is
+	// written. A release of an earlier version reading such a record reports
+	// it as corrupt and never takes it.
+	GossipAddr string
+
 	// IssuesNoIDs says that no Snowflake IDs are issued under this task's
 	// claims: an election or a lock (package election sets it). Its writes
 	// reserve no timestamps (reservedUntilMs is kept as found, never
@@ -345,6 +353,7 @@ func (c *Config) Validate() error {
 	}
 	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID", "must be 1..1024 bytes")
 	check(len(c.Value) <= lease.MaxValueLen, "Value", "%d bytes, more than %d", len(c.Value), lease.MaxValueLen)
+	check(c.GossipAddr == "" || lease.ValidGossip(c.GossipAddr), "GossipAddr", "%q is not host:port of at most %d bytes", c.GossipAddr, lease.MaxGossipLen)
 	check(c.LeaseDuration >= time.Second, c.leaseField(), "%v below 1s", c.LeaseDuration)
 	check(c.LeaseDuration <= c.MaxLeaseDuration, c.leaseField(), "%v above MaxLeaseDuration %v", c.LeaseDuration, c.MaxLeaseDuration)
 	check(c.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration", "%v above 24h", c.MaxLeaseDuration)

@@ -1,6 +1,9 @@
 package nodeid
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Peers is what a Provider learns from gossip. It is advisory: the store is the
 // only authority. The gossip package satisfies it.
@@ -53,6 +56,20 @@ type PeerHints interface {
 	// node ID (0 for the first, in an order all members share) and their
 	// number; (0, 0) when unknown.
 	Rank() (rank, of int)
+}
+
+// GossipJoiner is a Peers (or Tasks) that can join the gossip member at an
+// address (the gossip package's Node satisfies it). In read mode, before it
+// challenges a holder that gossip does not show live, Acquire joins the
+// gossip address the holder's record publishes (lease.Record.Gossip), once
+// per version, and judges again: a live holder that this task's gossip had
+// not met yet then shows live and is not challenged. Advisory: joining only
+// ever spares a challenge, and a holder that still shows dead is challenged
+// in the same round.
+type GossipJoiner interface {
+	// JoinGossip joins the member at addr ("host:port"); it returns within
+	// about the gossip's TCP timeout.
+	JoinGossip(ctx context.Context, addr string) error
 }
 
 // Observer receives a Provider's events, for metrics. Methods must be fast, safe

@@ -54,7 +54,7 @@ func (c *Claim) release(ctx context.Context) error {
 	if f := c.issued.Load(); f != nil {
 		rec.ReservedUntilMs = max(c.floor, (*f)())
 	}
-	rec.Holder, rec.Value = "", ""
+	rec.Holder, rec.Value, rec.Gossip = "", "", ""
 	rec.RenewedAt, rec.ExpiresAt = time.Time{}, time.Time{}
 	pace := c.p.newBackoff(releaseRetryPace, releaseRetryPace)
 	for {

@@ -15,7 +15,7 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 	if p.hooks.takesNothing() {
 		return nil, nil
 	}
-	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Version: 1,
+	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Gossip: p.cfg.GossipAddr, Version: 1,
 		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), KnownNodes: p.knownNodes()}
 	p.stamp(&next, p.clock.Wall())
 	body, err := next.Encode()
@@ -75,7 +75,7 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 	}
 	key := lease.RecordKey(r.id)
 	next := lease.Record{
-		NodeID: r.id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Version: prev.Version + 1,
+		NodeID: r.id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Gossip: p.cfg.GossipAddr, Version: prev.Version + 1,
 		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), ReservedUntilMs: prev.ReservedUntilMs,
 		KnownNodes: p.knownNodes(),
 	}

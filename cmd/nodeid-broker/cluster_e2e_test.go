@@ -20,7 +20,7 @@ func TestServeTwoClustersOneGossipPool(t *testing.T) {
 	seed := a.waitLog("gossip listening", 15*time.Second)["addr"].(string)
 	a.waitHeld(15 * time.Second)
 	b := startBroker(t, "b", env, slices.Concat(common, []string{"--bucket", "cluster-b", "--join", seed})...)
-	b.waitLog("gossip: joined no member at start; others may join this one later", 15*time.Second)
+	b.waitLog("gossip: joined no member at start; trying again until one answers", 15*time.Second)
 	for _, p := range []*proc{a, b} {
 		s := p.waitHeld(15 * time.Second)
 		if s.NodeID != 0 || s.Version != 1 || len(s.KnownNodes) != 1 || len(s.ForeignMembers) != 0 {

@@ -374,6 +374,25 @@ func flagErrors(err error, f *envflag.Set, read bool) error {
 	return envflag.Usagef("%s, given %s: set the timings left to their defaults, or change those", derived[0], strings.Join(from, " and "))
 }
 
+// Read mode's failure detection (readModeDetection).
+const (
+	readProbeInterval = 500 * time.Millisecond
+	readProbeTimeout  = 250 * time.Millisecond
+	readSuspicionMult = 2
+)
+
+// readModeDetection sets gossip's failure detection for read mode, where its
+// verdict decides how soon a waiting broker challenges a crashed holder: a
+// probe every 500 ms (timeout at most 250 ms) and a suspicion of two probe
+// intervals, about 2-3 s from a crash to the verdict where memberlist's LAN
+// timings take 5-7 s. A live holder judged dead while stalled answers the
+// challenge with one PUT.
+func readModeDetection(gc *gossip.Config) {
+	gc.ProbeInterval = readProbeInterval
+	gc.ProbeTimeout = min(gc.ProbeTimeout, readProbeTimeout)
+	gc.SuspicionMult = readSuspicionMult
+}
+
 // fillGossip checks --gossip-addr, --join and --gossip-key and builds the
 // gossip configuration: memberlist's LAN timings, or its local ones on a
 // loopback address.
@@ -426,6 +445,9 @@ func (c *serveConfig) fillGossip(f *envflag.Set, join, key string) error {
 	gc.Cluster = c.gossipCluster
 	if gc.Cluster == "" {
 		gc.Cluster = c.storeName()
+	}
+	if c.node.Provider.KeepAlive == nodeid.KeepAliveRead {
+		readModeDetection(&gc)
 	}
 	c.node.Gossip = &gc
 	if t := c.node.Provider.TaskID; len(t) > gossip.MaxNameLen {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/gossip"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -75,6 +76,25 @@ func TestParseServeFlagsEnv(t *testing.T) {
 	_, err = parseServeFlags("nodeid-broker", []string{"--bucket", "b"}, env("NODEID_RENEW_DEADLINE", "30s"), io.Discard)
 	if !errors.Is(err, envflag.ErrUsage) || !strings.Contains(err.Error(), "NODEID_RENEW_DEADLINE (--renew-deadline) 30s") {
 		t.Errorf("bad deadline from the environment: %v", err)
+	}
+}
+
+// TestReadModeGossipDetectsSooner: in read mode gossip probes every 500 ms
+// and suspects for two intervals; write mode keeps memberlist's LAN timings.
+func TestReadModeGossipDetectsSooner(t *testing.T) {
+	for _, mode := range []string{"write", "read"} {
+		c, err := parseServeFlags("nodeid-broker", []string{"--bucket", "b", "--gossip-addr", "10.0.0.1:7946", "--keepalive", mode}, env(), io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		g, lan := c.node.Gossip, gossip.DefaultConfig()
+		want := [3]any{lan.ProbeInterval, lan.ProbeTimeout, lan.SuspicionMult}
+		if mode == "read" {
+			want = [3]any{500 * time.Millisecond, 250 * time.Millisecond, 2}
+		}
+		if got := [3]any{g.ProbeInterval, g.ProbeTimeout, g.SuspicionMult}; got != want {
+			t.Errorf("%s mode: probe interval, timeout, suspicion mult %v, want %v", mode, got, want)
+		}
 	}
 }
 

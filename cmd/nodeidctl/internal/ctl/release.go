@@ -87,7 +87,7 @@ func runRelease(a *app, ctx context.Context, cmd *command, args []string) error 
 	}
 	prev := o.rec
 	next := prev
-	next.Holder = ""
+	next.Holder, next.Value, next.Gossip = "", "", ""
 	next.RenewedAt, next.ExpiresAt = time.Time{}, time.Time{}
 	next.WriteID = lease.NewWriteID()
 	body, err := next.Encode()

@@ -1,0 +1,123 @@
+package gossip
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// settledTries is how many tries in a row must find the member settled
+// before the rejoin loop sleeps until it is alone: seeds published by
+// members that start at the same time appear over a few pauses, and pools
+// that formed apart meanwhile find each other in those tries.
+const settledTries = 3
+
+// rejoin keeps this member in a cluster for as long as it runs: while it
+// sees no other live member, or Config.Seeds names an address no live member
+// has, it joins again (Config.Join, whose names memberlist resolves afresh at
+// each try, and the unseen seeds), pausing between tries with a capped,
+// jittered exponential backoff (Config.RejoinMin doubling up to RejoinMax).
+// Once settled (settledTries tries in a row) it sleeps until it is alone
+// again. settled says whether Start's own try settled it. It returns when
+// ctx ends (Close).
+func (n *Node) rejoin(ctx context.Context, settled bool) {
+	b := pacer{base: n.cfg.RejoinMin, limit: n.cfg.RejoinMax}
+	b.reset()
+	calm := 0 // settled tries in a row
+	for {
+		calm++
+		if !settled {
+			calm = 0
+		}
+		lonely := n.lonely.wait()
+		if calm >= settledTries && !n.alone() {
+			select {
+			case <-lonely:
+				n.log.Info("gossip: no other member left; joining again", "join", n.cfg.Join)
+				b.reset()
+				calm = 0
+			case <-ctx.Done():
+				return
+			}
+		}
+		t := time.NewTimer(b.next())
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		var joined int
+		joined, settled = n.joinOnce(ctx)
+		if joined > 0 && !n.alone() { // reaching only itself (a Join that names it) is no join
+			n.log.Info("gossip rejoined", "members", joined, "live", len(n.Members()))
+			b.reset()
+		}
+	}
+}
+
+// joinOnce makes one try: it joins Config.Join while this member is alone,
+// and the seeds (Config.Seeds) that no live member advertises. It reports how
+// many members it reached and whether the member is settled: not alone, with
+// every seed live.
+func (n *Node) joinOnce(ctx context.Context) (joined int, settled bool) {
+	var seeds []string
+	if n.cfg.Seeds != nil {
+		seeds = n.cfg.Seeds(ctx)
+	}
+	targets := n.unseen(seeds)
+	if n.alone() {
+		targets = append(slices.Clone(n.cfg.Join), targets...)
+	}
+	if len(targets) > 0 {
+		var err error
+		if joined, err = n.Join(targets); err != nil {
+			n.log.Debug("gossip: join reached no member; trying again later", "join", targets, "err", err)
+		}
+	}
+	return joined, !n.alone() && len(n.unseen(seeds)) == 0
+}
+
+// unseen returns the addresses among seeds that neither this member nor any
+// live member advertises, and where no member was seen to leave or die (a
+// crashed member's lease record names it until its lease is taken).
+func (n *Node) unseen(seeds []string) []string {
+	live := map[string]bool{n.addr: true}
+	n.view.each(func(_ string, p peer) { live[p.addr] = true })
+	var out []string
+	for _, s := range seeds {
+		if !live[s] && !n.view.goneAt(s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// alone reports whether this member sees no other live member of its
+// cluster.
+func (n *Node) alone() bool {
+	others := 0
+	n.view.each(func(name string, _ peer) {
+		if name != n.cfg.Name {
+			others++
+		}
+	})
+	return others == 0
+}
+
+// pacer is a capped exponential backoff with jitter: each pause is drawn
+// uniformly from [d/2, d), and d doubles after each pause up to limit.
+type pacer struct {
+	base, limit, d time.Duration
+}
+
+// reset starts the pauses over from base.
+func (p *pacer) reset() { p.d = p.base }
+
+// next returns the next pause and doubles the pace.
+func (p *pacer) next() time.Duration {
+	w := p.d/2 + rand.N(p.d/2+1)
+	p.d = min(2*p.d, p.limit)
+	return w
+}
