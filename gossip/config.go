@@ -79,6 +79,29 @@ type Config struct {
 	// unreachable. Default 30 s.
 	RejoinMax time.Duration
 
+	// ReconnectInterval is how often the rejoin loop tries to join again a
+	// member found dead (not one that left), alone or not: one such address,
+	// picked at random, at each tick. Two halves of a network partition each
+	// find the other dead and stop contacting it; once the partition heals,
+	// this joins them into one pool again within about ReconnectInterval plus
+	// a push/pull (a few probe intervals). Default 30 s (serf's
+	// ReconnectInterval); DefaultLocalConfig: 2 s.
+	ReconnectInterval time.Duration
+
+	// ReconnectTimeout is how long the address of a member found dead is
+	// kept for reconnect; after it, the member is taken for gone for good (a
+	// crashed task does not come back at its address; a replacement joins
+	// itself). Long enough to outlast a network partition worth healing
+	// by itself, short enough that a pool's churn does not leave it joining
+	// crashed tasks' addresses for hours. Default 10 min.
+	ReconnectTimeout time.Duration
+
+	// Transport, when set, carries memberlist's packets and streams in place
+	// of its default network transport (memberlist's Config.Transport), for
+	// tests that filter traffic (a partition). BindAddr and BindPort must
+	// name the address it is bound to. Nil: memberlist's net transport.
+	Transport memberlist.NodeAwareTransport
+
 	// Cluster is the identity of the cluster this member belongs to: what
 	// defines it, such as the lease store ("s3://bucket/prefix", with the
 	// endpoint when not AWS's). It scopes gossip: it is memberlist's Label, so
@@ -185,6 +208,9 @@ func DefaultConfig() Config {
 		QueryInterval:    250 * time.Millisecond,
 		RejoinMin:        time.Second,
 		RejoinMax:        30 * time.Second,
+
+		ReconnectInterval: 30 * time.Second,
+		ReconnectTimeout:  10 * time.Minute,
 	}
 }
 
@@ -207,6 +233,7 @@ func DefaultLocalConfig() Config {
 	c.QueryInterval = 50 * time.Millisecond
 	c.RejoinMin = 200 * time.Millisecond
 	c.RejoinMax = 5 * time.Second
+	c.ReconnectInterval = 2 * time.Second
 	return c
 }
 
@@ -245,6 +272,9 @@ func (c *Config) Validate() error {
 	check(c.QueryInterval > 0, "QueryInterval %v must be positive", c.QueryInterval)
 	check(c.RejoinMin > 0 && c.RejoinMin <= c.RejoinMax,
 		"RejoinMin %v must be positive and at most RejoinMax %v", c.RejoinMin, c.RejoinMax)
+	check(c.ReconnectInterval > 0, "ReconnectInterval %v must be positive", c.ReconnectInterval)
+	check(c.ReconnectTimeout >= c.ReconnectInterval,
+		"ReconnectTimeout %v must be at least ReconnectInterval %v", c.ReconnectTimeout, c.ReconnectInterval)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -276,6 +306,9 @@ func (c *Config) memberlistConfig(n *Node) *memberlist.Config {
 	}
 	if len(c.SecretKey) > 0 {
 		mc.SecretKey = append([]byte(nil), c.SecretKey...)
+	}
+	if c.Transport != nil {
+		mc.Transport = c.Transport
 	}
 	mc.Delegate = (*delegate)(n)
 	mc.Events = (*events)(n)

@@ -40,6 +40,8 @@ func TestConfigValidation(t *testing.T) {
 		{"suspicion mult", func(c *Config) { c.SuspicionMult = 0 }, "SuspicionMult"},
 		{"rejoin min", func(c *Config) { c.RejoinMin = 0 }, "RejoinMin"},
 		{"rejoin min above max", func(c *Config) { c.RejoinMin = 2 * c.RejoinMax }, "RejoinMin"},
+		{"reconnect interval", func(c *Config) { c.ReconnectInterval = 0 }, "ReconnectInterval"},
+		{"reconnect timeout below interval", func(c *Config) { c.ReconnectTimeout = c.ReconnectInterval / 2 }, "ReconnectTimeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,8 @@
 package gossip
 
 import (
+	"time"
+
 	"github.com/hashicorp/memberlist"
 )
 
@@ -97,9 +99,11 @@ func (n *Node) claimOf(m *memberlist.Node) (claim, bool) {
 }
 
 // NotifyLeave forgets a member that left or was found dead: it drops out of
-// Members and KnownNodes.
+// Members and KnownNodes. Its address is kept for the rejoin loop's
+// reconnect: memberlist does not tell a member that left from one found dead
+// (the Node's State is not kept up to date).
 func (e *events) NotifyLeave(m *memberlist.Node) {
-	if e.view.remove(m.Name) && m.Name != e.cfg.Name {
+	if e.view.remove(m.Name, true, time.Now()) && m.Name != e.cfg.Name {
 		e.freed.fire()
 	}
 	e.view.removeForeign(m.Name)
@@ -139,7 +143,7 @@ func (n *Node) foreign(m *memberlist.Node) bool {
 		}
 		return false
 	}
-	if n.view.remove(m.Name) {
+	if n.view.remove(m.Name, false, time.Time{}) {
 		n.freed.fire()
 	}
 	if n.view.setForeign(m.Name, ForeignMember{Name: m.Name, Addr: m.Address(), Cluster: cluster}) {

@@ -65,8 +65,10 @@ func Start(cfg Config) (*Node, error) {
 	go n.serve()
 	go n.dispatch()
 	n.log.Info("gossip started", "addr", n.Addr(), "encrypted", len(cfg.SecretKey) > 0, "cluster", cfg.label())
+	settled := true
 	if len(cfg.Join) > 0 || cfg.Seeds != nil {
-		joined, settled := n.joinOnce(ctx)
+		var joined int
+		joined, settled = n.joinOnce(ctx)
 		switch {
 		case joined > 0 && !n.alone():
 			n.log.Info("gossip joined", "members", joined)
@@ -74,12 +76,12 @@ func Start(cfg Config) (*Node, error) {
 			n.log.Warn("gossip: joined no member at start; trying again until one answers", "join", cfg.Join,
 				"rejoinMax", cfg.RejoinMax.String())
 		}
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			n.rejoin(ctx, settled)
-		}()
 	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.rejoin(ctx, settled)
+	}()
 	return n, nil
 }
 

@@ -268,6 +268,7 @@ func crash(n *Node) {
 		n.goMu.Lock()
 		n.closed.Store(true)
 		close(n.quit)
+		n.stop()
 		n.goMu.Unlock()
 		_ = n.ml.Shutdown()
 		n.wg.Wait()

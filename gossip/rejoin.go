@@ -19,9 +19,16 @@ const settledTries = 3
 // each try, and the unseen seeds), pausing between tries with a capped,
 // jittered exponential backoff (Config.RejoinMin doubling up to RejoinMax).
 // Once settled (settledTries tries in a row) it sleeps until it is alone
-// again. settled says whether Start's own try settled it. It returns when
-// ctx ends (Close).
+// again. Throughout, alone or not, it reconnects every ReconnectInterval
+// (see reconnect). settled says whether Start's own try settled it. It
+// returns when ctx ends (Close).
 func (n *Node) rejoin(ctx context.Context, settled bool) {
+	tick := time.NewTicker(n.cfg.ReconnectInterval)
+	defer tick.Stop()
+	if len(n.cfg.Join) == 0 && n.cfg.Seeds == nil { // nothing to rejoin: reconnect only
+		n.sleep(ctx, nil, nil, tick.C)
+		return
+	}
 	b := pacer{base: n.cfg.RejoinMin, limit: n.cfg.RejoinMax}
 	b.reset()
 	calm := 0 // settled tries in a row
@@ -32,20 +39,17 @@ func (n *Node) rejoin(ctx context.Context, settled bool) {
 		}
 		lonely := n.lonely.wait()
 		if calm >= settledTries && !n.alone() {
-			select {
-			case <-lonely:
-				n.log.Info("gossip: no other member left; joining again", "join", n.cfg.Join)
-				b.reset()
-				calm = 0
-			case <-ctx.Done():
+			if !n.sleep(ctx, lonely, nil, tick.C) {
 				return
 			}
+			n.log.Info("gossip: no other member left; joining again", "join", n.cfg.Join)
+			b.reset()
+			calm = 0
 		}
 		t := time.NewTimer(b.next())
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		woke := n.sleep(ctx, nil, t.C, tick.C)
+		t.Stop()
+		if !woke {
 			return
 		}
 		var joined int
@@ -54,6 +58,42 @@ func (n *Node) rejoin(ctx context.Context, settled bool) {
 			n.log.Info("gossip rejoined", "members", joined, "live", len(n.Members()))
 			b.reset()
 		}
+	}
+}
+
+// sleep waits until wake is closed or timer fires (either may be nil: never),
+// reconnecting at each tick meanwhile. It reports false when ctx ended first.
+func (n *Node) sleep(ctx context.Context, wake <-chan struct{}, timer, tick <-chan time.Time) bool {
+	for {
+		select {
+		case <-wake:
+			return true
+		case <-timer:
+			return true
+		case <-tick:
+			n.reconnect()
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// reconnect joins the address of one member that left or was found dead
+// within Config.ReconnectTimeout, picked at random (one, so that a tick costs
+// at most one TCPTimeout): the halves of a network partition each find the
+// other dead and, once it heals, would otherwise never contact each other
+// again. memberlist does not say which members left (a leaver's closed port
+// refuses the dial at once). Addresses lost longer ago are forgotten.
+func (n *Node) reconnect() {
+	dead := n.view.lostSince(time.Now().Add(-n.cfg.ReconnectTimeout))
+	if len(dead) == 0 {
+		return
+	}
+	addr := dead[rand.N(len(dead))]
+	if joined, err := n.Join([]string{addr}); err != nil {
+		n.log.Debug("gossip: reconnect to a member gone failed", "addr", addr, "err", err)
+	} else {
+		n.log.Info("gossip reconnected to a member gone", "addr", addr, "members", joined, "live", len(n.Members()))
 	}
 }
 

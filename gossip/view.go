@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"sync"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -18,7 +19,8 @@ type view struct {
 	mu      sync.Mutex
 	members map[string]peer // by member name; this one included
 	foreign map[string]ForeignMember
-	gone    map[string]bool // addresses of members that left or were found dead, until a member joins there
+	gone    map[string]bool      // addresses of members that left or were found dead, until a member joins there
+	lost    map[string]time.Time // the same, with when, for reconnect: until a member joins there or reconnect forgets it
 }
 
 // maxGone bounds view.gone: past it, the oldest knowledge is dropped whole.
@@ -45,12 +47,14 @@ func (v *view) set(m *memberlist.Node) (freed bool) {
 	old, was := v.members[m.Name]
 	v.members[m.Name] = p
 	delete(v.gone, p.addr)
+	delete(v.lost, p.addr)
 	return was && old.held && (!p.held || p.claim.nodeID != old.claim.nodeID)
 }
 
 // remove forgets a member that left or was found dead, and reports whether it
-// held a node ID (now freed, as far as gossip knows).
-func (v *view) remove(name string) (freed bool) {
+// held a node ID (now freed, as far as gossip knows). With lost, its address
+// is kept with now for reconnect (not for a member of another cluster).
+func (v *view) remove(name string, lost bool, now time.Time) (freed bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	old, was := v.members[name]
@@ -60,8 +64,30 @@ func (v *view) remove(name string) (freed bool) {
 			v.gone = map[string]bool{}
 		}
 		v.gone[old.addr] = true
+		if lost {
+			if v.lost == nil || len(v.lost) >= maxGone {
+				v.lost = map[string]time.Time{}
+			}
+			v.lost[old.addr] = now
+		}
 	}
 	return was && old.held
+}
+
+// lostSince returns the addresses of members that left or were found dead at
+// or after since (none has joined there since), and forgets those lost before.
+func (v *view) lostSince(since time.Time) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for addr, at := range v.lost {
+		if at.Before(since) {
+			delete(v.lost, addr)
+			continue
+		}
+		out = append(out, addr)
+	}
+	return out
 }
 
 // goneAt reports whether the last member seen at addr left or was found
