@@ -160,7 +160,10 @@ func TestProxyBlackHole(t *testing.T) {
 		b, _, gerr = st.Get(ctxT(t, 5*time.Second), "1.json")
 		got = string(b)
 	}()
-	waitCount(t, p, "GET blackhole", 1) // the first GET, given up on
+	// The proxy learns that a client gave up only when its server sees the
+	// connection close: wait for both, the first GET and the update.
+	waitCount(t, p, "GET blackhole", 1)
+	waitCount(t, p, string(OpUpdate)+" blackhole", 1)
 	deadline := time.Now().Add(5 * time.Second)
 	for p.Held(OpGet) == 0 { // the second one
 		if time.Now().After(deadline) {
