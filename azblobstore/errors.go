@@ -51,6 +51,31 @@ func inspect(err error) response {
 	return response{}
 }
 
+// compact cuts an SDK error to what an operator acts on (netfail.Trim): an
+// answer to its HTTP status, Azure error code and message ("HTTP 404
+// ContainerNotFound: The specified container does not exist."), without
+// azcore's dump of the request, the response and its XML body; a request
+// that got no answer to its cause, without the URL.
+func compact(err error) error {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		if c := netfail.Cause(err); c != err {
+			return netfail.Trim(err, c.Error())
+		}
+		return err
+	}
+	text := fmt.Sprintf("HTTP %d", re.StatusCode)
+	if re.ErrorCode != "" {
+		text += " " + re.ErrorCode
+	}
+	if re.RawResponse != nil { // Azure puts its message in the status line
+		if _, msg, ok := strings.Cut(re.RawResponse.Status, " "); ok && msg != "" && msg != http.StatusText(re.StatusCode) {
+			text += ": " + msg
+		}
+	}
+	return netfail.Trim(err, text)
+}
+
 // notSent reports whether err shows that a request never reached the server:
 // the connection could not be made or the host name did not resolve.
 func notSent(err error) bool {
@@ -70,6 +95,7 @@ func notSent(err error) bool {
 //     never left: an error that says what to fix (not written).
 func (s *Store) writeError(op, key string, err error) error {
 	r := inspect(err)
+	err = compact(err)
 	switch {
 	case strings.HasPrefix(r.code, "Lease"):
 		// LeaseIdMissing, LeaseLost... (412 or 409): someone took an Azure
@@ -97,6 +123,7 @@ func (s *Store) writeError(op, key string, err error) error {
 // BlobNotFound on get is lease.ErrNotFound; everything else is described.
 func (s *Store) readError(op, key string, err error) error {
 	r := inspect(err)
+	err = compact(err)
 	if op == opGet && r.status == http.StatusNotFound && (r.code == codeBlobNotFound || r.code == "") {
 		return fmt.Errorf("azblobstore: get %s: %w", key, lease.ErrNotFound)
 	}
@@ -122,14 +149,14 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	case r.code == codeAuthenticationFailed:
 		return definite("%s refused the credential for container %q: check AccountName and AccountKey (or the identity behind Credential) and this machine's clock", s.endpoint, s.name)
 	case r.code == codeAuthorizationFailure || r.code == codeAuthPermMismatch || r.status == http.StatusForbidden:
-		return definite("access denied to container %q at %s (%s): check the credential (AccountName and AccountKey, the SAS's permissions and expiry, "+
-			"or the Storage Blob Data Contributor role of the identity behind Credential)", s.name, s.endpoint, r.code)
+		return definite("access denied to container %q at %s: check the credential (AccountName and AccountKey, the SAS's permissions and expiry, "+
+			"or the Storage Blob Data Contributor role of the identity behind Credential)", s.name, s.endpoint)
 	case r.status == http.StatusNotFound && (op == opList || op == opCheck || op == opCreate || op == opUpdate):
 		return definite("%s answered 404 (%s) for container %q: is AccountURL an Azure Blob endpoint (with the account name in the path for Azurite)?", s.endpoint, r.code, s.name)
 	case r.status >= 200 && r.status < 300:
 		return definite("%s answered HTTP %d with a body that is not an Azure Blob response (container %q): is it an Azure Blob endpoint?", s.endpoint, r.status, s.name)
 	case r.status != 0:
-		return fail("%s refused the request for container %q (HTTP %d %s)", s.endpoint, s.name, r.status, r.code)
+		return fail("%s refused the request for container %q", s.endpoint, s.name)
 	}
 	ep := netfail.Endpoint{URL: s.endpoint, Holding: fmt.Sprintf("container %q", s.name), Setting: "AccountURL", Timeout: s.timeout}
 	if msg, def, ok := ep.Describe(err); ok && def {

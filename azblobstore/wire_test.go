@@ -3,6 +3,7 @@ package azblobstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/nodeid/nodeid/azblobstore"
 	"github.com/nodeid/nodeid/lease"
@@ -36,7 +39,10 @@ func answer(r *http.Request, status int, code string) *http.Response {
 	if code != "" {
 		h.Set("x-ms-error-code", code)
 	}
-	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: r}
+	// Azure's answers carry the message in the status line and an XML body,
+	// which azcore's error text dumps with the request.
+	body := "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<Error><Code>" + code + "</Code><Message>Azure's message.\nRequestId:0\nTime:0</Message></Error>"
+	return &http.Response{StatusCode: status, Status: fmt.Sprint(status, " Azure's message."), Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: r}
 }
 
 func fakeStore(t *testing.T, f *fakeTransport) *azblobstore.Store {
@@ -52,6 +58,21 @@ func fakeStore(t *testing.T, f *fakeTransport) *azblobstore.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// oneLine fails the test unless err's text is one line of at most 400
+// characters that keeps the SDK's answer (its status and Azure's message)
+// but not its dump of the request and the response.
+func oneLine(t *testing.T, err error) {
+	t.Helper()
+	text := err.Error()
+	if strings.Contains(text, "\n") || len(text) > 400 || strings.Contains(text, "RESPONSE") || strings.Contains(text, "<Error>") {
+		t.Fatalf("error text of %d characters, want one line of at most 400 without the SDK's dump: %q", len(text), text)
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && !strings.Contains(text, fmt.Sprintf("HTTP %d %s: Azure's message.", re.StatusCode, re.ErrorCode)) {
+		t.Fatalf("error %q does not say the answer: HTTP %d %s and its message", text, re.StatusCode, re.ErrorCode)
+	}
 }
 
 // TestWriteAnswers checks how each answer to a conditional Put Blob maps onto
@@ -100,6 +121,7 @@ func TestWriteAnswers(t *testing.T) {
 			if err == nil {
 				t.Fatal("write succeeded")
 			}
+			oneLine(t, err)
 			if n := f.calls.Load(); n != 1 {
 				t.Fatalf("the write was sent %d times, want once", n)
 			}

@@ -27,6 +27,25 @@ ts=sorted(datetime.datetime.fromisoformat(json.loads(l)["time"].replace("Z","+00
 ts=[t for t in ts if t >= float(sys.argv[1])]
 print(ts[0] if ts else "")' "$3"; }
 
+# wait_until DESC CMD...: run CMD every 0.2 s until it succeeds; give up
+# after 60 s, or as soon as a process of this run ($s3pid, $pids) has
+# exited, printing the tails of the run's logs, rather than hang.
+wait_until() {
+	local desc=$1 p
+	shift
+	for _ in $(seq 1 300); do
+		"$@" && return 0
+		for p in $s3pid "${pids[@]}"; do
+			kill -0 "$p" 2>/dev/null || { echo "run $r: process $p exited while waiting for $desc" >&2; tail -n 5 "$d"/*.log >&2; exit 1; }
+		done
+		sleep 0.2
+	done
+	echo "run $r: no $desc within 60 s" >&2
+	tail -n 5 "$d"/*.log >&2
+	exit 1
+}
+up() { curl -sf -o /dev/null "$1"; }
+
 case $kind in
 issuer) size=2 extra=() done_msg="acquired node ID" ;;
 leader) size=8 extra=(--elect demo) done_msg="elected leader" ;;
@@ -36,24 +55,24 @@ esac
 for r in $(seq 1 "$runs"); do
 	d=$work/run$r; mkdir -p "$d"
 	s3=$((31500 + r)) http=$((31600 + 10 * r)) gsp=$((31700 + 10 * r))
+	pids=()
 	"$broker" local-s3 --addr 127.0.0.1:$s3 2>"$d/s3.log" & s3pid=$!
-	until curl -s -o /dev/null 127.0.0.1:$s3; do sleep 0.1; done
+	wait_until "the embedded S3" curl -s -o /dev/null 127.0.0.1:$s3
 	common=(--bucket nodeid --s3-endpoint http://127.0.0.1:$s3 --s3-path-style --cluster-size $size
 		--keepalive read --window 15s --backstop 60s --acquire-timeout 5m "${extra[@]}"
 		--join 127.0.0.1:$((gsp + 1)),127.0.0.1:$((gsp + 2)))
-	pids=()
 	for i in 1 2 3; do
 		"$broker" serve "${common[@]}" --http-addr 127.0.0.1:$((http + i)) --gossip-addr 127.0.0.1:$((gsp + i)) 2>"$d/b$i.log" &
 		pids+=($!)
 		if [[ $kind == issuer && $i == 2 ]]; then # the third waits on a full cluster
-			for p in 1 2; do until curl -sf -o /dev/null 127.0.0.1:$((http + p))/health; do sleep 0.2; done; done
+			for p in 1 2; do wait_until "broker $p healthy" up 127.0.0.1:$((http + p))/health; done
 		fi
 	done
 	if [[ $kind == issuer ]]; then
-		until grep -q '"attempts"' "$d/b3.log" 2>/dev/null; do sleep 0.2; done
+		wait_until "broker 3 waiting" grep -q '"attempts"' "$d/b3.log"
 		victim=1 waiters=("$d/b3.log")
 	else
-		until grep -l "\"msg\":\"$done_msg\"" "$d"/b?.log >/dev/null 2>&1; do sleep 0.2; done
+		wait_until "a leader" grep -q "\"msg\":\"$done_msg\"" "$d"/b1.log "$d"/b2.log "$d"/b3.log
 		victim=$(grep -l "\"msg\":\"$done_msg\"" "$d"/b?.log | head -1 | sed 's/.*b\([0-9]\)\.log/\1/')
 		waiters=(); for i in 1 2 3; do [[ $i == "$victim" ]] || waiters+=("$d/b$i.log"); done
 	fi

@@ -41,6 +41,29 @@ func inspect(err error) response {
 	return response{}
 }
 
+// compact cuts a client error to what an operator acts on (netfail.Trim):
+// an answer to its HTTP status, reason and message ("HTTP 403 forbidden:
+// ... does not have storage.objects.list access ..."), without googleapi's
+// "More details" lines and the response body; a request that got no answer
+// to its cause, without the URL and its query.
+func compact(err error) error {
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		if c := netfail.Cause(err); c != err {
+			return netfail.Trim(err, c.Error())
+		}
+		return err
+	}
+	text := fmt.Sprintf("HTTP %d", ge.Code)
+	if r := inspect(err).reason; r != "" {
+		text += " " + r
+	}
+	if ge.Message != "" {
+		text += ": " + ge.Message
+	}
+	return netfail.Trim(err, text)
+}
+
 // notSent reports whether err shows that a request never reached the server:
 // the connection could not be made, the host name did not resolve, or no
 // request reached the transport at all (a credential that could not be
@@ -66,6 +89,7 @@ func notSent(err error, x *exchange) bool {
 //     help.
 func (s *Store) writeError(op, key string, err error, x *exchange) error {
 	r := inspect(err)
+	err = compact(err)
 	switch {
 	case r.status == http.StatusPreconditionFailed:
 		return fmt.Errorf("gcsstore: %s %s: %w (HTTP 412 %s)", op, key, lease.ErrPreconditionFailed, r.reason)
@@ -87,7 +111,7 @@ func (s *Store) readError(op, key string, err error, _ *exchange) error {
 	if op == opGet && errors.Is(err, storage.ErrObjectNotExist) {
 		return fmt.Errorf("gcsstore: get %s: %w", key, lease.ErrNotFound)
 	}
-	return s.describe(op, key, inspect(err), err)
+	return s.describe(op, key, inspect(err), compact(err))
 }
 
 // describe turns an error into one that says what to fix where it can,
@@ -109,15 +133,15 @@ func (s *Store) describe(op, key string, r response, err error) error {
 	case errors.Is(err, storage.ErrBucketNotExist) || r.status == http.StatusNotFound:
 		return definite("bucket %q does not exist at %s: create it, or fix Bucket (or Endpoint)", s.name, s.endpoint)
 	case r.status == http.StatusUnauthorized:
-		return definite("%s refused the credentials for bucket %q (HTTP 401 %s): check the identity behind Application Default Credentials "+
-			"(the workload's service account, GOOGLE_APPLICATION_CREDENTIALS)", s.endpoint, s.name, r.reason)
+		return definite("%s refused the credentials for bucket %q: check the identity behind Application Default Credentials "+
+			"(the workload's service account, GOOGLE_APPLICATION_CREDENTIALS)", s.endpoint, s.name)
 	case r.status == http.StatusForbidden:
-		return definite("access denied to bucket %q at %s (HTTP 403 %s): grant the identity behind Application Default Credentials "+
-			"roles/storage.objectUser on the bucket (objects get, list, create and delete: an overwrite needs delete)", s.name, s.endpoint, r.reason)
+		return definite("access denied to bucket %q at %s: grant the identity behind Application Default Credentials "+
+			"roles/storage.objectUser on the bucket (objects get, list, create and delete: an overwrite needs delete)", s.name, s.endpoint)
 	case r.status >= 200 && r.status < 300, r.status == 0 && (errors.As(err, &syntaxErr) || errors.As(err, &typeErr)):
 		return definite("%s answered with a body that is not a Cloud Storage JSON API response (bucket %q): is Endpoint a Cloud Storage endpoint (ending in /storage/v1/)?", s.endpoint, s.name)
 	case r.status != 0:
-		return fail("%s refused the request for bucket %q (HTTP %d %s)", s.endpoint, s.name, r.status, r.reason)
+		return fail("%s refused the request for bucket %q", s.endpoint, s.name)
 	}
 	ep := netfail.Endpoint{URL: s.endpoint, Holding: fmt.Sprintf("bucket %q", s.name), Setting: "Endpoint", Timeout: s.timeout}
 	if msg, def, ok := ep.Describe(err); ok && def {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/api/googleapi"
+
 	"github.com/nodeid/nodeid/gcsstore"
 	"github.com/nodeid/nodeid/lease"
 )
@@ -50,7 +52,7 @@ func gcsError(status int, reason string) func(http.ResponseWriter, *http.Request
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"error":{"code":%d,"message":"%s","errors":[{"domain":"global","reason":"%s","message":"%s"}]}}`,
+		fmt.Fprintf(w, `{"error":{"code":%d,"message":"%s","errors":[{"domain":"global","reason":"%s","message":"%s","locationType":"header","location":"Authorization"}]}}`,
 			status, http.StatusText(status), reason, http.StatusText(status))
 	}
 }
@@ -79,6 +81,21 @@ func wireStore(t *testing.T, url string, timeout time.Duration) *gcsstore.Store 
 		t.Fatal(err)
 	}
 	return st
+}
+
+// oneLine fails the test unless err's text is one line of at most 400
+// characters that keeps the answer (its status, reason and message) but not
+// googleapi's details, the URL and its query.
+func oneLine(t *testing.T, err error) {
+	t.Helper()
+	text := err.Error()
+	if strings.Contains(text, "\n") || len(text) > 400 || strings.Contains(text, "uploadType") || strings.Contains(text, "googleapi") {
+		t.Fatalf("error text of %d characters, want one line of at most 400 without the client's details and URL: %q", len(text), text)
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && !strings.Contains(text, fmt.Sprintf("HTTP %d %s: %s", ge.Code, ge.Errors[0].Reason, ge.Message)) {
+		t.Fatalf("error %q does not say the answer: HTTP %d, its reason and message", text, ge.Code)
+	}
 }
 
 // TestWriteAnswers checks how each answer to a conditional upload maps onto
@@ -124,6 +141,7 @@ func TestWriteAnswers(t *testing.T) {
 			if err == nil {
 				t.Fatal("write succeeded")
 			}
+			oneLine(t, err)
 			if n := f.posts.Load(); n != 1 {
 				t.Fatalf("the write was sent %d times, want once", n)
 			}
@@ -156,7 +174,8 @@ func TestWriteAnswers(t *testing.T) {
 }
 
 // TestWriteNeverSent: a connection refused and an unknown host are not
-// written (a misconfiguration), never an unknown outcome.
+// written (a misconfiguration), never an unknown outcome, and say so in one
+// line, without the request's URL.
 func TestWriteNeverSent(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -168,8 +187,9 @@ func TestWriteNeverSent(t *testing.T) {
 		_, err := wireStore(t, url, 2*time.Second).Create(context.Background(), "7.json", []byte("x"))
 		t.Logf("%s: %v", what, err)
 		if errors.Is(err, lease.ErrUnknownOutcome) || errors.Is(err, lease.ErrPreconditionFailed) || err == nil {
-			t.Errorf("%s: %v, want a plain error (not written)", what, err)
+			t.Fatalf("%s: %v, want a plain error (not written)", what, err)
 		}
+		oneLine(t, err)
 	}
 }
 

@@ -103,7 +103,7 @@ func (n *Node) claimOf(m *memberlist.Node) (claim, bool) {
 // reconnect: memberlist does not tell a member that left from one found dead
 // (the Node's State is not kept up to date).
 func (e *events) NotifyLeave(m *memberlist.Node) {
-	if e.view.remove(m.Name, true, time.Now()) && m.Name != e.cfg.Name {
+	if e.view.remove(m.Name, time.Now()) && m.Name != e.cfg.Name {
 		e.freed.fire()
 	}
 	e.view.removeForeign(m.Name)
@@ -143,7 +143,7 @@ func (n *Node) foreign(m *memberlist.Node) bool {
 		}
 		return false
 	}
-	if n.view.remove(m.Name, false, time.Time{}) {
+	if n.view.remove(m.Name, time.Time{}) {
 		n.freed.fire()
 	}
 	if n.view.setForeign(m.Name, ForeignMember{Name: m.Name, Addr: m.Address(), Cluster: cluster}) {

@@ -154,10 +154,10 @@ func TestViewKeepsLostAddressesForReconnect(t *testing.T) {
 	} {
 		v.set(m)
 	}
-	v.remove("a", true, t0)
-	v.remove("b", true, t0.Add(time.Minute))
-	v.remove("f", false, time.Time{}) // became foreign
-	v.remove("nobody", true, t0)
+	v.remove("a", t0)
+	v.remove("b", t0.Add(time.Minute))
+	v.remove("f", time.Time{}) // became foreign
+	v.remove("nobody", t0)
 	if got := v.lostSince(t0); !slices.Equal(sorted(got), []string{"10.0.0.1:7946", "10.0.0.2:7946"}) {
 		t.Fatalf("lostSince(t0) = %v, want a's and b's addresses", got)
 	}
@@ -167,9 +167,17 @@ func TestViewKeepsLostAddressesForReconnect(t *testing.T) {
 	if got := v.lostSince(t0); !slices.Equal(got, []string{"10.0.0.2:7946"}) {
 		t.Fatalf("lostSince(t0) after a was forgotten = %v, want b's address only", got)
 	}
+	for _, addr := range []string{"10.0.0.1:7946", "10.0.0.2:7946", "10.0.0.9:7946"} {
+		if !v.goneAt(addr) { // forgotten by reconnect, or foreign: still gone
+			t.Fatalf("goneAt(%s) = false, want true", addr)
+		}
+	}
 	v.set(&memberlist.Node{Name: "b2", Addr: net.IPv4(10, 0, 0, 2), Port: 7946})
 	if got := v.lostSince(t0); len(got) != 0 {
 		t.Fatalf("lostSince after a member joined at b's address = %v, want none", got)
+	}
+	if v.goneAt("10.0.0.2:7946") || v.goneAt("10.0.0.3:7946") {
+		t.Fatal("goneAt is true for an address a member joined at, or one never gone")
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/backoff"
 )
 
 // settledTries is how many tries in a row must find the member settled
@@ -29,8 +31,8 @@ func (n *Node) rejoin(ctx context.Context, settled bool) {
 		n.sleep(ctx, nil, nil, tick.C)
 		return
 	}
-	b := pacer{base: n.cfg.RejoinMin, limit: n.cfg.RejoinMax}
-	b.reset()
+	b := backoff.Backoff{Base: n.cfg.RejoinMin, Limit: n.cfg.RejoinMax}
+	b.Reset()
 	calm := 0 // settled tries in a row
 	for {
 		calm++
@@ -43,10 +45,10 @@ func (n *Node) rejoin(ctx context.Context, settled bool) {
 				return
 			}
 			n.log.Info("gossip: no other member left; joining again", "join", n.cfg.Join)
-			b.reset()
+			b.Reset()
 			calm = 0
 		}
-		t := time.NewTimer(b.next())
+		t := time.NewTimer(b.Next())
 		woke := n.sleep(ctx, nil, t.C, tick.C)
 		t.Stop()
 		if !woke {
@@ -56,7 +58,7 @@ func (n *Node) rejoin(ctx context.Context, settled bool) {
 		joined, settled = n.joinOnce(ctx)
 		if joined > 0 && !n.alone() { // reaching only itself (a Join that names it) is no join
 			n.log.Info("gossip rejoined", "members", joined, "live", len(n.Members()))
-			b.reset()
+			b.Reset()
 		}
 	}
 }
@@ -146,18 +148,3 @@ func (n *Node) alone() bool {
 	return others == 0
 }
 
-// pacer is a capped exponential backoff with jitter: each pause is drawn
-// uniformly from [d/2, d), and d doubles after each pause up to limit.
-type pacer struct {
-	base, limit, d time.Duration
-}
-
-// reset starts the pauses over from base.
-func (p *pacer) reset() { p.d = p.base }
-
-// next returns the next pause and doubles the pace.
-func (p *pacer) next() time.Duration {
-	w := p.d/2 + rand.N(p.d/2+1)
-	p.d = min(2*p.d, p.limit)
-	return w
-}

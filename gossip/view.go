@@ -19,8 +19,11 @@ type view struct {
 	mu      sync.Mutex
 	members map[string]peer // by member name; this one included
 	foreign map[string]ForeignMember
-	gone    map[string]bool      // addresses of members that left or were found dead, until a member joins there
-	lost    map[string]time.Time // the same, with when, for reconnect: until a member joins there or reconnect forgets it
+	// gone holds the addresses of members that left or were found dead,
+	// until a member joins there, each with when it was lost, for
+	// reconnect (lostSince); the zero time when reconnect is not to try it
+	// (it became a member of another cluster, or reconnect forgot it).
+	gone map[string]time.Time
 }
 
 // maxGone bounds view.gone: past it, the oldest knowledge is dropped whole.
@@ -47,29 +50,23 @@ func (v *view) set(m *memberlist.Node) (freed bool) {
 	old, was := v.members[m.Name]
 	v.members[m.Name] = p
 	delete(v.gone, p.addr)
-	delete(v.lost, p.addr)
 	return was && old.held && (!p.held || p.claim.nodeID != old.claim.nodeID)
 }
 
 // remove forgets a member that left or was found dead, and reports whether it
-// held a node ID (now freed, as far as gossip knows). With lost, its address
-// is kept with now for reconnect (not for a member of another cluster).
-func (v *view) remove(name string, lost bool, now time.Time) (freed bool) {
+// held a node ID (now freed, as far as gossip knows). Its address is kept
+// as gone, with lostAt for reconnect; zero lostAt keeps it from reconnect
+// (a member of another cluster).
+func (v *view) remove(name string, lostAt time.Time) (freed bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	old, was := v.members[name]
 	delete(v.members, name)
 	if was {
 		if v.gone == nil || len(v.gone) >= maxGone {
-			v.gone = map[string]bool{}
+			v.gone = map[string]time.Time{}
 		}
-		v.gone[old.addr] = true
-		if lost {
-			if v.lost == nil || len(v.lost) >= maxGone {
-				v.lost = map[string]time.Time{}
-			}
-			v.lost[old.addr] = now
-		}
+		v.gone[old.addr] = lostAt
 	}
 	return was && old.held
 }
@@ -80,9 +77,12 @@ func (v *view) lostSince(since time.Time) []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out []string
-	for addr, at := range v.lost {
+	for addr, at := range v.gone {
+		if at.IsZero() {
+			continue
+		}
 		if at.Before(since) {
-			delete(v.lost, addr)
+			v.gone[addr] = time.Time{} // still gone, no longer tried
 			continue
 		}
 		out = append(out, addr)
@@ -95,7 +95,8 @@ func (v *view) lostSince(since time.Time) []string {
 func (v *view) goneAt(addr string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.gone[addr]
+	_, gone := v.gone[addr]
+	return gone
 }
 
 // get returns the member called name.

@@ -29,7 +29,8 @@ type Config struct {
 	// this node's ID with a higher version fences it at once, and after
 	// taking over an expired lease /ready waits for peers to see the new
 	// version. The node publishes the member's address in the lease it
-	// holds (nodeid.Config.GossipAddr) and joins those the cluster's other
+	// holds and in an election's leadership record (nodeid.Config.GossipAddr),
+	// and joins those the cluster's other
 	// leases publish (added to Seeds), so that nodes with no Join find each
 	// other. Its Name defaults to Provider.TaskID; OnConflict, if set, is
 	// called after the node's own handling. Nil: no gossip (it is

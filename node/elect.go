@@ -35,7 +35,8 @@ type elector struct {
 	name  string
 	value string
 	task  string
-	e     *election.Elections
+	pc    nodeid.Config       // the Elections' configuration, without GossipAddr
+	e     *election.Elections // for reads (/leader); campaigns use campaigner's
 	cur   atomic.Pointer[election.Leadership]
 
 	cancel context.CancelFunc
@@ -61,7 +62,27 @@ func newElector(store lease.Store, cfg Config, tasks nodeid.Tasks) (*elector, er
 	if err != nil {
 		return nil, err
 	}
-	return &elector{name: cfg.Elect, value: cfg.ElectValue, task: cfg.Provider.TaskID, e: e, done: make(chan struct{})}, nil
+	return &elector{name: cfg.Elect, value: cfg.ElectValue, task: cfg.Provider.TaskID, pc: pc, e: e, done: make(chan struct{})}, nil
+}
+
+// campaigner returns the Elections to campaign with. Once gossip has
+// started, its leadership records publish this node's gossip address
+// (nodeid.Config.GossipAddr), as the node ID's record does: in read mode a
+// candidate that has not yet met this leader in gossip joins it there
+// (gossipTasks is a nodeid.GossipJoiner) instead of challenging a live leader.
+func (el *elector) campaigner(n *Node) *election.Elections {
+	g := n.gossip.Load()
+	if g == nil {
+		return el.e
+	}
+	pc := el.pc
+	pc.GossipAddr = g.Addr()
+	e, err := election.New(n.store, pc)
+	if err != nil { // the node ID's provider took the same address
+		n.log.Warn("campaigning without publishing the gossip address", "election", el.name, "err", err)
+		return el.e
+	}
+	return e
 }
 
 // gossipTasks is the node's gossip view of live tasks (nodeid.TasksHints); every
@@ -69,13 +90,30 @@ func newElector(store lease.Store, cfg Config, tasks nodeid.Tasks) (*elector, er
 // for want of a view.
 type gossipTasks struct{ n *Node }
 
-var _ nodeid.TasksHints = gossipTasks{}
+var (
+	_ nodeid.TasksHints   = gossipTasks{}
+	_ nodeid.GossipJoiner = gossipTasks{}
+)
 
 // TaskLive implements nodeid.Tasks.
 func (t gossipTasks) TaskLive(taskID string) bool {
 	g := t.n.gossip.Load()
 	return g == nil || g.TaskLive(taskID)
 }
+
+// JoinGossip implements nodeid.GossipJoiner: gossip's JoinGossip, so that a
+// campaign in read mode meets a leader it suspects before it challenges it;
+// errGossipNotStarted before gossip started.
+func (t gossipTasks) JoinGossip(ctx context.Context, addr string) error {
+	g := t.n.gossip.Load()
+	if g == nil {
+		return errGossipNotStarted
+	}
+	return g.JoinGossip(ctx, addr)
+}
+
+// errGossipNotStarted is JoinGossip's error before gossip started.
+var errGossipNotStarted = errors.New("node: gossip not started")
 
 // Freed implements nodeid.TasksHints: gossip's Freed, which closes when a
 // member that held a node ID leaves or is found dead (a leader holds one);
@@ -91,10 +129,11 @@ func (t gossipTasks) Freed() <-chan struct{} {
 func (el *elector) start(n *Node) {
 	ctx, cancel := context.WithCancel(context.Background())
 	el.cancel = cancel
+	e := el.campaigner(n)
 	go func() {
 		defer close(el.done)
 		for ctx.Err() == nil {
-			l, err := el.e.Campaign(ctx, el.name, el.value)
+			l, err := e.Campaign(ctx, el.name, el.value)
 			if err != nil {
 				if ctx.Err() == nil {
 					n.log.Warn("campaign failed, campaigning again", "election", el.name, "err", err)

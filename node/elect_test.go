@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/election"
+	"github.com/nodeid/nodeid/gossip"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
@@ -221,5 +223,40 @@ func TestLostNodeResignsWithinOneAttempt(t *testing.T) {
 	}
 	if got := store.writes.Load(); got != 1 {
 		t.Fatalf("the resignation wrote %d times; want one attempt", got)
+	}
+}
+
+// TestLeaderRecordPublishesGossip: with gossip, the leadership record
+// publishes the leader's gossip address, as its node ID's record does, so
+// that a candidate in read mode that has not met the leader in gossip yet
+// joins it there instead of challenging it; the campaign's Tasks can join.
+func TestLeaderRecordPublishesGossip(t *testing.T) {
+	store := storetest.NewMemStore()
+	c := testConfig("task-a", 2)
+	c.Elect = "jobs"
+	gc := gossip.DefaultLocalConfig()
+	c.Gossip = &gc
+	n, err := New(store, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
+	waitSelf(t, ctx, n)
+	addr := n.gossip.Load().Addr()
+	if rec := readRecord(t, lease.Scope(store, election.Dir+"jobs/"), 0); rec.Gossip != addr {
+		t.Errorf("the leadership record publishes gossip %q, want %q", rec.Gossip, addr)
+	}
+	other := gossipNode(t, "task-b", 2, storetest.NewMemStore(), gossip.DefaultLocalConfig())
+	var j nodeid.GossipJoiner = gossipTasks{other}
+	if err := j.JoinGossip(ctx, addr); err != nil {
+		t.Fatalf("JoinGossip(%s): %v", addr, err)
+	}
+	if !other.gossip.Load().TaskLive("task-a") {
+		t.Errorf("after JoinGossip, task-b's gossip does not show task-a live: %v", other.gossip.Load().Members())
 	}
 }

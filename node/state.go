@@ -39,7 +39,7 @@ var (
 	// ErrIDFileDown: the node holds its ID but its id file (Config.IDFile)
 	// is not written yet (the host's clock has not passed the ID's floor) or
 	// is down: an application that reads the file would not find it.
-	ErrIDFileDown = errors.New("the id file is not written yet or is down")
+	ErrIDFileDown = errors.New("node: the id file is not written yet or is down")
 	// ErrStarted: Start was called twice.
 	ErrStarted = errors.New("node: already started")
 	// ErrClosed: the node was closed.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/aws/smithy-go"
@@ -47,22 +46,11 @@ func inspect(err error) response {
 	return r
 }
 
-// sdkError is an AWS SDK error whose text is cut to what an operator acts
-// on: the operation, the HTTP status, the S3 error code and its message
-// ("S3 ListObjectsV2: HTTP 404 NoSuchBucket: The specified bucket does not
-// exist"), without the request and host IDs and the SDK's framing, which
-// made 200 to 400 characters of every store error. The SDK's error stays in
-// the chain (Unwrap): errors.As finds smithy.APIError in it.
-type sdkError struct {
-	err  error
-	text string
-}
-
-func (e *sdkError) Error() string { return e.text }
-func (e *sdkError) Unwrap() error { return e.err }
-
-// compact returns err as an sdkError when it is the SDK's error of an
-// operation (smithy.OperationError), and err itself otherwise.
+// compact cuts the SDK's error of an operation (smithy.OperationError) to
+// what an operator acts on (netfail.Trim): the operation, the HTTP status,
+// the S3 error code and its message ("S3 ListObjectsV2: HTTP 404
+// NoSuchBucket: The specified bucket does not exist"), without the request
+// and host IDs and the SDK's framing. Any other err is returned as it is.
 func compact(err error) error {
 	var oe *smithy.OperationError
 	if !errors.As(err, &oe) {
@@ -85,7 +73,7 @@ func compact(err error) error {
 	default:
 		text += causeOf(oe.Err).Error()
 	}
-	return &sdkError{err: err, text: text}
+	return netfail.Trim(err, text)
 }
 
 // causeOf returns what lies under the SDK's framing of a request that got no
@@ -96,14 +84,13 @@ func causeOf(err error) error {
 		var next error
 		var re *smithyhttp.ResponseError
 		var se *smithyhttp.RequestSendError
-		var ue *url.Error // its URL repeats the endpoint and the key
 		switch {
 		case errors.As(err, &re) && re.Err != nil:
 			next = re.Err
 		case errors.As(err, &se) && se.Err != nil:
 			next = se.Err
-		case errors.As(err, &ue) && ue.Err != nil:
-			next = ue.Err
+		default:
+			next = netfail.Cause(err)
 		}
 		if next == nil || next == err {
 			return err

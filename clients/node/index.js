@@ -8,3 +8,7 @@ export const {
   IdFileGenerator, HttpGenerator, decode, EPOCH_MS,
   NodeIdError, NotHeldError, VersionChangedError, ClockBehindError, UnavailableError,
 } = cjs;
+
+// The default export is the whole package, as `require` returns it, for
+// `import nodeid from 'nodeid-client'`.
+export default cjs;

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"syscall"
 	"time"
 )
@@ -58,4 +59,31 @@ func (e Endpoint) Describe(err error) (msg string, definite, ok bool) {
 		return fmt.Sprintf("no answer from %s (%s) within %v", e.URL, e.Holding, e.Timeout), false, true
 	}
 	return "", false, false
+}
+
+// Trim returns err with its text replaced by text: a store SDK's error cut
+// to what an operator acts on (the HTTP status, the store's error code and
+// message), without the request IDs, the response dump and the URLs that
+// made 200 to 600 characters, some of them lines, of every store error.
+// err stays in the chain: errors.Is and errors.As see through it.
+func Trim(err error, text string) error { return &trimmed{err: err, text: text} }
+
+type trimmed struct {
+	err  error
+	text string
+}
+
+func (e *trimmed) Error() string { return e.text }
+func (e *trimmed) Unwrap() error { return e.err }
+
+// Cause returns what lies under net/http's framing of a request that got no
+// answer: the error a *url.Error in err's chain wraps (its URL repeats the
+// endpoint, the key and every query parameter; so do the SDKs' retry
+// wrappers around it), or err itself when there is none.
+func Cause(err error) error {
+	var ue *url.Error
+	for errors.As(err, &ue) && ue.Err != nil && ue.Err != err {
+		err = ue.Err
+	}
+	return err
 }
