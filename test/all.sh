@@ -12,7 +12,9 @@
 #  2a. puts promtool (from Debian's prometheus package, test/promtool.sh) and
 #     AWS CloudFormation Validate (npm, test/cfn-validate.sh) in the server
 #     cache, and systemd-analyze on the machine, for the operator kit's checks
-#     (deploy/kit_test.go, deploy/cloudformation_test.go);
+#     (deploy/kit_test.go, deploy/cloudformation_test.go), and builds or
+#     reuses helm (test/helm/install.sh, from the Go module proxy; about 2
+#     minutes cold) for the Helm chart's (deploy/helm_test.go);
 #  2c. builds the broker's container image from deploy/Dockerfile with buildah
 #     (test/image.sh, a few seconds; buildah, podman and runc installed with
 #     apt-get when missing), which deploy/image_test.go runs with podman in
@@ -162,6 +164,11 @@ export NODEID_TEST_PROMTOOL
 # (deploy/cloudformation_test.go; test/cfn-validate.sh says why this tool).
 NODEID_TEST_CFN_VALIDATE=$(bash test/cfn-validate.sh)
 export NODEID_TEST_CFN_VALIDATE
+# helm, for the chart deploy/helm/nodeid: helm lint and template for each
+# store's values, decoded strictly into the Kubernetes types
+# (deploy/helm_test.go; with CI=true a missing helm fails the test).
+NODEID_TEST_HELM=$(bash test/helm/install.sh)
+export NODEID_TEST_HELM
 if ! command -v systemd-analyze >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
 	echo "no systemd-analyze: installing systemd (apt-get)" >&2
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null

@@ -12,7 +12,7 @@ import (
 
 // documents are the files whose flags and variables are checked.
 var documents = []string{"README.md", "docs/nodeid-broker.md", "docs/nodeidctl.md", "docs/evidence/design.md", "docs/regions.md",
-	"deploy/README.md", "deploy/cloud-run.md", "deploy/azure-container-apps.md", "deploy/systemd/broker.env", "clients/README.md"}
+	"deploy/README.md", "deploy/cloud-run.md", "deploy/azure-container-apps.md", "deploy/kubernetes.md", "deploy/systemd/broker.env", "clients/README.md"}
 
 // foreignFlags are flags the docs name that belong to other tools, with
 // whose.
@@ -37,6 +37,12 @@ var foreignFlags = map[string]string{
 	"query": "az", "assignee-object-id": "az role assignment create", "assignee-principal-type": "az role assignment create",
 	"role": "az role assignment create and gcloud storage buckets add-iam-policy-binding", "scope": "az role assignment create", "condition": "az role assignment create",
 	"condition-version": "az role assignment create",
+	// The Kubernetes, EKS and AKS set-up in deploy/kubernetes.md.
+	"from-literal": "kubectl create secret", "cluster": "aws eks create-pod-identity-association",
+	"namespace": "aws eks create-pod-identity-association", "service-account": "aws eks create-pod-identity-association",
+	"role-arn": "aws eks create-pod-identity-association", "identity-name": "az identity federated-credential create",
+	"name": "az identity federated-credential create", "issuer": "az identity federated-credential create",
+	"subject": "az identity federated-credential create",
 }
 
 // otherVars are NODEID_ variables the docs name that are no flag: the
