@@ -216,6 +216,10 @@ export NODEID_ETCD_BIN
 (cd test/etcd/server && go vet ./...)
 
 step "go test -race"
+# cmd/nodeid-broker's TestServeGossipPartitionHeals cuts real brokers apart in
+# network namespaces of its own, made with ip (iproute2) and nsenter
+# (util-linux); with CI=true it fails where it cannot make them.
+command -v ip >/dev/null || apt_install iproute2
 go test "${flags[@]}" ./...
 
 step "the deterministic simulation: every seed, every mutation (nodeid, without -race)"

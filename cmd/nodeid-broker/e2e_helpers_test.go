@@ -68,7 +68,14 @@ func startBroker(t *testing.T, name string, env []string, args ...string) *proc 
 // start starts the binary with args.
 func start(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	bp, err := brokerproc.Start(brokerproc.Config{Bin: brokerBin, Args: args, Env: env})
+	return startProc(t, name, brokerproc.Config{Bin: brokerBin, Args: args, Env: env})
+}
+
+// startProc starts the process cfg describes (the broker binary, or a
+// program that execs it) and kills it at the end of the test.
+func startProc(t *testing.T, name string, cfg brokerproc.Config) *proc {
+	t.Helper()
+	bp, err := brokerproc.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,21 @@ import (
 // compare its view of the bucket with the brokers'.
 var brokerBin, ctlBin string
 
+// netnsChildEnv, in this test binary's environment, names the broker binary
+// of the test that re-ran it inside a user and network namespace of its own
+// (TestServeGossipPartitionHeals): it runs that one test, which finds the
+// variable set, and builds nothing.
+const netnsChildEnv = "NODEID_TEST_NETNS_BROKER"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(testChildEnv); mode != "" { // nodeid-broker run started this binary as its child
 		os.Exit(testChild(mode))
 	}
 	flag.Parse()
+	if bin := os.Getenv(netnsChildEnv); bin != "" { // a test re-ran this binary in network namespaces of its own
+		brokerBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "nodeid-broker-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

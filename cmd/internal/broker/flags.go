@@ -32,6 +32,7 @@ type serveConfig struct {
 
 	bucket, prefix, region, s3Endpoint string
 	gossipCluster                      string // --gossip-cluster; "" derives it from the store
+	gossipTimings                      string // --gossip-timings: auto, lan or local
 	s3PathStyle                        bool
 	embeddedS3                         string // address to serve an in-process S3 on; "" for none
 	store                              string // --store: s3, etcd, azblob or gcs
@@ -116,6 +117,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	f.StringVar(&c.gossipAddr, "gossip-addr", "", "IP:port to gossip on (TCP and UDP), for example :7946 or 0.0.0.0:7946 (empty: no gossip; gossip is advisory)")
 	f.StringVar(&join, "join", "", "comma-separated host:port list of gossip members to join at start (needs --gossip-addr)")
 	f.StringVar(&c.gossipCluster, "gossip-cluster", "", "the cluster's identity in gossip: members with another are never heard, or reported and ignored (default: the store and prefix, s3://BUCKET/PREFIX, etcd://ENDPOINTS/PREFIX, azblob://ACCOUNT-URL/CONTAINER/PREFIX or gs://BUCKET/PREFIX)")
+	f.StringVar(&c.gossipTimings, "gossip-timings", gossipTimingsAuto, "gossip's timings: lan (memberlist's LAN timings: 1s probes, reconnect to lost members every 30s), local (its local ones, for brokers on one host or a test network: 200ms probe timeout, reconnect every 2s) or auto (local on a loopback --gossip-addr, else lan)")
 	f.StringVar(&key, "gossip-key", "", "base64 of a 16, 24 or 32-byte key that encrypts gossip (AES-GCM); every broker needs the same (empty: plain text)")
 	f.DurationVar(&c.node.MaxIssueStall, "max-issue-stall", 0, "how long the generator may fail to issue IDs (a clock behind the floor, a reservation no renewal raises) before health fails and the task is replaced (0: the lesser of 30s and 2 x lease-duration)")
 	f.DurationVar(&readyTimeout, "ready-timeout", c.node.ReadyTimeout, "after taking over an expired lease, how long /ready waits for gossip peers to see the new version")
@@ -393,11 +395,23 @@ func readModeDetection(gc *gossip.Config) {
 	gc.SuspicionMult = readSuspicionMult
 }
 
-// fillGossip checks --gossip-addr, --join and --gossip-key and builds the
-// gossip configuration: memberlist's LAN timings, or its local ones on a
-// loopback address.
+// The values of --gossip-timings.
+const (
+	gossipTimingsAuto  = "auto"  // local on a loopback address, else lan
+	gossipTimingsLAN   = "lan"   // gossip.DefaultConfig: memberlist's LAN timings
+	gossipTimingsLocal = "local" // gossip.DefaultLocalConfig: its local ones
+)
+
+// fillGossip checks --gossip-addr, --join, --gossip-timings and --gossip-key
+// and builds the gossip configuration: memberlist's LAN timings, or its local
+// ones (--gossip-timings local, or auto on a loopback address).
 func (c *serveConfig) fillGossip(f *envflag.Set, join, key string) error {
 	src := f.Source
+	switch c.gossipTimings {
+	case gossipTimingsAuto, gossipTimingsLAN, gossipTimingsLocal:
+	default:
+		return envflag.Usagef("%s %q: want auto, lan or local", src("gossip-timings"), c.gossipTimings)
+	}
 	var secret []byte
 	if key != "" {
 		b, err := base64.StdEncoding.DecodeString(key)
@@ -437,7 +451,7 @@ func (c *serveConfig) fillGossip(f *envflag.Set, join, key string) error {
 		return envflag.Usagef("%s %q: the port must be 0..65535", src("gossip-addr"), c.gossipAddr)
 	}
 	gc := gossip.DefaultConfig()
-	if ip.IsLoopback() {
+	if c.gossipTimings == gossipTimingsLocal || c.gossipTimings == gossipTimingsAuto && ip.IsLoopback() {
 		gc = gossip.DefaultLocalConfig()
 	}
 	gc.BindAddr, gc.BindPort, gc.Join = host, p, joins

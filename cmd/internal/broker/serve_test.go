@@ -98,6 +98,41 @@ func TestReadModeGossipDetectsSooner(t *testing.T) {
 	}
 }
 
+// TestGossipTimings: --gossip-timings auto picks memberlist's local timings on
+// a loopback address and its LAN ones elsewhere; lan and local force either,
+// whatever the address; another value is a usage error.
+func TestGossipTimings(t *testing.T) {
+	lan, local := gossip.DefaultConfig(), gossip.DefaultLocalConfig()
+	for _, tc := range []struct {
+		addr, timings string
+		want          gossip.Config
+	}{
+		{"127.0.0.1:7946", "", local},
+		{"10.0.0.1:7946", "", lan},
+		{":7946", "auto", lan},
+		{"127.0.0.1:7946", "lan", lan},
+		{"10.0.0.1:7946", "local", local},
+	} {
+		args := []string{"--bucket", "b", "--gossip-addr", tc.addr}
+		if tc.timings != "" {
+			args = append(args, "--gossip-timings", tc.timings)
+		}
+		c, err := parseServeFlags("nodeid-broker", args, env(), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		g, w := c.node.Gossip, tc.want
+		got := [4]time.Duration{g.ProbeTimeout, g.PushPullInterval, g.RejoinMax, g.ReconnectInterval}
+		if want := [4]time.Duration{w.ProbeTimeout, w.PushPullInterval, w.RejoinMax, w.ReconnectInterval}; got != want {
+			t.Errorf("%v: probe timeout, push/pull, rejoin max, reconnect %v, want %v", args, got, want)
+		}
+	}
+	_, err := parseServeFlags("nodeid-broker", []string{"--bucket", "b", "--gossip-addr", ":7946"}, env("NODEID_GOSSIP_TIMINGS", "fast"), io.Discard)
+	if !errors.Is(err, envflag.ErrUsage) || !strings.Contains(err.Error(), `NODEID_GOSSIP_TIMINGS (--gossip-timings) "fast": want auto, lan or local`) {
+		t.Errorf("--gossip-timings fast: %v", err)
+	}
+}
+
 func TestLocalURL(t *testing.T) {
 	for in, want := range map[string]string{
 		":8080": "http://127.0.0.1:8080", "0.0.0.0:81": "http://127.0.0.1:81", "[::]:82": "http://[::1]:82",
