@@ -47,6 +47,7 @@ type serveConfig struct {
 	clock      debugClock   // --debug-clock-*
 	history    debugHistory // --debug-store-history
 	logLevel   slog.Level
+	logText    bool // --log-format text
 	drainDelay time.Duration
 }
 
@@ -81,6 +82,7 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 		c                                        serveConfig
 		order, join, key                         string
 		logLevel                                 string
+		logFormat                                string
 		readyTimeout, grace, maxLease, lossGrace time.Duration
 		ka                                       keepAliveFlags
 	)
@@ -129,7 +131,8 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	c.clock.bind(f)
 	c.history.bind(f)
 	f.BoolVar(&c.node.SkipProbe, "skip-store-probe", false, "do not check at start-up that the store honours If-None-Match: * and If-Match, also for a replaced ETag and two concurrent updates (it costs six requests on one object, probe.json under the prefix); only for a store known to honour both")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (JSON lines on stderr)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&logFormat, "log-format", "json", "log lines on stderr: json (one JSON object a line, for CloudWatch, Cloud Logging and log shippers) or text (key=value, for a terminal)")
 	f.DurationVar(&c.node.ShutdownTimeout, "shutdown-timeout", c.node.ShutdownTimeout, "bound on the release after SIGTERM; keep the ECS stopTimeout above it plus id-file-grace and drain-delay")
 	f.DurationVar(&c.drainDelay, "drain-delay", time.Second, "how long the HTTP server keeps answering (503) after the broker fenced, before it exits")
 	if extra != nil {
@@ -146,6 +149,12 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	c.ownVars = f.Vars()
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, envflag.Usagef("%s %q: want debug, info, warn or error", f.Source("log-level"), logLevel)
+	}
+	switch logFormat {
+	case "json", "text":
+		c.logText = logFormat == "text"
+	default:
+		return c, envflag.Usagef("%s %q: want json or text", f.Source("log-format"), logFormat)
 	}
 	pc.Order, pc.MaxLeaseDuration = nodeid.Order(order), maxLease
 	if err := ka.apply(f, pc); err != nil {

@@ -23,6 +23,16 @@ const (
 	exitLeaseLost = 3 // the lease was lost: the broker fenced itself
 )
 
+// logHandler writes cfg's log lines to w: JSON, or key=value with
+// --log-format text.
+func logHandler(w io.Writer, cfg *serveConfig) slog.Handler {
+	opts := &slog.HandlerOptions{Level: cfg.logLevel}
+	if cfg.logText {
+		return slog.NewTextHandler(w, opts)
+	}
+	return slog.NewJSONHandler(w, opts)
+}
+
 // parsedBroker does what serve and run do once their flags are parsed (with
 // err): it reports a usage error and returns its exit code and false, or it
 // returns the logger, with the task identity filled in when none was given.
@@ -34,7 +44,7 @@ func parsedBroker(ctx context.Context, name string, cfg *serveConfig, err error,
 		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for the flags and their variables.\n", name, err, name)
 		return nil, exitUsage, false
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log := slog.New(logHandler(stderr, cfg))
 	if cfg.node.Provider.TaskID == "" {
 		cfg.node.Provider.TaskID = node.TaskID(ctx, log)
 	}

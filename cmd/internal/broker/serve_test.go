@@ -171,6 +171,7 @@ func TestValidationMessages(t *testing.T) {
 		{[]string{"--s3-endpoint", "ftp://x"}, nil, `--s3-endpoint "ftp://x" is not an http:// or https:// URL with a host`},
 		{[]string{"--prefix", "nodeid"}, nil, `--prefix "nodeid" does not end with "/": the keys would be nodeidcluster.json, nodeid0.json, ...; give "nodeid/" (or "" for the root of the bucket)`},
 		{nil, []string{"NODEID_PREFIX", "ids"}, `NODEID_PREFIX (--prefix) "ids" does not end with "/"`},
+		{[]string{"--log-format", "xml"}, nil, `--log-format "xml": want json or text`},
 	} {
 		args := append([]string{"--bucket", "b"}, tc.args...)
 		_, err := parseServeFlags("nodeid-broker", args, env(tc.vars...), io.Discard)
@@ -179,6 +180,30 @@ func TestValidationMessages(t *testing.T) {
 		}
 		if err != nil && (strings.Contains(err.Error(), "StoreTimeout") || strings.Contains(err.Error(), "666.666")) {
 			t.Errorf("%v: %v names an internal field or a float duration", tc.args, err)
+		}
+	}
+}
+
+// TestLogFormat: the broker's log lines are JSON by default, key=value
+// lines with --log-format text (or NODEID_LOG_FORMAT), the exit reason
+// among them.
+func TestLogFormat(t *testing.T) {
+	for _, tc := range []struct {
+		args, vars []string
+		want       string
+	}{
+		{nil, nil, `{"time":`},
+		{[]string{"--log-format", "text"}, nil, `time=`},
+		{nil, []string{"NODEID_LOG_FORMAT", "text"}, `time=`},
+	} {
+		cfg, err := parseServeFlags("nodeid-broker", append([]string{"--bucket", "b"}, tc.args...), env(tc.vars...), io.Discard)
+		if err != nil {
+			t.Fatalf("%v %v: %v", tc.args, tc.vars, err)
+		}
+		var out strings.Builder
+		slog.New(logHandler(&out, &cfg)).Error("exiting after a failure", "err", "x")
+		if line := out.String(); !strings.HasPrefix(line, tc.want) || !strings.Contains(line, "exiting after a failure") {
+			t.Errorf("%v %v: log line %q, want it to start %q", tc.args, tc.vars, line, tc.want)
 		}
 	}
 }
