@@ -54,3 +54,53 @@ func TestReview5UnconfirmedChallengeStrandsTheID(t *testing.T) {
 		t.Fatalf("taken with floor %d, want the holder's reservation %d", taken.Floor(), last.ReservedUntilMs)
 	}
 }
+
+// Review 5, finding "a challenge during a renewal's retry pause is not
+// answered" (liveness). The read loop wakes the renewal loop when a poll sees
+// another ETag (wakeRenewal), but that only ends the sleep between renewal
+// rounds: once a backstop renewal failed, renewRound sleeps its retry pause,
+// renewPause(RenewDeadline - RenewInterval) = B/30 drawn from [B/60, B/30)
+// (10-20 s at the default backstop of 10 min), on ctx alone. A challenge
+// that lands in that pause is answered only after it; when the pause is
+// longer than W + 1 s + ClockMargin (17 s at the default window; always with
+// this test's 3 s window), the confirm is taken from a healthy holder that
+// reads and writes its store again. Here: one backstop PUT fails at 200 s, a
+// challenger that gossip tells the holder is gone challenges and confirms at
+// once, and a waiter takes the confirm 6 s later while the holder's renewal
+// loop still sleeps; its next attempt finds the ID taken.
+func TestReview5ChallengeDuringARenewalRetryIsNotAnswered(t *testing.T) {
+	e := newEnv(t)
+	long := func(c *Config) {
+		// RenewInterval 200 s, RenewDeadline 400 s: retry pauses of 10-20 s
+		c.Backstop, c.MaxLeaseDuration, c.StoreTimeout = 10*time.Minute, 10*time.Minute, 500*time.Millisecond
+	}
+	cfg := e.readConfig("a")
+	e.oneID(&cfg)
+	long(&cfg)
+	holder := e.acquire(e.provider(cfg))
+	e.store.Queue(storetest.OpUpdate, faultErr(storetest.ErrInjected)) // the first backstop renewal fails, once
+	e.advance(holder.NextRenewal().Sub(e.clk.Now())+time.Millisecond, holder)
+	if !holder.Valid() || holder.Err() != nil {
+		t.Fatalf("the holder after one failed backstop write: valid %v, err %v", holder.Valid(), holder.Err())
+	}
+	// Gossip (no member) tells this challenger the holder is gone.
+	p, events := e.challenger(long, func(c *Config) { c.Peers = staticPeers{} })
+	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrClusterFull) || events.confirmed != 1 {
+		t.Fatalf("challenge: %v, events %+v", err, events)
+	}
+	// A waiter that gossip does not mislead: it takes a confirm that stood
+	// its window, and challenges nothing here.
+	waiter, _ := e.challenger(long, func(c *Config) { c.TaskID, c.IssuesNoIDs = "c", true }) // no floor to wait for: Acquire returns at the take
+	var taken *Claim
+	for i := 0; i < 40 && taken == nil; i++ { // 20 s, the holder's loops running
+		e.advance(500*time.Millisecond, holder)
+		taken = tryAcquire(t, waiter)
+	}
+	if taken != nil {
+		t.Fatalf("a holder whose store works again lost its ID to a challenge it could have answered: taken by %q (version %d) at %v; holder valid %v, err %v",
+			"c", taken.Version(), e.clk.Now().Sub(start), holder.Valid(), holder.Err())
+	}
+	if r, _ := e.record(0); r.Holder != "a" || r.Challenge != nil || holder.Err() != nil {
+		t.Fatalf("after 20 s: record %+v (challenge %+v), holder err %v", r, r.Challenge, holder.Err())
+	}
+}
