@@ -168,3 +168,38 @@ func TestReview5ReleaseReportsATakeByChallengeAsReleased(t *testing.T) {
 		t.Fatalf("Close of a claim whose record (never released) was taken by a challenge (version %d): %v, want an error wrapping ErrLeaseLost", taken.Version(), err)
 	}
 }
+
+// Review 5, finding "with NoLossGrace a fallen read-mode fence is final but
+// the claim is not ended" (minor, liveness). NoLossGrace says the first fence
+// is final: the renewal loop ends the claim as lost. In read mode the fence
+// falls when reads fail for Window - SafetyMargin, but the renewal loop is
+// asleep until the next backstop write (RenewInterval, B/3: 200 s at the
+// default backstop) and nothing wakes it: arm refuses every later read, so
+// the claim stays fenced, not Done and not lost, for up to B/3, and a caller
+// waiting on Done to take another ID waits that long.
+func TestReview5NoLossGraceFallenFenceNotEnded(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.readConfig("a")
+	e.oneID(&cfg)
+	cfg.Backstop, cfg.MaxLeaseDuration, cfg.StoreTimeout = 10*time.Minute, 10*time.Minute, 500*time.Millisecond
+	cfg.LossGrace = NoLossGrace
+	c := e.acquire(e.provider(cfg))
+	var cut atomic.Bool
+	e.store.SetInjector(func(op storetest.Op, _ string) storetest.Fault {
+		if cut.Load() && op == storetest.OpGetIfChanged {
+			return faultErr(storetest.ErrInjected)
+		}
+		return storetest.Fault{}
+	})
+	cut.Store(true)
+	e.advance(4*time.Second, c) // reads fail for more than W - M: the fence falls, for good
+	if c.Valid() {
+		t.Fatal("the fence stands after 4 s of failed reads")
+	}
+	cut.Store(false)
+	e.advance(20*time.Second, c)
+	if !isDone(c) && !c.Valid() {
+		t.Fatalf("NoLossGrace: the fence fell 20 s ago and is final, but the claim is neither lost nor done (err %v); its renewal loop sleeps until %v after the take",
+			c.Err(), c.NextRenewal().Sub(start))
+	}
+}
