@@ -36,9 +36,9 @@ type Claim struct {
 	// fenced, renewing on the last ETag until a write lands (recovered) or
 	// the loss is final (see jeopardy.go).
 	jeopardy atomic.Bool
-	// wake ends the renewal loop's current sleep (read mode: a poll saw the
-	// ETag change); nil before its first sleep.
-	wake atomic.Pointer[context.CancelFunc]
+	// wake ends the renewal loop's current or next wait (read mode: a poll
+	// saw the ETag change; see wakeRenewal); buffered, one pending wake.
+	wake chan struct{}
 
 	mu   sync.Mutex // guards the fields below and serialises writes
 	etag string
@@ -73,7 +73,7 @@ type Claim struct {
 func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor int64, from lease.State) *Claim {
 	c := &Claim{
 		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID), from: from,
-		done: make(chan struct{}), loopDone: make(chan struct{}),
+		done: make(chan struct{}), loopDone: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	c.rec, c.etag, c.lastSent, c.lastSuspendFence = rec, etag, sent, c.suspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)

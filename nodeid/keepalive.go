@@ -151,10 +151,3 @@ func (c *Claim) proved(sent time.Time) {
 	}
 	c.arm(until, suspendUntil)
 }
-
-// wakeRenewal ends the renewal loop's sleep now, so that it writes at once.
-func (c *Claim) wakeRenewal() {
-	if f := c.wake.Load(); f != nil {
-		(*f)()
-	}
-}
