@@ -50,11 +50,18 @@ type Claim struct {
 	rec       lease.Record   // the last record written
 	lastSent  time.Time      // when the last successful write was sent (Clock.Now)
 	pending   []pendingWrite // writes whose outcome is unknown, since lastSent
-	// lastSuspendFence is suspendDeadline(lastSent): that write's fence on
-	// the suspend-counting reading, kept when the fence falls (Close's
-	// read-back proof, freedByOurRelease, needs it then).
+	// lastSuspendFence is suspendDeadline(lastSent): the cap on the
+	// suspend-counting reading (read mode: no read arms past it).
 	lastSuspendFence int64
-	fellAt           time.Time // when the fence last fell with the claim held (Clock.Now); zero: up
+	// provenUntil and provenSuspendUntil are the fence the last proof of
+	// the lease allows, on the monotonic (nanoseconds after p.base) and the
+	// suspend-counting readings: a landed write's (armedDeadline), or in
+	// read mode a later read's that showed its ETag (proved). Kept when
+	// the fence falls: before them no successor can have taken the lease
+	// from the claim, expired nor by a challenge, which Close's read-back
+	// proof (freedByOurRelease) needs.
+	provenUntil, provenSuspendUntil int64
+	fellAt                          time.Time // when the fence last fell with the claim held (Clock.Now); zero: up
 	// recoveries counts the fences lifted by a landed write (recovered).
 	// It changes with the lift, under mu: a snapshot of it and Valid under
 	// mu (Status) tells which side of a recovery the snapshot is on.
@@ -77,8 +84,9 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 	}
 	c.rec, c.etag, c.lastSent, c.lastSuspendFence = rec, etag, sent, c.suspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
-	c.validUntil.Store(int64(c.armedDeadline(sent)))
-	c.suspendUntil.Store(c.armedSuspendDeadline(sent))
+	c.provenUntil, c.provenSuspendUntil = int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent)
+	c.validUntil.Store(c.provenUntil)
+	c.suspendUntil.Store(c.provenSuspendUntil)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	p.hooks.newClaimed(c)

@@ -161,6 +161,9 @@ func (c *Claim) proved(sent time.Time) {
 	if c.p.hooks.readArmsForBackstop() {
 		until, suspendUntil = int64(c.deadline(sent)), c.suspendDeadline(sent) // the bug: for B, no cap
 	}
+	// The read proves the lease until then, whatever the fence does: a
+	// challenge that a successor may take was written after its send.
+	c.provenUntil, c.provenSuspendUntil = max(c.provenUntil, until), max(c.provenSuspendUntil, suspendUntil)
 	now := c.p.clock.Now()
 	standing := !c.jeopardy.Load() && !c.suspendFallen(now) && int64(now.Sub(c.p.base)) < c.validUntil.Load()
 	if standing && until <= c.validUntil.Load() {
