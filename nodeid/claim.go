@@ -204,6 +204,28 @@ func (c *Claim) ValidUntil() time.Time {
 	return c.p.base.Add(time.Duration(v))
 }
 
+// ReadsFailingAt returns, in read mode, the instant (on the provider's
+// Clock) from which the claim's reads count as failing: a PollInterval, the
+// quarter of it after which a failed read is retried, and that retry's
+// StoreTimeout after the send of the last read or write that proved the
+// lease. Past it two reads in a row failed or timed out, and the fence falls
+// in less than Window - SafetyMargin - that: a process that uses the ID
+// outside the claim should stop then, before the fence. When the cap bounds
+// the fence (the backstop writes are failing too), the instant is earlier.
+// It is kept once the fence fell. The zero Time in write mode, whose
+// renewals give up (jeopardy, or a loss) before the fence.
+func (c *Claim) ReadsFailingAt() time.Time {
+	cfg := c.p.cfg
+	if !cfg.readMode() {
+		return time.Time{}
+	}
+	c.mu.Lock()
+	proven := c.provenUntil
+	c.mu.Unlock()
+	sent := c.p.base.Add(time.Duration(proven) - (cfg.Window - cfg.SafetyMargin))
+	return sent.Add(cfg.PollInterval + cfg.PollInterval/4 + cfg.StoreTimeout)
+}
+
 // Done is closed when the claim ends: lost, or closed by its owner.
 func (c *Claim) Done() <-chan struct{} { return c.done }
 
