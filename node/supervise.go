@@ -97,7 +97,7 @@ func (c *ChildConfig) Validate(nc Config) error {
 	}
 	check(c.StopTimeout > 0, "StopTimeout", "%v must be positive", c.StopTimeout)
 	check(c.KillMargin > 0, "KillMargin", "%v must be positive", c.KillMargin)
-	if w := LossWindow(nc.Provider); c.KillMargin > 0 {
+	if w := nc.Provider.LossWindow(); c.KillMargin > 0 {
 		check(c.KillMargin < w, "KillMargin",
 			"%v leaves a lost lease's child no time to stop: it must be below LeaseDuration - SafetyMargin - RenewDeadline (%v)", c.KillMargin, w)
 	}
@@ -107,17 +107,9 @@ func (c *ChildConfig) Validate(nc Config) error {
 	return nil
 }
 
-// LossWindow returns the time between the moment a claim configured by pc
-// gives up renewing (RenewDeadline after its last successful write) and its
-// fence (LeaseDuration - SafetyMargin after that write): what a supervised
-// child has, at most, to stop after a lease loss.
-func LossWindow(pc nodeid.Config) time.Duration {
-	return pc.LeaseDuration - pc.SafetyMargin - pc.RenewDeadline
-}
-
 // stopBudget is what the child has after a SIGTERM for a lease loss, at most.
 func (c *ChildConfig) stopBudget(pc nodeid.Config) time.Duration {
-	return min(c.StopTimeout, LossWindow(pc)-c.KillMargin)
+	return min(c.StopTimeout, pc.LossWindow()-c.KillMargin)
 }
 
 // ChildExitError is how a supervised child ended when it did not exit 0 and
@@ -373,22 +365,15 @@ func (r *childRun) run(ctx context.Context) error {
 	}
 }
 
-// readsFailing reports, in read mode, that the claim's fence was last
-// re-armed by a read or write sent longer ago than a poll interval, its retry
-// a quarter of it later, that retry's StoreTimeout and one deadlinePoll: two
-// reads in a row failed or timed out, and the fence falls in less than
-// Window - SafetyMargin - that (PollInterval's default leaves at least a
-// sixteenth of Window - SafetyMargin - StoreTimeout). Write mode's renewals
-// enter jeopardy before the fence (RenewDeadline); a read-mode claim enters
-// it only when its backstop writes fail, so without this the child of a
-// claim whose reads fail got SIGKILL at the fence, with no SIGTERM first.
+// readsFailing reports, in read mode, that the claim's reads count as
+// failing (Claim.ReadsFailingAt) since more than one deadlinePoll: two reads
+// in a row failed or timed out, and the fence falls soon. Write mode's
+// renewals enter jeopardy before the fence (RenewDeadline); a read-mode claim
+// enters it only when its backstop writes fail, so without this the child of
+// a claim whose reads fail got SIGKILL at the fence, with no SIGTERM first.
 func (r *childRun) readsFailing() bool {
-	pc := r.n.provider.Load().Config()
-	if pc.KeepAlive != nodeid.KeepAliveRead {
-		return false
-	}
-	proved := r.fence.Add(-(pc.Window - pc.SafetyMargin)) // when the read or write that armed the fence was sent
-	return r.n.clock.Now().Sub(proved) > pc.PollInterval+pc.PollInterval/4+pc.StoreTimeout+deadlinePoll
+	at := r.claim.ReadsFailingAt()
+	return !at.IsZero() && r.n.clock.Now().Sub(at) > deadlinePoll
 }
 
 // untilWake returns the time until the next kill deadline (or a while).

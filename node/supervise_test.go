@@ -17,7 +17,7 @@ func TestChildConfigValidate(t *testing.T) {
 	if err := nc.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if w := LossWindow(nc.Provider); w != 500*time.Millisecond {
+	if w := nc.Provider.LossWindow(); w != 500*time.Millisecond {
 		t.Fatalf("LossWindow %v, want 500ms", w)
 	}
 	for _, tc := range []struct {

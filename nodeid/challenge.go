@@ -18,9 +18,12 @@ package nodeid
 //     it landed, and adopts it at its send).
 // Whom to challenge: a held plain record whose holder gossip does not show
 // live (Peers for node IDs, Tasks for elections too), or whose backstop is late (older than RenewInterval + Window on the
-// store's clock); never a challenge or a confirm (one at a time per record),
-// never on a store that judges expiry itself (no store clock to run a window
-// on), and one per acquire round, after the round found nothing to take.
+// store's clock); a challenge left unconfirmed (its challenger's confirm
+// failed, or it crashed between the two writes) is challenged again, naming
+// the same write, by its challenger at once or by anyone once it stood
+// Window; never a confirm (one at a time per record), never on a store that
+// judges expiry itself (no store clock to run a window on), and one per
+// acquire round, after the round found nothing to take.
 
 import (
 	"context"
@@ -70,15 +73,32 @@ type suspect struct {
 }
 
 // suspected reports whether prev, read held in r, is one to challenge: in
-// read mode, a plain record (not a challenge or a confirm) on a store that
-// reports its clock, that gossip shows dead (deadByGossip) or whose last
-// write is older than RenewInterval + Window (a backstop missed).
+// read mode, on a store that reports its clock, a plain record that gossip
+// shows dead (deadByGossip) or whose last write is older than RenewInterval
+// + Window (a backstop missed), or a challenge that stands unconfirmed
+// (staleChallenge); never a confirm.
 func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int64, w *watched) bool {
-	if !p.cfg.readMode() || prev.Challenge != nil || r.meta.Liveness.Judged() || p.hooks.takesNothing() {
+	if !p.cfg.readMode() || r.meta.Liveness.Judged() || p.hooks.takesNothing() {
 		return false
 	}
 	age, ok := lease.StoreAge(r.meta.LastModified, r.meta.Date)
+	if prev.Challenge != nil {
+		return ok && p.staleChallenge(prev.Challenge, age)
+	}
 	return ok && (p.deadByGossip(r.id, prev.Holder, prev.Version, known, w) || age > p.backstopLate())
+}
+
+// staleChallenge reports whether ch, a challenge standing age on the store's
+// clock, is challenged again: unconfirmed, and this task's own (its confirm
+// failed, or its Acquire ended between the two writes: the next round
+// challenges again at once) or one that stood Window unanswered (its
+// challenger gave up or crashed; a live holder answers within PollInterval
+// and a write). Left standing, it would hold the ID a backstop from the
+// challenge, later than the holder's own record would have. The new
+// challenge names the same write (challenge), and is confirmed only after
+// its own 2xx, as ever.
+func (p *Provider) staleChallenge(ch *lease.Challenge, age time.Duration) bool {
+	return !ch.Confirmed && (ch.By == p.cfg.TaskID || age > p.cfg.Window)
 }
 
 // backstopLate is the age, on the store's clock, past which a plain record
@@ -88,10 +108,15 @@ func (p *Provider) backstopLate() time.Duration { return p.cfg.RenewInterval + p
 // lookAgain is how long after its last write a lease read held is worth
 // reading again: when it may be taken (Record.TakeableAfter), or in read
 // mode, for a plain record, once its backstop is late (RenewInterval +
-// Window) and it becomes a suspect.
+// Window) and it becomes a suspect, and for an unconfirmed challenge once it
+// stood Window (staleChallenge).
 func (p *Provider) lookAgain(rec lease.Record) time.Duration {
-	if p.cfg.readMode() && rec.Challenge == nil {
+	switch {
+	case !p.cfg.readMode():
+	case rec.Challenge == nil:
 		return min(rec.TakeableAfter(), p.backstopLate())
+	case !rec.Challenge.Confirmed:
+		return min(rec.TakeableAfter(), p.cfg.Window)
 	}
 	return rec.TakeableAfter()
 }
@@ -143,11 +168,14 @@ func (p *Provider) metSuspect(ctx context.Context, s suspect, w *watched) bool {
 // it), so that Acquire looks again when it may be taken, and reports whether
 // the confirm landed. Any failure leaves it to a later round (a challenge
 // whose outcome is unknown is never confirmed: it stands until the holder
-// answers it or the backstop expires it).
+// answers it or a later round challenges again over it, staleChallenge).
 func (p *Provider) challenge(ctx context.Context, s suspect, w *watched) bool {
 	key := lease.RecordKey(s.r.id)
-	ch := s.prev
-	ch.Challenge = &lease.Challenge{Of: s.prev.WriteID, By: p.cfg.TaskID, WindowMillis: p.cfg.Window.Milliseconds()}
+	ch, of := s.prev, s.prev.WriteID
+	if s.prev.Challenge != nil {
+		of = s.prev.Challenge.Of // a challenge again over a stale one: the holder's write it names
+	}
+	ch.Challenge = &lease.Challenge{Of: of, By: p.cfg.TaskID, WindowMillis: p.cfg.Window.Milliseconds()}
 	ch.WriteID = lease.NewWriteID()
 	w.challenged[s.r.id] = s.prev.Version
 	_, meta, err := p.writeChallenge(ctx, key, ch, s.r.meta.ETag)

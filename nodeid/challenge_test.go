@@ -344,8 +344,10 @@ func TestReleaseOverAChallenge(t *testing.T) {
 	}
 }
 
-// Whom to challenge: only in read mode, only plain records, only with a
-// late backstop or a holder gossip does not show live.
+// Whom to challenge: only in read mode, plain records only with a late
+// backstop or a holder gossip does not show live, an unconfirmed challenge
+// (stale) at once when it is this task's, else once it stood Window; never a
+// confirm.
 func TestSuspected(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.readConfig("b")
@@ -362,7 +364,16 @@ func TestSuspected(t *testing.T) {
 	confirm := plain
 	confirm.Challenge = &lease.Challenge{Of: "00000000000000bb", By: "c", Confirmed: true, WindowMillis: 3000}
 	if p.suspected(at(time.Minute), confirm, nil, w) {
-		t.Fatalf("a challenge is never challenged")
+		t.Fatalf("a confirm is never challenged")
+	}
+	stale := plain
+	stale.Challenge = &lease.Challenge{Of: "00000000000000aa", By: "c", WindowMillis: 3000}
+	if p.suspected(at(3*time.Second), stale, nil, w) || !p.suspected(at(3*time.Second+time.Millisecond), stale, nil, w) {
+		t.Fatalf("another task's unconfirmed challenge is challenged again once it stood Window 3s unanswered")
+	}
+	stale.Challenge.By = "b"
+	if !p.suspected(at(0), stale, nil, w) {
+		t.Fatalf("this task's own unconfirmed challenge (its confirm failed) is challenged again at once")
 	}
 	judged := at(time.Minute)
 	judged.meta.Liveness = lease.LivenessLive
@@ -371,6 +382,49 @@ func TestSuspected(t *testing.T) {
 	}
 	if wp := e.provider(e.config("w")); wp.suspected(at(time.Minute), plain, nil, w) {
 		t.Fatalf("write mode never challenges")
+	}
+}
+
+// A challenge left unconfirmed by a challenger that crashed between its two
+// writes is not left to stand for a backstop: another task leaves it alone
+// while it is younger than Window (its challenger may confirm, its holder
+// answer), then challenges again over it, naming the same write of the
+// holder, and confirms after that challenge's 2xx. A live holder answers the
+// new confirm as any other: its record, same version, the challenge cleared.
+func TestStaleChallengeChallengedAgain(t *testing.T) {
+	e := newEnv(t)
+	holder, _ := e.lateHolder()
+	plain, _ := e.record(0)
+	b, _ := e.challenger()
+	e.store.Queue(storetest.OpUpdate, storetest.Fault{}, faultErr(storetest.ErrInjected)) // b's confirm fails: b is gone
+	if _, err := b.Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {
+		t.Fatalf("b's challenge: %v", err)
+	}
+	stale, staleMeta := e.record(0)
+	c, events := e.challenger(func(c *Config) { c.TaskID = "c" })
+	if _, err := c.Acquire(context.Background()); !errors.Is(err, ErrClusterFull) || events.challenged != 0 {
+		t.Fatalf("c's Acquire while b's challenge is younger than Window: %v, events %+v", err, events)
+	}
+	if r, m := e.record(0); m.ETag != staleMeta.ETag {
+		t.Fatalf("c wrote over a fresh challenge: %+v (challenge %+v)", r, r.Challenge)
+	}
+	e.clk.Advance(4 * time.Second) // whole-second Date: b's challenge stood more than Window
+	if _, err := c.Acquire(context.Background()); !errors.Is(err, ErrClusterFull) || events.confirmed != 1 {
+		t.Fatalf("c's Acquire over a stale challenge: %v, events %+v", err, events)
+	}
+	cf, _ := e.record(0)
+	if ch := cf.Challenge; ch == nil || !ch.Confirmed || ch.By != "c" || ch.Of != plain.WriteID || ch.Of != stale.Challenge.Of ||
+		cf.Holder != "a" || cf.Version != plain.Version || cf.ReservedUntilMs != plain.ReservedUntilMs {
+		t.Fatalf("after c's challenge: %+v (challenge %+v), want c's confirm naming the holder's write %s", cf, cf.Challenge, plain.WriteID)
+	}
+	if _, err := holder.poll(context.Background()); !errors.Is(err, errETagChanged) {
+		t.Fatalf("holder's poll of the confirm: %v, want errETagChanged", err)
+	}
+	if err := holder.renewStep(context.Background()); err != nil {
+		t.Fatalf("the holder's answer: %v", err)
+	}
+	if r, _ := e.record(0); r.Challenge != nil || r.Holder != "a" || r.Version != plain.Version || !holder.Valid() {
+		t.Fatalf("after the answer: %+v (challenge %+v), valid %v", r, r.Challenge, holder.Valid())
 	}
 }
 

@@ -36,9 +36,9 @@ type Claim struct {
 	// fenced, renewing on the last ETag until a write lands (recovered) or
 	// the loss is final (see jeopardy.go).
 	jeopardy atomic.Bool
-	// wake ends the renewal loop's current sleep (read mode: a poll saw the
-	// ETag change); nil before its first sleep.
-	wake atomic.Pointer[context.CancelFunc]
+	// wake ends the renewal loop's current or next wait (read mode: a poll
+	// saw the ETag change; see wakeRenewal); buffered, one pending wake.
+	wake chan struct{}
 
 	mu   sync.Mutex // guards the fields below and serialises writes
 	etag string
@@ -50,11 +50,18 @@ type Claim struct {
 	rec       lease.Record   // the last record written
 	lastSent  time.Time      // when the last successful write was sent (Clock.Now)
 	pending   []pendingWrite // writes whose outcome is unknown, since lastSent
-	// lastSuspendFence is suspendDeadline(lastSent): that write's fence on
-	// the suspend-counting reading, kept when the fence falls (Close's
-	// read-back proof, freedByOurRelease, needs it then).
+	// lastSuspendFence is suspendDeadline(lastSent): the cap on the
+	// suspend-counting reading (read mode: no read arms past it).
 	lastSuspendFence int64
-	fellAt           time.Time // when the fence last fell with the claim held (Clock.Now); zero: up
+	// provenUntil and provenSuspendUntil are the fence the last proof of
+	// the lease allows, on the monotonic (nanoseconds after p.base) and the
+	// suspend-counting readings: a landed write's (armedDeadline), or in
+	// read mode a later read's that showed its ETag (proved). Kept when
+	// the fence falls: before them no successor can have taken the lease
+	// from the claim, expired nor by a challenge, which Close's read-back
+	// proof (freedByOurRelease) needs.
+	provenUntil, provenSuspendUntil int64
+	fellAt                          time.Time // when the fence last fell with the claim held (Clock.Now); zero: up
 	// recoveries counts the fences lifted by a landed write (recovered).
 	// It changes with the lift, under mu: a snapshot of it and Valid under
 	// mu (Status) tells which side of a recovery the snapshot is on.
@@ -73,12 +80,13 @@ type Claim struct {
 func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor int64, from lease.State) *Claim {
 	c := &Claim{
 		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID), from: from,
-		done: make(chan struct{}), loopDone: make(chan struct{}),
+		done: make(chan struct{}), loopDone: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	c.rec, c.etag, c.lastSent, c.lastSuspendFence = rec, etag, sent, c.suspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
-	c.validUntil.Store(int64(c.armedDeadline(sent)))
-	c.suspendUntil.Store(c.armedSuspendDeadline(sent))
+	c.provenUntil, c.provenSuspendUntil = int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent)
+	c.validUntil.Store(c.provenUntil)
+	c.suspendUntil.Store(c.provenSuspendUntil)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	p.hooks.newClaimed(c)
@@ -194,6 +202,28 @@ func (c *Claim) ValidUntil() time.Time {
 		return time.Time{}
 	}
 	return c.p.base.Add(time.Duration(v))
+}
+
+// ReadsFailingAt returns, in read mode, the instant (on the provider's
+// Clock) from which the claim's reads count as failing: a PollInterval, the
+// quarter of it after which a failed read is retried, and that retry's
+// StoreTimeout after the send of the last read or write that proved the
+// lease. Past it two reads in a row failed or timed out, and the fence falls
+// in less than Window - SafetyMargin - that: a process that uses the ID
+// outside the claim should stop then, before the fence. When the cap bounds
+// the fence (the backstop writes are failing too), the instant is earlier.
+// It is kept once the fence fell. The zero Time in write mode, whose
+// renewals give up (jeopardy, or a loss) before the fence.
+func (c *Claim) ReadsFailingAt() time.Time {
+	cfg := c.p.cfg
+	if !cfg.readMode() {
+		return time.Time{}
+	}
+	c.mu.Lock()
+	proven := c.provenUntil
+	c.mu.Unlock()
+	sent := c.p.base.Add(time.Duration(proven) - (cfg.Window - cfg.SafetyMargin))
+	return sent.Add(cfg.PollInterval + cfg.PollInterval/4 + cfg.StoreTimeout)
 }
 
 // Done is closed when the claim ends: lost, or closed by its owner.

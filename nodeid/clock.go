@@ -67,6 +67,32 @@ type wakeClock interface {
 	SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error
 }
 
+// sleepOrWake sleeps d on clock, or less when wake delivers (a value sent on
+// it, which it takes, or its close), and returns ctx's error when ctx ends
+// first. On a Clock that cannot be woken (a test's) a goroutine ends the
+// sleep at the wake.
+func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan struct{}) error {
+	if wake == nil {
+		return clock.Sleep(ctx, d)
+	}
+	if wc, ok := clock.(wakeClock); ok {
+		return wc.SleepOrWake(ctx, d, wake)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-wake:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	if err := clock.Sleep(sctx, d); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
+
 // suspendReading implements suspendClock with the real-time reading that
 // time.Now takes beside the monotonic one: free, and it keeps counting while
 // the host is suspended.

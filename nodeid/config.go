@@ -441,6 +441,17 @@ func (c *Config) armSpan() time.Duration {
 	return c.LeaseDuration
 }
 
+// LossWindow is, on a Config that Validate filled in, the time between the
+// moment a claim gives up renewing (RenewDeadline after its last landed
+// write) and the latest fence that write allows (LeaseDuration -
+// SafetyMargin after it; in read mode the cap, Backstop - SafetyMargin):
+// what a process that uses the ID outside the claim (package node's
+// supervised child) has, at most, to stop after a loss. In read mode the
+// fence falls sooner when reads fail: see Claim.ReadsFailingAt.
+func (c Config) LossWindow() time.Duration {
+	return c.LeaseDuration - c.SafetyMargin - c.RenewDeadline
+}
+
 // leaseField names the field LeaseDuration comes from: Backstop in read mode.
 func (c *Config) leaseField() string {
 	if c.readMode() {

@@ -94,23 +94,5 @@ func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time, lo
 // pause sleeps d on the provider's clock, or less when freed closes first
 // (an ID was freed: look again now). It returns ctx's error when ctx ends.
 func (p *Provider) pause(ctx context.Context, d time.Duration, freed <-chan struct{}) error {
-	if freed == nil {
-		return p.clock.Sleep(ctx, d)
-	}
-	if wc, ok := p.clock.(wakeClock); ok {
-		return wc.SleepOrWake(ctx, d, freed)
-	}
-	sctx, cancel := context.WithCancel(ctx) // a Clock that cannot be woken: a test's
-	defer cancel()
-	go func() {
-		select {
-		case <-freed:
-			cancel()
-		case <-sctx.Done():
-		}
-	}()
-	if err := p.clock.Sleep(sctx, d); err != nil && ctx.Err() != nil {
-		return err
-	}
-	return nil
+	return sleepOrWake(ctx, p.clock, d, freed)
 }

@@ -59,12 +59,29 @@ func (c *Claim) startPolling(ctx context.Context) (wait func()) {
 // fence), until ctx ends; a read that failed is followed by the next a
 // quarter of that later, so that one failed read does not let the fence fall.
 // A changed ETag wakes the renewal loop.
+//
+// It is the loop that keeps the fence up, so it is the one that sees it fall:
+// with NoLossGrace a fence that fell is final (arm lifts it no more), and the
+// loop ends the claim as lost at the fall (its wait ends then too), not at
+// the renewal loop's next write.
 func (c *Claim) pollLoop(ctx context.Context) {
 	clock := c.p.clock
 	sent, every := clock.Now(), c.p.cfg.PollInterval
 	for {
-		if err := clock.Sleep(ctx, sent.Add(every).Sub(clock.Now())); err != nil {
+		if c.fellForGood() {
+			c.lose(lostf("node %d: its fence fell (no read or write proved the lease for Window - SafetyMargin, %v) and LossGrace is NoLossGrace: the first fence is final",
+				c.id, c.p.cfg.Window-c.p.cfg.SafetyMargin))
 			return
+		}
+		due := sent.Add(every)
+		if fall, ok := c.finalFall(); ok && fall.Before(due) {
+			due = fall
+		}
+		if err := clock.Sleep(ctx, due.Sub(clock.Now())); err != nil {
+			return
+		}
+		if clock.Now().Before(sent.Add(every)) {
+			continue // woken at the fence's fall: it fell, or a write moved it
 		}
 		var err error
 		sent, err = c.poll(ctx)
@@ -144,6 +161,9 @@ func (c *Claim) proved(sent time.Time) {
 	if c.p.hooks.readArmsForBackstop() {
 		until, suspendUntil = int64(c.deadline(sent)), c.suspendDeadline(sent) // the bug: for B, no cap
 	}
+	// The read proves the lease until then, whatever the fence does: a
+	// challenge that a successor may take was written after its send.
+	c.provenUntil, c.provenSuspendUntil = max(c.provenUntil, until), max(c.provenSuspendUntil, suspendUntil)
 	now := c.p.clock.Now()
 	standing := !c.jeopardy.Load() && !c.suspendFallen(now) && int64(now.Sub(c.p.base)) < c.validUntil.Load()
 	if standing && until <= c.validUntil.Load() {
@@ -152,9 +172,22 @@ func (c *Claim) proved(sent time.Time) {
 	c.arm(until, suspendUntil)
 }
 
-// wakeRenewal ends the renewal loop's sleep now, so that it writes at once.
-func (c *Claim) wakeRenewal() {
-	if f := c.wake.Load(); f != nil {
-		(*f)()
+// finalFall returns when the fence falls for good unless a write or a read
+// moves it first: with NoLossGrace, the fence's instant (on the provider's
+// Clock; past once it fell); false when a fence that falls may be lifted
+// again (LossGrace), or once the claim is fenced for good.
+func (c *Claim) finalFall() (time.Time, bool) {
+	if c.p.cfg.LossGrace != NoLossGrace {
+		return time.Time{}, false
 	}
+	until := c.ValidUntil()
+	return until, !until.IsZero()
+}
+
+// fellForGood reports whether the fence is down for good while the claim is
+// held: it fell with NoLossGrace (arm lifts it no more). Not during Close,
+// which fences first (closing is stored before the fence falls, and loaded
+// here after Valid).
+func (c *Claim) fellForGood() bool {
+	return c.p.cfg.LossGrace == NoLossGrace && !c.Valid() && !c.closing.Load()
 }

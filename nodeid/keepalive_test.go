@@ -248,6 +248,46 @@ func TestReadsFailingThenRecovering(t *testing.T) {
 	}
 }
 
+// ReadsFailingAt, what a supervised child's stop is timed by: a
+// PollInterval, a quarter of it and StoreTimeout after the send of the last
+// landed write or read that proved the ETag; failed reads leave it, and it
+// is kept once the fence fell. Zero in write mode.
+func TestReadsFailingAt(t *testing.T) {
+	e := newEnv(t)
+	t0 := e.clk.Now()
+	c, s := e.readClaim(nil)
+	cfg := c.p.cfg
+	after := cfg.PollInterval + cfg.PollInterval/4 + cfg.StoreTimeout
+	if got := c.ReadsFailingAt(); !got.Equal(t0.Add(after)) {
+		t.Fatalf("after the take: %v, want the take's send + %v", got.Sub(t0), after)
+	}
+	e.clk.Advance(cfg.PollInterval)
+	sent := e.clk.Now()
+	if _, err := c.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ReadsFailingAt(); !got.Equal(sent.Add(after)) {
+		t.Fatalf("after a read that proved the ETag: %v after its send, want %v", got.Sub(sent), after)
+	}
+	s.answer = func([]byte, lease.Meta, error) ([]byte, lease.Meta, error) {
+		return nil, lease.Meta{}, errors.New("read failed")
+	}
+	for e.clk.Now().Sub(sent) <= cfg.Window-cfg.SafetyMargin {
+		e.clk.Advance(cfg.PollInterval / 4)
+		if _, err := c.poll(context.Background()); err == nil {
+			t.Fatal("a failed read proved the ETag")
+		}
+	}
+	if got := c.ReadsFailingAt(); c.Valid() || !got.Equal(sent.Add(after)) {
+		t.Fatalf("failed reads, the fence down (valid %v): %v after the last proof, want %v", c.Valid(), got.Sub(sent), after)
+	}
+	we := newEnv(t)
+	w := we.acquire(we.provider(we.config("w")))
+	if got := w.ReadsFailingAt(); !got.IsZero() {
+		t.Fatalf("write mode: %v, want the zero Time", got)
+	}
+}
+
 // A claim that is closing is never re-armed by a read.
 func TestReadAfterClose(t *testing.T) {
 	e := newEnv(t)

@@ -103,16 +103,20 @@ func (c *Claim) lastWriteFree() bool {
 // free record. The rule: the read-back saw a version above ours (not a
 // recreated object), a release write of ours is pending (sent, outcome
 // unknown), and the read-back's answer arrived, on this task's monotonic
-// clock and on its suspend-counting reading (withinLastFence), less than
-// LeaseDuration - SafetyMargin after the send of our last confirmed held
-// write. A successor takes by CAS on the record with our
-// version; taking it expired needs Date - Last-Modified > lease + 1 s +
-// clockMargin on the store's clock, so it cannot happen before that instant
-// (the argument of the fence). The record it took was then free, and only a
-// release writes a record free with our version: ours, or an operator's
-// forced release (which also ended our claim without a loss of IDs). Past
-// that instant, the successor may have taken our lease expired, and Close
-// reports the loss: it is not proven otherwise.
+// clock and on its suspend-counting reading (withinLastFence), before the
+// fence the claim's last proof allowed: the last landed held write's send +
+// LeaseDuration - SafetyMargin, or in read mode that write's, or a later
+// read's that showed its ETag, send + Window - SafetyMargin (provenUntil).
+// A successor takes by CAS on the record with our version; taking it
+// expired needs Date - Last-Modified > lease + 1 s + clockMargin on the
+// store's clock, and taking it by a challenge (read mode) a confirm written
+// after that send that stood Window + 1 s + clockMargin, so neither can
+// happen before that instant (the argument of the fence). The record it took
+// was then free, and only a release writes a record free with our version:
+// ours, or an operator's forced release (which also ended our claim without
+// a loss of IDs). Past that instant, the successor may have taken our lease
+// expired or by a challenge, and Close reports the loss: it is not proven
+// otherwise.
 func (c *Claim) freedByOurRelease(err error) bool {
 	var te *takenError
 	if !errors.As(err, &te) || te.version <= c.version || te.holder == RecreatedHolder {
@@ -128,13 +132,13 @@ func (c *Claim) freedByOurRelease(err error) bool {
 }
 
 // withinLastFence reports whether seen, a reading of the Clock, is before
-// the fence of the last landed write: less than LeaseDuration - SafetyMargin
-// after its send on the monotonic clock and, where the Clock has one, on the
-// suspend-counting reading (a host suspended in between let that much more
-// real time pass: the store's clock went on). Callers hold c.mu.
+// the fence of the claim's last proof (provenUntil) on the monotonic clock
+// and, where the Clock has one, on the suspend-counting reading (a host
+// suspended in between let that much more real time pass: the store's clock
+// went on). Callers hold c.mu.
 func (c *Claim) withinLastFence(seen time.Time) bool {
-	if seen.Sub(c.lastSent) >= c.p.cfg.LeaseDuration-c.p.cfg.SafetyMargin {
+	if int64(seen.Sub(c.p.base)) >= c.provenUntil {
 		return false
 	}
-	return c.p.suspend == nil || c.p.suspend.suspendReading(seen) < c.lastSuspendFence
+	return c.p.suspend == nil || c.p.suspend.suspendReading(seen) < c.provenSuspendUntil
 }

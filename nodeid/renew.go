@@ -11,8 +11,9 @@ import (
 // until ctx is canceled (by Close or a loss) or the lease is lost.
 //
 // In read mode it also runs the claim's read loop (keepalive.go), and waits
-// for it to end before it returns; a poll that sees the ETag change ends its
-// sleep early.
+// for it to end before it returns. A poll that sees the ETag change wakes it
+// (wakeRenewal): every wait of the loop (await: here, a round's retry pause,
+// jeopardy's) ends then, and the loop writes at once.
 func (c *Claim) renewLoop(ctx context.Context) {
 	defer close(c.loopDone)
 	defer c.startPolling(ctx)()
@@ -21,11 +22,7 @@ func (c *Claim) renewLoop(ctx context.Context) {
 		c.mu.Lock()
 		next := c.lastSent.Add(c.p.cfg.RenewInterval)
 		c.mu.Unlock()
-		sctx, wake := context.WithCancel(ctx)
-		c.wake.Store(&wake)
-		clock.Sleep(sctx, next.Sub(clock.Now())) //nolint:errcheck // ctx tells
-		wake()
-		if ctx.Err() != nil {
+		if c.await(ctx, next.Sub(clock.Now())) != nil {
 			return
 		}
 		if err := c.renewStep(ctx); err != nil {
@@ -87,15 +84,38 @@ func (c *Claim) renewRound(ctx context.Context) error {
 		if left := deadline.Sub(clock.Now()); wait >= left {
 			return gaveUpf("renewal of node %d failed until the renew deadline (%v after the last write): %v", c.id, cfg.RenewDeadline, err)
 		}
-		if err := clock.Sleep(ctx, wait); err != nil {
+		if err := c.await(ctx, wait); err != nil {
 			return err
 		}
+	}
+}
+
+// await waits d on the provider's clock, or less when a wake comes
+// (wakeRenewal: a poll saw the ETag change, and the loop must write now), and
+// returns ctx's error when ctx ends first (Close, a loss). It is the renewal
+// loop's one way to wait, so that no sleep of it outlasts a wake.
+func (c *Claim) await(ctx context.Context, d time.Duration) error {
+	return sleepOrWake(ctx, c.p.clock, d, c.wake)
+}
+
+// wakeRenewal ends the renewal loop's current wait, or its next one when it
+// is not waiting: it writes at once. A wake that comes while a write is being
+// sent is dropped by it (attempt): that write, sent after the wake, meets
+// what the poll saw.
+func (c *Claim) wakeRenewal() {
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake is pending already
 	}
 }
 
 // attempt is one renewal attempt, bounded by StoreTimeout: its CAS and, when
 // its answer needs one, the read-back that resolves it.
 func (c *Claim) attempt(ctx context.Context) error {
+	select {
+	case <-c.wake: // this attempt is the write the wake asks for
+	default:
+	}
 	actx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
 	defer cancel()
 	err := c.renewOnce(actx)

@@ -279,14 +279,16 @@ func (k *simChecker) written(key string, body []byte) {
 
 // challenge checks a challenge or a confirm r written over prev (section
 // 11): a copy of the holder's record, the challenge over a plain record
-// naming its writeId, the confirm over that challenge.
+// naming its writeId (or over an unconfirmed challenge, naming the same),
+// the confirm over that challenge.
 func (k *simChecker) challenge(key string, r, prev lease.Record, seen bool) {
 	ch := r.Challenge
 	switch {
 	case !seen || r.Holder != prev.Holder || r.Version != prev.Version || r.ReservedUntilMs != prev.ReservedUntilMs:
 		k.fail(violationRule, "%s: a challenge by %s that does not copy the record (%+v over %+v)", key, ch.By, r, prev)
-	case !ch.Confirmed && (prev.Challenge != nil || ch.Of != prev.WriteID):
-		k.fail(violationRule, "%s: a challenge by %s of writeId %s over a record that is no plain record with it (%+v)", key, ch.By, ch.Of, prev)
+	case !ch.Confirmed && prev.Challenge == nil && ch.Of != prev.WriteID,
+		!ch.Confirmed && prev.Challenge != nil && (prev.Challenge.Confirmed || ch.Of != prev.Challenge.Of):
+		k.fail(violationRule, "%s: a challenge by %s of writeId %s over a record that is no plain record with it, nor a challenge of it (%+v)", key, ch.By, ch.Of, prev)
 	case ch.Confirmed && (prev.Challenge == nil || prev.Challenge.Confirmed || prev.Challenge.Of != ch.Of || prev.Challenge.By != ch.By):
 		k.fail(violationRule, "%s: a confirm by %s over a record that is not its challenge (%+v)", key, ch.By, prev)
 	}

@@ -95,6 +95,14 @@ func (s *sim) landLate(t *simTask, key string) {
 	delete(t.late, key)
 }
 
+// onSimTime returns ctx without its deadline and cancellation for the
+// memory store's call, made after the request's simulated latency: the
+// caller's deadlines (StoreTimeout's context.WithTimeout) run on real time,
+// which a run under load or the race detector spends at its own pace, so
+// they must not decide an answer (the memory store refuses a call whose ctx
+// ended). The simulation times a request out itself, on its clock.
+func onSimTime(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // latency is one network leg: mostly a few ms, sometimes a slow second or two.
 func (s *sim) latency() time.Duration {
 	if s.rng.Float64() < 0.02 {
@@ -104,13 +112,13 @@ func (s *sim) latency() time.Duration {
 }
 
 func (ss simStore) List(ctx context.Context) (l lease.Listing, err error) {
-	err = ss.call(storetest.OpList, "", func() (e error) { l, e = ss.t.s.mem.List(ctx); return e }, nil)
+	err = ss.call(storetest.OpList, "", func() (e error) { l, e = ss.t.s.mem.List(onSimTime(ctx)); return e }, nil)
 	return l, err
 }
 
 func (ss simStore) Get(ctx context.Context, key string) (b []byte, m lease.Meta, err error) {
 	err = ss.call(storetest.OpGet, key, func() (e error) {
-		b, m, e = ss.t.s.mem.Get(ctx, key)
+		b, m, e = ss.t.s.mem.Get(onSimTime(ctx), key)
 		ss.t.s.landLate(ss.t, key)
 		return e
 	}, nil)
@@ -122,7 +130,7 @@ func (ss simStore) Get(ctx context.Context, key string) (b []byte, m lease.Meta,
 // asked for, which is the record's holder's proof (fenceBacked).
 func (ss simStore) GetIfChanged(ctx context.Context, key, etag string) (b []byte, m lease.Meta, err error) {
 	err = ss.call(storetest.OpGetIfChanged, key, func() (e error) {
-		b, m, e = lease.GetIfChanged(ctx, ss.t.s.mem, key, etag)
+		b, m, e = lease.GetIfChanged(onSimTime(ctx), ss.t.s.mem, key, etag)
 		if errors.Is(e, lease.ErrNotModified) || (e == nil && m.ETag == etag) {
 			ss.t.s.check.readProved(ss.t, key)
 		}
@@ -163,7 +171,7 @@ func (ss simStore) write(ctx context.Context, op storetest.Op, key string, body 
 		}
 		return m, e
 	}
-	err = ss.call(op, key, func() (e error) { m, e = write(ctx); return e },
+	err = ss.call(op, key, func() (e error) { m, e = write(onSimTime(ctx)); return e },
 		func() { _, _ = write(context.Background()) })
 	return m, err
 }

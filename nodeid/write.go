@@ -193,8 +193,9 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	c.rec, c.etag, c.lastSent, c.pending, c.answering = rec, etag, sent, nil, false
 	c.lastSuspendFence = c.suspendDeadline(sent)
+	c.provenUntil, c.provenSuspendUntil = int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
-	c.arm(int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent))
+	c.arm(c.provenUntil, c.provenSuspendUntil)
 }
 
 // arm moves the fence to until (nanoseconds after p.base) and, on the

@@ -170,7 +170,7 @@ func checkRunConfig(prog string, cfg serveConfig, cc *node.ChildConfig, found bo
 		return envflag.Usagef("%v", err)
 	}
 	if err := cc.Validate(nc); err != nil {
-		w := node.LossWindow(nc.Provider)
+		w := nc.Provider.LossWindow()
 		return envflag.Usagef("%s", envflag.HumanDurations(fmt.Sprintf("--lease-duration %v - --safety-margin %v - --renew-deadline %v leaves %v between a lease loss and the fence: "+
 			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)))
 	}
