@@ -147,4 +147,3 @@ func (n *Node) alone() bool {
 	})
 	return others == 0
 }
-
