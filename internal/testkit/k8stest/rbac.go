@@ -3,10 +3,12 @@ package k8stest
 import (
 	"context"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -36,7 +38,9 @@ func (s *Server) Clientset(t testing.TB) *kubernetes.Clientset {
 }
 
 // Namespace creates namespace name and, in it, the Role "nodeid" (get, list,
-// create, update on leases: what k8sstore needs) bound to User.
+// create, update on leases: what k8sstore needs) bound to User, and waits
+// until the apiserver's authorizer (which learns of RBAC objects through a
+// watch) lets User list Leases there.
 func (s *Server) Namespace(t testing.TB, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -60,5 +64,18 @@ func (s *Server) Namespace(t testing.TB, name string) {
 	}
 	if _, err := cs.RbacV1().RoleBindings(name).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create role binding: %v", err)
+	}
+	user, err := kubernetes.NewForConfig(s.Config(User))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, err := user.CoordinationV1().Leases(name).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+			t.Fatalf("%s lists leases in %s: %v", User, name, err)
+		}
 	}
 }
