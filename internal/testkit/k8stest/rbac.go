@@ -2,6 +2,10 @@ package k8stest
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -78,4 +82,34 @@ func (s *Server) Namespace(t testing.TB, name string) {
 			t.Fatalf("%s lists leases in %s: %v", User, name, err)
 		}
 	}
+}
+
+// Kubeconfig writes a kubeconfig file for user, its context's namespace ns,
+// into a temporary folder of t, and returns its path.
+func (s *Server) Kubeconfig(t testing.TB, user, ns string) string {
+	t.Helper()
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: k8stest
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: %s
+  user:
+    token: %s
+contexts:
+- name: k8stest
+  context:
+    cluster: k8stest
+    user: %s
+    namespace: %s
+current-context: k8stest
+`, s.URL, base64.StdEncoding.EncodeToString(s.CAData), user, s.tokens[user], user, ns)
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
