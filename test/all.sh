@@ -48,7 +48,8 @@
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
 #     and the same on an etcd of its own (kills, pauses, partitions, etcd
 #     restarts), and a partition script on Azurite and on fake-gcs-server
-#     (the emulators above); about 7 minutes. It replays the seeds of
+#     (the emulators above) and on a kube-apiserver of its own (with a
+#     restart of it); about 7 minutes. It replays the seeds of
 #     test/faults/corpus.txt, the same ones on every run: random seeds are
 #     bash test/explore.sh's. Not under -race: the brokers are separate processes, and
 #     the race detector would slow the timing-sensitive runs for nothing (the

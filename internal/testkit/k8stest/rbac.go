@@ -88,6 +88,18 @@ func (s *Server) Namespace(t testing.TB, name string) {
 // into a temporary folder of t, and returns its path.
 func (s *Server) Kubeconfig(t testing.TB, user, ns string) string {
 	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := s.WriteKubeconfig(p, s.URL, user, ns); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// WriteKubeconfig writes a kubeconfig file at path for user, its context's
+// namespace ns, with server as the apiserver's address (s.URL, or a proxy's
+// https://host:port in front of it: the serving certificate names
+// 127.0.0.1).
+func (s *Server) WriteKubeconfig(path, server, user, ns string) error {
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -106,10 +118,6 @@ contexts:
     user: %s
     namespace: %s
 current-context: k8stest
-`, s.URL, base64.StdEncoding.EncodeToString(s.CAData), user, s.tokens[user], user, ns)
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+`, server, base64.StdEncoding.EncodeToString(s.CAData), user, s.tokens[user], user, ns)
+	return os.WriteFile(path, []byte(cfg), 0o600)
 }
