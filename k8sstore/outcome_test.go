@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeid/nodeid/internal/testkit/k8stest"
@@ -81,4 +82,28 @@ func TestUnknownOutcome(t *testing.T) {
 		t.Fatalf("a create to a refused address: %v, want a definite error, not an unknown outcome", err)
 	}
 	t.Logf("refused: %v", err)
+}
+
+// TestUpdateOfDeletedLease: a renewal of a Lease someone deleted fails as a
+// conditional write (lease.ErrPreconditionFailed) and does not recreate it,
+// although the Lease API creates a missing object on a PUT: the update
+// carries the Lease's UID.
+func TestUpdateOfDeletedLease(t *testing.T) {
+	srv := k8stest.Start(t)
+	srv.Namespace(t, "deleted")
+	s := open(t, srv, k8stest.User, "deleted", "nodeid.")
+	ctx := context.Background()
+	m, err := s.Create(ctx, "7.json", []byte(`{"v":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Clientset(t).CoordinationV1().Leases("deleted").Delete(ctx, "nodeid.7.json", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, "7.json", []byte(`{"v":2}`), m.ETag); !errors.Is(err, lease.ErrPreconditionFailed) {
+		t.Fatalf("update of a deleted Lease: %v, want lease.ErrPreconditionFailed", err)
+	}
+	if _, _, err := s.Get(ctx, "7.json"); !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("after the refused update, Get: %v, want lease.ErrNotFound (not recreated)", err)
+	}
 }
