@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/klog/v2"
+
 	"github.com/nodeid/nodeid/azblobstore"
 	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
@@ -108,6 +110,9 @@ func (b *broker) openStore(ctx context.Context) (st lease.Store, closeStore func
 				return nil, nil, err
 			}
 			c.Logger = b.log.With("component", "k8sstore")
+			// client-go logs through klog (to stderr by default): into the
+			// broker's log instead.
+			klog.SetSlogLogger(b.log.With("component", "client-go"))
 			st, err := k8sstore.New(c)
 			return st, func() {}, err
 		}
