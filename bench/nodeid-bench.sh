@@ -6,6 +6,9 @@
 #   bench/nodeid-bench.sh            # gofakes3 only, about 4 minutes (+1.5 for ids, +15 for read mode)
 #   bench/nodeid-bench.sh --minio    # then MinIO as well (a cold MinIO build takes ~5 minutes)
 #   bench/nodeid-bench.sh --minio --no-gofakes3   # MinIO only
+#   bench/nodeid-bench.sh --k8s      # only the Kubernetes set: failover and steady on
+#                                    # gofakes3 and on Kubernetes Leases (the pinned
+#                                    # kube-apiserver, test/k8s/install.sh), about 10 minutes
 #
 # Environment: LATENCY (default 20ms), SEED (default 1), OUT (default
 # bench/nodeid-bench-results). Each scenario prints its table and writes its
@@ -19,12 +22,14 @@ seed=${SEED:-1}
 out=${OUT:-$repo/bench/nodeid-bench-results}
 minio=false
 gofakes3=true
+k8s=false
 for a in "$@"; do
 	case $a in
 	--minio) minio=true ;;
 	--no-gofakes3) gofakes3=false ;;
+	--k8s) k8s=true ;;
 	-h | --help)
-		sed -n '2,13p' "$0"
+		sed -n '2,16p' "$0"
 		exit 0
 		;;
 	*)
@@ -82,7 +87,37 @@ standard_set() {
 	run ids ids --broker-bin "$bin/nodeid-broker"
 }
 
+# k8s_set SERVER [FLAGS...]: failover after a kill, release to take (with
+# gossip) and steady requests, beside S3 in one run (docs/evidence/performance.md,
+# "Kubernetes Leases").
+k8s_set() {
+	local server=$1
+	shift
+	local dir=$out/$server
+	mkdir -p "$dir"
+	local common=(--latency "$latency" --seed "$seed" "$@")
+	for spec in "failover-15s failover --lease-duration 15s --runs 3" \
+		"failover-write-gossip failover --lease-duration 15s --gossip --kinds crash,noids,release --runs 3" \
+		"steady steady --lease-durations 5s,15s,60s"; do
+		read -r -a a <<<"$spec"
+		echo
+		echo "== nodeid-bench ${a[*]:1} ${common[*]}"
+		if ! "$nb" "${a[@]:1}" "${common[@]}" --json-out "$dir/${a[0]}.json"; then
+			echo "nodeid-bench.sh: $server ${a[0]} FAILED" >&2
+			failed+=("$server/${a[0]}")
+		fi
+	done
+}
+
 failed=()
+if [[ $k8s == true ]]; then
+	NODEID_KUBE_APISERVER_BIN=$(bash "$repo/test/k8s/install.sh")
+	NODEID_ETCD_BIN=$(bash "$repo/test/etcd/install.sh")
+	export NODEID_KUBE_APISERVER_BIN NODEID_ETCD_BIN
+	k8s_set gofakes3
+	k8s_set k8s --store k8s
+	gofakes3=false minio=false # the Kubernetes set alone
+fi
 if [[ $gofakes3 == true ]]; then standard_set gofakes3; fi
 
 if [[ $minio == true ]]; then

@@ -29,11 +29,13 @@
 #     (NODEID_TEST_FAKEGCS_URL); it starts both on 127.0.0.1 in memory and
 #     stops them on exit;
 #     It also builds or reuses the pinned etcd server (test/etcd/install.sh;
-#     about 2 minutes cold), which the etcd tests start themselves;
+#     about 2 minutes cold), which the etcd tests start themselves, and the
+#     pinned kube-apiserver (test/k8s/install.sh; about 11 minutes cold),
+#     which k8sstore's tests start on that etcd;
 #  3. go test -race -count=1 ./..., with the servers' endpoints exported, so the
 #     conformance suite runs on the in-memory store, gofakes3, MinIO,
-#     versitygw, Azurite, fake-gcs-server and etcd (with CI=true a missing
-#     server fails instead of skipping). The
+#     versitygw, Azurite, fake-gcs-server, etcd and kube-apiserver (with
+#     CI=true a missing server fails instead of skipping). The
 #     race detector needs a C compiler; without one the tests run without it,
 #     with a warning (with CI=true, that is a failure);
 #  3b. the deterministic simulation's full seed sets and catch rates, without
@@ -48,7 +50,8 @@
 #     partitions, ambiguous writes and MinIO restarts, then every safety check,
 #     and the same on an etcd of its own (kills, pauses, partitions, etcd
 #     restarts), and a partition script on Azurite and on fake-gcs-server
-#     (the emulators above); about 7 minutes. It replays the seeds of
+#     (the emulators above) and on a kube-apiserver of its own (with a
+#     restart of it); about 7 minutes. It replays the seeds of
 #     test/faults/corpus.txt, the same ones on every run: random seeds are
 #     bash test/explore.sh's. Not under -race: the brokers are separate processes, and
 #     the race detector would slow the timing-sensitive runs for nothing (the
@@ -214,6 +217,17 @@ NODEID_ETCD_BIN=$(bash test/etcd/install.sh)
 export NODEID_ETCD_BIN
 # The pinned server is a module of its own: vet it here, as ./... skips it.
 (cd test/etcd/server && go vet ./...)
+
+step "kube-apiserver"
+# Built from test/k8s/apiserver into the server cache (test/k8s/install.sh:
+# 10 m 45 s cold on 2 cores, a check of its stamp warm); k8sstore's tests
+# start it on the pinned etcd themselves (internal/testkit/k8stest).
+NODEID_KUBE_APISERVER_BIN=$(bash test/k8s/install.sh)
+export NODEID_KUBE_APISERVER_BIN
+# Its module is one of its own, as ./... skips it: check that its go.mod and
+# go.sum resolve every package the command needs (vet would compile some
+# 2,000 packages to check a file of imports).
+(cd test/k8s/apiserver && go list -tags tools -deps ./... k8s.io/kubernetes/cmd/kube-apiserver >/dev/null)
 
 step "go test -race"
 # cmd/nodeid-broker's TestServeGossipPartitionHeals cuts real brokers apart in

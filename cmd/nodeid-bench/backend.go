@@ -41,7 +41,7 @@ func addCommon(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.accessKey, "s3-access-key", os.Getenv("AWS_ACCESS_KEY_ID"), "access key for --s3-endpoint [$AWS_ACCESS_KEY_ID]")
 	fs.StringVar(&c.secretKey, "s3-secret-key", os.Getenv("AWS_SECRET_ACCESS_KEY"), "secret key for --s3-endpoint [$AWS_SECRET_ACCESS_KEY]")
 	fs.StringVar(&c.region, "region", "us-east-1", "S3 region")
-	fs.StringVar(&c.store, "store", "s3", "store to run on: s3 (--s3-endpoint) or etcd (--etcd-endpoints)")
+	fs.StringVar(&c.store, "store", "s3", "store to run on: s3 (--s3-endpoint), etcd (--etcd-endpoints) or k8s (the pinned kube-apiserver of test/k8s/install.sh, started on 127.0.0.1)")
 	fs.StringVar(&c.etcdEndpoints, "etcd-endpoints", "", "with --store etcd: comma-separated etcd endpoints; empty starts the pinned etcd server of test/etcd/install.sh on 127.0.0.1")
 	fs.StringVar(&c.bucket, "bucket", "", "bucket to use (created if missing); default a fresh nodeid-bench-<random>")
 	fs.DurationVar(&c.latency, "latency", 20*time.Millisecond, "round trip added to every store request (half each way) by the proxy, or on etcd by the store wrapper; 0 adds none")
@@ -76,6 +76,7 @@ type backend struct {
 	clock    *offsetClock    // the fake server's clock; nil against an endpoint
 	proxy    *latproxy.Proxy // S3
 	etcd     *etcdBackend    // etcd
+	k8s      *k8sBackend     // Kubernetes Leases
 	meter    meter           // the proxy, or a storeMeter on etcd
 	runID    string
 }
@@ -105,8 +106,15 @@ func startBackend(ctx context.Context, c common, record bool) (*backend, error) 
 		}
 		b.etcd, b.meter = e, newStoreMeter(c.latency, record)
 		return b, nil
+	case "k8s":
+		k, err := startK8s(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.k8s, b.meter = k, newStoreMeter(c.latency, record)
+		return b, nil
 	default:
-		return nil, fmt.Errorf("--store %q: want s3 or etcd", c.store)
+		return nil, fmt.Errorf("--store %q: want s3, etcd or k8s", c.store)
 	}
 	b.bucket = c.bucket
 	if b.bucket == "" {
@@ -161,12 +169,18 @@ func (b *backend) close() {
 	if b.etcd != nil {
 		b.etcd.close()
 	}
+	if b.k8s != nil {
+		b.k8s.close()
+	}
 }
 
 // name describes the server for reports.
 func (b *backend) name() string {
 	if b.etcd != nil {
 		return b.etcd.name()
+	}
+	if b.k8s != nil {
+		return b.k8s.name()
 	}
 	if b.fake != nil {
 		return "gofakes3 (embedded)"
@@ -193,6 +207,9 @@ func (b *backend) directStore(ctx context.Context, prefix string) (lease.Store, 
 	if b.etcd != nil {
 		return b.etcd.store.WithPrefix(prefix), nil
 	}
+	if b.k8s != nil {
+		return b.k8s.scoped(prefix), nil
+	}
 	return b.s3DirectStore(ctx, prefix)
 }
 
@@ -217,6 +234,10 @@ func (b *backend) newTask(ctx context.Context, name, prefix string) (*task, erro
 	t.setPhase("acquire")
 	if b.etcd != nil {
 		t.store = &meteredStore{m: b.meter.(*storeMeter), inner: b.etcd.store.WithPrefix(prefix), label: t.label}
+		return t, nil
+	}
+	if b.k8s != nil {
+		t.store = &meteredStore{m: b.meter.(*storeMeter), inner: b.k8s.scoped(prefix), label: t.label}
 		return t, nil
 	}
 	cfg := b.storeConfig(prefix, b.proxy.URL())

@@ -20,7 +20,7 @@ var foreignFlags = map[string]string{
 	"data-dir": "etcd", "minio": "bench/nodeid-bench.sh", "port": "the example application", "help": "every command",
 	"capabilities": "aws cloudformation deploy", "parameter-overrides": "aws cloudformation deploy",
 	"stack-name": "aws cloudformation deploy", "template-file": "aws cloudformation deploy", "now": "systemctl",
-	"test": "node", "etcd": "the --etcd-* family", "azblob": "the --azblob-* family", "gcs": "the --gcs-* family", "lifecycle-configuration": "aws s3api put-bucket-lifecycle-configuration",
+	"test": "node", "etcd": "the --etcd-* family", "azblob": "the --azblob-* family", "gcs": "the --gcs-* family", "k8s": "the --k8s-* family", "lifecycle-configuration": "aws s3api put-bucket-lifecycle-configuration",
 	"lease-durations": "nodeid-bench", "runs": "nodeid-bench", "latency": "nodeid-bench", "seed": "nodeid-bench",
 	"tasks": "nodeid-bench", "ids": "nodeid-bench", "orders": "nodeid-bench",
 	// The image's build and run in deploy/README.md (test/image.sh, deploy/image_test.go).

@@ -35,7 +35,7 @@ const (
 
 // Scenarios lists every scenario a corpus line may name.
 var Scenarios = []string{ScenarioFaults, ScenarioFaultsEtcd, ScenarioNoFloor, ScenarioNoFence, ScenarioNoFloorEtcd,
-	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock, ScenarioPartitionAzblob, ScenarioPartitionGCS,
+	ScenarioOutage, ScenarioOutageEtcd, ScenarioStorms, ScenarioFaultsEtcd3, ScenarioClock, ScenarioPartitionAzblob, ScenarioPartitionGCS, ScenarioPartitionK8s,
 	ScenarioFaultsRead, ScenarioStormsRead, ScenarioNoFenceRead, ScenarioClockRead}
 
 // ScenarioPartitionAzblob is TestPartitionAzblob's: on Azure Blob
@@ -46,6 +46,10 @@ const ScenarioPartitionAzblob = "partition-azblob"
 // ScenarioPartitionGCS is TestPartitionGCS's: the same on Google Cloud
 // Storage (fake-gcs-server).
 const ScenarioPartitionGCS = "partition-gcs"
+
+// ScenarioPartitionK8s is TestPartitionK8s's: the same on Kubernetes
+// Leases (kube-apiserver), and the apiserver killed and restarted.
+const ScenarioPartitionK8s = "partition-k8s"
 
 // CorpusEntry is one line of the corpus: a seed of a scenario, and why it is
 // there (the fault kinds and check cases it covers, or the bug it once

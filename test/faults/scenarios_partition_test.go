@@ -3,9 +3,19 @@
 package faults
 
 import (
+	"syscall"
 	"testing"
 	"time"
 )
+
+// storeRestarter is a storeBackend the runner can restart
+// (kube-apiserver): testPartitionStore then adds a phase that kills it and
+// starts it again.
+type storeRestarter interface {
+	// Restart stops the store with sig and starts it again after down; it
+	// returns once the store answers.
+	Restart(sig syscall.Signal, down time.Duration) error
+}
 
 // storePartition is how long the partitioned holder of a store's partition
 // scenario is cut off: past the renew deadline and the grace after its last
@@ -16,7 +26,7 @@ import (
 const storePartition = outageGrace + 4*time.Second
 
 // testPartitionStore runs scenario name (TestPartitionAzblob's,
-// TestPartitionGCS's): four real brokers on backend's store, on three node
+// TestPartitionGCS's, TestPartitionK8s's): four real brokers on backend's store, on three node
 // IDs, one of them a spare waiting for an ID, at 3 s leases (renewed every
 // second, Cloud Storage's shortest) and a loss grace of 5 s, each reaching
 // the store through a TCPProxy of its own, through three phases:
@@ -29,7 +39,11 @@ const storePartition = outageGrace + 4*time.Second
 //  3. every broker's store black-holed at once for shortOutage (the
 //     emulators keep their objects in memory, so the outage is the
 //     proxies', not a restart): each must enter jeopardy, recover and
-//     serve again.
+//     serve again;
+//  4. on a store the runner can restart (storeRestarter: kube-apiserver),
+//     the store killed and started again after 0.3 s: each must recover
+//     and serve again, when the store was back within shortBound (else the
+//     phase is held to the checks only, as in the outage scenarios).
 //
 // Then every check of Check (0 duplicate IDs, the floors and fences, the
 // exit codes, and the store history the brokers recorded, linearizable), and
@@ -81,6 +95,22 @@ func testPartitionStore(t *testing.T, s *suite, backend storeBackend, name strin
 		ph = r.beginPhase("outage-blackhole", "every broker's store black-holed", true, true)
 		r.blackHoleAll(shortOutage)
 		r.endPhase(ph)
+		phases = append(phases, ph)
+
+		rs, ok := backend.(storeRestarter)
+		if !ok {
+			return
+		}
+		ph = r.beginPhase("outage-restart", "the store killed and restarted after 0.3s", true, false)
+		if err := rs.Restart(syscall.SIGKILL, 300*time.Millisecond); err != nil {
+			r.t.Errorf("restart the store: %v", err)
+		}
+		r.endPhase(ph)
+		if ph.back-ph.began > shortBound {
+			r.note("the store took %v to come back, longer than %v: phase %q is not held to the short-outage rules",
+				ph.back-ph.began, shortBound, ph.what)
+			ph.short = false
+		}
 		phases = append(phases, ph)
 	}
 	r := newRun(t, s, sc)

@@ -46,7 +46,7 @@ func TestParseServeFlagsAzblob(t *testing.T) {
 		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--etcd-endpoints", "h:1"), "the --etcd-* flags need --store etcd"},
 		{append(base[:len(base):len(base)], "--azblob-sas", "sv=1", "--azblob-account-name", "a", "--azblob-account-key", "k"), "one credential"},
 		{[]string{"--bucket", "b", "--azblob-container", "leases"}, "need --store azblob"},
-		{[]string{"--store", "zk"}, `"zk": want s3, etcd, azblob or gcs`},
+		{[]string{"--store", "zk"}, `"zk": want s3, etcd, azblob, gcs or k8s`},
 	} {
 		_, err := parseServeFlags("nodeid-broker", tc.args, env(), io.Discard)
 		if !errors.Is(err, envflag.ErrUsage) || !strings.Contains(err.Error(), tc.want) {

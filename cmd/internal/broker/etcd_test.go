@@ -34,7 +34,7 @@ func TestParseServeFlagsEtcd(t *testing.T) {
 		{[]string{"--store", "etcd"}, "no endpoints"},
 		{[]string{"--store", "etcd", "--etcd-endpoints", "h:1", "--bucket", "b"}, "the S3 flags (--bucket, --s3-endpoint, --embedded-s3) need --store s3"},
 		{[]string{"--store", "etcd", "--etcd-endpoints", "h:1", "--etcd-cert-file", "c"}, "go together"},
-		{[]string{"--store", "zk"}, `"zk": want s3, etcd, azblob or gcs`},
+		{[]string{"--store", "zk"}, `"zk": want s3, etcd, azblob, gcs or k8s`},
 		{[]string{"--bucket", "b", "--etcd-endpoints", "h:1"}, "the --etcd-* flags need --store etcd"},
 	} {
 		_, err := parseServeFlags("nodeid-broker", tc.args, env(), io.Discard)

@@ -17,6 +17,7 @@ import (
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/cmd/internal/gcsflag"
+	"github.com/nodeid/nodeid/cmd/internal/k8sflag"
 	"github.com/nodeid/nodeid/gossip"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
@@ -39,6 +40,7 @@ type serveConfig struct {
 	etcd                               etcdflag.Flags
 	azblob                             azblobflag.Flags
 	gcs                                gcsflag.Flags
+	k8s                                k8sflag.Flags
 	ownVars                            []string // the NODEID_ variables of the flags: kept from run's child
 
 	httpAddr   string
@@ -91,10 +93,11 @@ func parseBrokerFlags(name, help string, args []string, lookupEnv func(string) (
 	pc.TaskID = "" // resolved at start (ECS metadata, else host+pid+random)
 	f := envflag.New(name, lookupEnv)
 	f.BindAll()
-	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*), azblob (Azure Blob Storage: --azblob-*) or gcs (Google Cloud Storage: --gcs-*)")
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*), azblob (Azure Blob Storage: --azblob-*) gcs (Google Cloud Storage: --gcs-*) or k8s (Kubernetes Leases: --k8s-*, --kubeconfig)")
 	c.etcd.Bind(f)
 	c.azblob.Bind(f)
 	c.gcs.Bind(f)
+	c.k8s.Bind(f)
 	f.StringVar(&c.bucket, "bucket", "", "S3 bucket that holds the lease objects (required, except with --embedded-s3: default "+s3fake.DefaultBucket+")")
 	f.StringVar(&c.prefix, "prefix", s3store.DefaultPrefix, "key prefix of the manifest and lease objects: ends with \"/\", or empty for the root of the bucket")
 	f.StringVar(&c.region, "region", "", "AWS region of the bucket (default: AWS_REGION, which ECS sets, or the shared config; us-east-1 with --s3-endpoint)")

@@ -5,14 +5,18 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/klog/v2"
+
 	"github.com/nodeid/nodeid/azblobstore"
 	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/cmd/internal/gcsflag"
+	"github.com/nodeid/nodeid/cmd/internal/k8sflag"
 	"github.com/nodeid/nodeid/cmd/internal/storeflag"
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/gcsstore"
+	"github.com/nodeid/nodeid/k8sstore"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/s3store"
 	"github.com/nodeid/nodeid/s3store/s3fake"
@@ -26,18 +30,21 @@ func (c *serveConfig) checkStoreFlags(f *envflag.Set) error {
 	}
 	s3 := storeflag.Family{Store: etcdflag.StoreS3, Flags: "the S3 flags (--bucket, --s3-endpoint, --embedded-s3)",
 		Given: c.embeddedS3 != "" || c.s3Endpoint != "" || c.bucket != ""}
-	return storeflag.Check(f.Source("store"), c.store, s3, c.etcd.Family(c.prefix), c.azblob.Family(c.prefix), c.gcs.Family(c.prefix))
+	return storeflag.Check(f.Source("store"), c.store, s3, c.etcd.Family(c.prefix), c.azblob.Family(c.prefix), c.gcs.Family(c.prefix), c.k8s.Family(c.prefix))
 }
 
 // storeName names the store in logs and gossip's default cluster identity:
 // s3://BUCKET/PREFIX, etcd://ENDPOINTS/PREFIX,
-// azblob://ACCOUNT-URL/CONTAINER/PREFIX or gs://BUCKET/PREFIX.
+// azblob://ACCOUNT-URL/CONTAINER/PREFIX, gs://BUCKET/PREFIX or
+// k8s://SERVER/NAMESPACE/PREFIX.
 func (c *serveConfig) storeName() string {
 	switch c.store {
 	case azblobflag.Store:
 		return c.azblob.Name(c.prefix)
 	case gcsflag.Store:
 		return c.gcs.Name(c.prefix)
+	case k8sflag.Store:
+		return c.k8s.Name(c.prefix)
 	case etcdflag.StoreEtcd:
 		return "etcd://" + strings.Join(c.etcd.Config(c.prefix).Endpoints, ",") + "/" + c.prefix
 	}
@@ -51,6 +58,8 @@ func (b *broker) storeWhere() string {
 		return fmt.Sprintf("%s (prefix %s)", b.cfg.azblob.Where(), b.cfg.prefix)
 	case b.cfg.store == gcsflag.Store:
 		return fmt.Sprintf("%s (prefix %s)", b.cfg.gcs.Where(), b.cfg.prefix)
+	case b.cfg.store == k8sflag.Store:
+		return fmt.Sprintf("%s (prefix %s)", b.cfg.k8s.Where(), b.cfg.prefix)
 	case b.cfg.store == etcdflag.StoreEtcd:
 		return fmt.Sprintf("etcd at --etcd-endpoints %s (prefix %s)", b.cfg.etcd.Endpoints, b.cfg.prefix)
 	case b.cfg.embeddedS3 != "":
@@ -92,6 +101,19 @@ func (b *broker) openStore(ctx context.Context) (st lease.Store, closeStore func
 			c := b.cfg.gcs.Config(b.cfg.prefix)
 			c.Logger = b.log.With("component", "gcsstore")
 			st, err := gcsstore.New(c)
+			return st, func() {}, err
+		}
+	case k8sflag.Store:
+		again = func() (lease.Store, func(), error) {
+			c, err := b.cfg.k8s.Config(b.cfg.prefix)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Logger = b.log.With("component", "k8sstore")
+			// client-go logs through klog (to stderr by default): into the
+			// broker's log instead.
+			klog.SetSlogLogger(b.log.With("component", "client-go"))
+			st, err := k8sstore.New(c)
 			return st, func() {}, err
 		}
 	default:

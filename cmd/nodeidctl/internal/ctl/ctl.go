@@ -25,6 +25,7 @@ import (
 	"github.com/nodeid/nodeid/cmd/internal/azblobflag"
 	"github.com/nodeid/nodeid/etcdstore"
 	"github.com/nodeid/nodeid/gcsstore"
+	"github.com/nodeid/nodeid/k8sstore"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/s3store"
 )
@@ -61,6 +62,8 @@ type Env struct {
 	AzureCredential azblobflag.NewCredential
 	// OpenGCS returns the store for --store gcs (OpenGCS).
 	OpenGCS func(ctx context.Context, cfg gcsstore.Config) (lease.Store, error)
+	// OpenK8s returns the store for --store k8s (OpenK8s).
+	OpenK8s func(ctx context.Context, cfg k8sstore.Config) (lease.Store, error)
 	// Now is the operator's wall clock (time.Now). It only stamps the manifest's
 	// createdAt (for humans), as the provider's own wall clock does; it never
 	// judges a lease.
@@ -70,7 +73,7 @@ type Env struct {
 // DefaultEnv returns the process's environment, S3 through [OpenS3] and the
 // system clock.
 func DefaultEnv() Env {
-	return Env{LookupEnv: os.LookupEnv, OpenStore: OpenS3, OpenEtcd: OpenEtcd, OpenAzblob: OpenAzblob, OpenGCS: OpenGCS, Now: time.Now}
+	return Env{LookupEnv: os.LookupEnv, OpenStore: OpenS3, OpenEtcd: OpenEtcd, OpenAzblob: OpenAzblob, OpenGCS: OpenGCS, OpenK8s: OpenK8s, Now: time.Now}
 }
 
 // OpenAzblob returns an Azure Blob store for cfg after probing the container
@@ -92,6 +95,21 @@ func OpenAzblob(ctx context.Context, cfg azblobstore.Config) (lease.Store, error
 // wrong endpoint are reported before anything else happens.
 func OpenGCS(ctx context.Context, cfg gcsstore.Config) (lease.Store, error) {
 	st, err := gcsstore.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Check(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// OpenK8s returns a store on Kubernetes Leases for cfg after
+// k8sstore.Store.Check, so refused credentials, missing permissions, a
+// missing namespace or an unreachable apiserver are reported before anything
+// else happens.
+func OpenK8s(ctx context.Context, cfg k8sstore.Config) (lease.Store, error) {
+	st, err := k8sstore.New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
 	"github.com/nodeid/nodeid/cmd/internal/etcdflag"
 	"github.com/nodeid/nodeid/cmd/internal/gcsflag"
+	"github.com/nodeid/nodeid/cmd/internal/k8sflag"
 	"github.com/nodeid/nodeid/cmd/internal/storeflag"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
@@ -64,6 +65,7 @@ type commonFlags struct {
 	etcd                             etcdflag.Flags
 	azblob                           azblobflag.Flags
 	gcs                              gcsflag.Flags
+	k8s                              k8sflag.Flags
 }
 
 // register adds the common flags to f, each bound to its environment variable.
@@ -78,14 +80,16 @@ func (c *commonFlags) register(f *flagSet) {
 		"extra margin of the expiry rule (the provider's ClockMargin): a held lease is expired when Date - Last-Modified > lease + 1s + margin")
 	f.DurationVar(&c.maxLease, "max-lease-duration", def.MaxLeaseDuration,
 		"longest lease a record may state (the provider's MaxLeaseDuration); a record stating more is reported corrupt")
-	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*), azblob (Azure Blob Storage: --azblob-*) or gcs (Google Cloud Storage: --gcs-*)")
+	f.StringVar(&c.store, "store", etcdflag.StoreS3, "lease store: s3 (a bucket: --bucket, --s3-*), etcd (--etcd-endpoints, --etcd-*), azblob (Azure Blob Storage: --azblob-*) gcs (Google Cloud Storage: --gcs-*) or k8s (Kubernetes Leases: --k8s-*, --kubeconfig)")
 	c.etcd.Bind(f.Set)
 	c.azblob.Bind(f.Set)
 	c.gcs.Bind(f.Set)
+	c.k8s.Bind(f.Set)
 	f.Bind("bucket", "prefix", "region", "s3-endpoint", "s3-path-style", "clock-margin", "max-lease-duration", "store")
 	f.Bind(etcdflag.Names...)
 	f.Bind(azblobflag.Names...)
 	f.Bind(gcsflag.Names...)
+	f.Bind(k8sflag.Names...)
 }
 
 // validate checks the common flags after parsing.
@@ -94,7 +98,7 @@ func (c *commonFlags) validate(f *flagSet) error {
 		return err
 	}
 	s3 := storeflag.Family{Store: etcdflag.StoreS3, Flags: "the S3 flags (--bucket, --s3-endpoint)", Given: c.bucket != "" || c.endpoint != ""}
-	if err := storeflag.Check(f.Source("store"), c.store, s3, c.etcd.Family(c.prefix), c.azblob.Family(c.prefix), c.gcs.Family(c.prefix)); err != nil {
+	if err := storeflag.Check(f.Source("store"), c.store, s3, c.etcd.Family(c.prefix), c.azblob.Family(c.prefix), c.gcs.Family(c.prefix), c.k8s.Family(c.prefix)); err != nil {
 		return err
 	}
 	switch {
@@ -123,6 +127,8 @@ func (c *commonFlags) where() string {
 		return fmt.Sprintf("in Azure Blob container %s under prefix %q", c.azblob.Container, c.prefix)
 	case c.store == gcsflag.Store:
 		return fmt.Sprintf("in Cloud Storage bucket %s under prefix %q", c.gcs.Bucket, c.prefix)
+	case c.store == k8sflag.Store:
+		return fmt.Sprintf("in %s under prefix %q", c.k8s.Where(), c.prefix)
 	case c.prefix == "":
 		return fmt.Sprintf("at the root of bucket %s (prefix \"\")", c.bucket)
 	}
@@ -142,6 +148,8 @@ func (c *commonFlags) aimedBy(f *flagSet) string {
 		return f.Source("prefix") + ", " + f.Source("azblob-account-url") + " and " + f.Source("azblob-container")
 	case gcsflag.Store:
 		return f.Source("prefix") + " and " + f.Source("gcs-bucket")
+	case k8sflag.Store:
+		return f.Source("prefix") + ", " + f.Source("k8s-namespace") + " and " + f.Source("kubeconfig")
 	}
 	return f.Source("prefix") + " and " + f.Source("bucket")
 }
@@ -193,6 +201,14 @@ func (a *app) open(ctx context.Context, c *commonFlags) (lease.Store, error) {
 		}
 	case gcsflag.Store:
 		open = func() (lease.Store, error) { return a.env.OpenGCS(ctx, c.gcs.Config(c.prefix)) }
+	case k8sflag.Store:
+		open = func() (lease.Store, error) {
+			cfg, err := c.k8s.Config(c.prefix)
+			if err != nil {
+				return nil, err
+			}
+			return a.env.OpenK8s(ctx, cfg)
+		}
 	}
 	st, err := open()
 	if err != nil {

@@ -42,7 +42,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad bool env", map[string]string{"NODEID_S3_PATH_STYLE": "maybe"}, []string{"status"},
 			`NODEID_S3_PATH_STYLE="maybe": invalid value for --s3-path-style`},
 		{"bad region env", map[string]string{"NODEID_REGION": "EU West"}, []string{"status"}, `NODEID_REGION (--region) "EU West"`},
-		{"unknown store", nil, []string{"status", "--store", "zk"}, `--store "zk": want s3, etcd, azblob or gcs`},
+		{"unknown store", nil, []string{"status", "--store", "zk"}, `--store "zk": want s3, etcd, azblob, gcs or k8s`},
 		{"gcs flags without gcs", nil, []string{"status", "--gcs-bucket", "leases"}, "the --gcs-* flags need --store gcs"},
 		{"gcs without a bucket", map[string]string{"NODEID_BUCKET": ""}, []string{"status", "--store", "gcs"}, "--gcs-bucket is required"},
 		{"gcs with etcd", map[string]string{"NODEID_BUCKET": "", "NODEID_ETCD_ENDPOINTS": "h:1"}, []string{"status", "--store", "gcs", "--gcs-bucket", "leases"},
