@@ -172,11 +172,8 @@ class HttpGenerator {
         return { ids: this.#ids.slice(i, i + n), nodeId: this.#nodeId, version: this.#version, claim: null };
       }
       if (this.#ready !== null) {
-        if (now <= this.#readyUntil) {
-          this.#use(this.#ready, this.#readyUntil);
-          continue;
-        }
-        this.#ready = null; // too old: skipped
+        this.#use(this.#ready, this.#readyUntil); // if too old, skipped above
+        continue;
       }
       // The fetch under way, unless none is or it was sent too long ago.
       const f = this.#fetching !== null && now <= this.#fetchingUntil ? this.#fetching : this.#start(Math.max(n, this.#prefetch));

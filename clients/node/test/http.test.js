@@ -251,6 +251,22 @@ test('prefetchMaxAge: a batch fetched ahead longer ago is skipped too', async ()
   g.close();
 });
 
+test('prefetchMaxAge: a call does not wait for a fetch sent too long ago', async () => {
+  mode = 'ok';
+  const g = new HttpGenerator(base, { prefetch: 10, _now: clock });
+  const from = requests.length;
+  const a = (await g.nextIds(4))[0];
+  mode = 'hang';
+  assert.equal(await g.nextId(), a + 4n); // half: the fetch ahead, which hangs
+  await settle(() => requests.length - from >= 2);
+  mode = 'ok';
+  mono += 1500;
+  assert.equal(await g.nextId(), a + 10n, 'from a new fetch, not the one sent 1.5 s ago');
+  assert.equal(requests.length - from, 3);
+  g.close(); // ends the hung request on its kept-alive socket: it is sent once more
+  await settle(() => requests.length - from >= 4);
+});
+
 test('prefetchMaxAge null: no limit', async () => {
   mode = 'ok';
   const g = new HttpGenerator(base, { prefetch: 10, prefetchMaxAge: null, _now: clock });

@@ -186,10 +186,8 @@ class HttpGenerator:
                 if self._closed:
                     raise NodeIdError("nodeid: HttpGenerator is closed")
                 if self._ready is not None:
-                    if now <= self._ready_until:
-                        self._use(self._ready, self._ready_until)
-                        continue
-                    self._ready = None  # too old: skipped
+                    self._use(self._ready, self._ready_until)  # if too old, skipped above
+                    continue
                 k = self._fetching
                 if not k or now > self._fetching_until:  # none, or sent too long ago
                     k = self._start(max(n, self._prefetch))

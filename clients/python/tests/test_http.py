@@ -318,6 +318,18 @@ class PrefetchTest(unittest.TestCase):
         self.assertEqual(g.next_id(), 1030)
         self.assertEqual(len(self.broker.requests), 4)
 
+    def test_max_age_does_not_wait_for_an_old_fetch(self):
+        g = self.gen(10)
+        self.assertEqual(g.next_ids(4), [1000, 1001, 1002, 1003])
+        self.broker.mode = "hang"
+        self.assertEqual(g.next_id(), 1004)  # half: the fetch ahead, which hangs
+        self.wait_requests(2)
+        self.broker.mode = "ok"
+        self.now += 1.5
+        self.assertEqual(g.next_id(), 1010)  # from a new fetch, not the one sent 1.5 s ago
+        self.assertEqual(len(self.broker.requests), 3)
+        self.broker.release.set()
+
     def test_no_max_age_keeps_old_batches(self):
         g = self.gen(10, prefetch_max_age=None)
         self.assertEqual(g.next_id(), 1000)
