@@ -82,9 +82,11 @@
 //   - TestHTTPVersionChange: HTTP mode with a prefetch of 10000 through a
 //     proxy to a broker; the driver stopped (SIGSTOP) with prefetched IDs
 //     in hand, the broker stopped, a successor serving the node ID with a
-//     new version, the proxy turned to it, the driver resumed: the IDs in
-//     hand reported with the old version, the successor's with the new.
-//     Catches prefetch-latest-version (IDs below the new version's floor).
+//     new version, the proxy turned to it, the driver resumed: with no max
+//     age (--prefetch-max-age-ms 0) the IDs in hand reported with the old
+//     version, the successor's with the new; with the default (1 s, the
+//     stop lasting longer) the IDs in hand skipped. Catches
+//     prefetch-latest-version (IDs below the new version's floor).
 //   - TestRunChildHTTP: the driver as `nodeid-broker run`'s child in HTTP
 //     mode on NODEID_URL (--url-env), with a prefetch.
 //   - TestDriverProtocol: bad arguments exit 2; without --duration-ms the

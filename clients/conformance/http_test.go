@@ -15,29 +15,45 @@ import (
 // 10000 through a proxy to broker-a; the driver is stopped (SIGSTOP) with
 // prefetched IDs in hand, broker-a stops (SIGTERM, release), broker-b takes
 // the node ID over with a new version, the proxy turns to broker-b, and the
-// driver resumes (SIGCONT). The client as it is reports the prefetched IDs
-// with broker-a's version, then broker-b's IDs with broker-b's: every line
-// is of a claim handed out and above its floor. One that reports the IDs in
-// hand with the latest answer's version (mutation prefetch-latest-version)
-// reports IDs of broker-a under broker-b's version, below its floor.
+// driver resumes (SIGCONT).
+//
+// With no max age for prefetched IDs ("no limit": a version change while
+// the IDs in hand are younger than the max age, stretched by the stop) the
+// client as it is reports the prefetched IDs with broker-a's version, then
+// broker-b's IDs with broker-b's: every line is of a claim handed out and
+// above its floor. One that reports the IDs in hand with the latest
+// answer's version (mutation prefetch-latest-version) reports IDs of
+// broker-a under broker-b's version, below its floor. With the default max
+// age (1 s; "max age": the stop lasts longer) the IDs in hand are skipped:
+// broker-b's IDs come next.
 func TestHTTPVersionChange(t *testing.T) {
 	t.Parallel()
-	eachClient(t, func(t *testing.T, c *client) { httpVersionChange(newScene(t, c)) })
+	concurrently(t, map[string]func(*testing.T){
+		"no limit": func(t *testing.T) { eachClient(t, func(t *testing.T, c *client) { httpVersionChange(newScene(t, c)) }) },
+		"max age": func(t *testing.T) {
+			eachClient(t, func(t *testing.T, c *client) { httpVersionChangeAged(newScene(t, c), "") })
+		},
+	})
 }
 
-func httpVersionChange(s *scene) {
+func httpVersionChange(s *scene) { httpVersionChangeAged(s, "0") }
+
+// httpVersionChangeAged is TestHTTPVersionChange with the driver's
+// --prefetch-max-age-ms maxAge ("0": no limit; "": the default, 1000).
+func httpVersionChangeAged(s *scene, maxAge string) {
 	t := s.t
 	flags := bucket(t)
 	a := startBroker(t, "broker-a", nil, brokerArgs("serve", flags)...)
 	s.brokers = append(s.brokers, a)
 	a.waitLog("serving IDs", 30*time.Second)
 	proxy := newSwitchProxy(t, a.addr)
-	o := driverOpts{url: proxy.url, batch: 3, pauseMs: 1, prefetch: 10000}
+	o := driverOpts{url: proxy.url, batch: 3, pauseMs: 1, prefetch: 10000, maxAge: maxAge}
 	d := s.driver("driver", o)
 	d.waitLines(30*time.Second, "50 ok lines", count(0, OK, "", 50))
 	if err := d.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	stopped := time.Now()
 	resumed := false
 	defer func() {
 		if !resumed {
@@ -52,6 +68,11 @@ func httpVersionChange(s *scene) {
 	va, vb := a.claims()[0].Version, b.claims()[0].Version
 	s.logf("broker-b serves version %d (broker-a's was %d)", vb, va)
 	proxy.to(b.addr)
+	if maxAge != "0" {
+		// The IDs in hand were fetched before the stop: past the 1 s max age
+		// once it lasts longer.
+		time.Sleep(time.Until(stopped.Add(1500 * time.Millisecond)))
+	}
 	mark := d.nLines()
 	if err := d.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -69,7 +90,12 @@ func httpVersionChange(s *scene) {
 		}
 	}
 	s.wait(d, 60*time.Second, "ok lines of broker-b's version", ofVersion(vb, 50))
-	s.expect(ofVersion(va, 1)(d.out.all()), "no ok line of broker-a's version %d after the driver resumed: the prefetched IDs were not used", va)
+	if maxAge == "0" {
+		s.expect(ofVersion(va, 1)(d.out.all()), "no ok line of broker-a's version %d after the driver resumed: the prefetched IDs were not used", va)
+	} else {
+		// One call may have been under way, its IDs taken, when stopped.
+		s.expect(!ofVersion(va, 2)(d.out.all()), "ok lines of broker-a's version %d after the driver resumed: the prefetched IDs older than the max age were used", va)
+	}
 	d.stop(10 * time.Second)
 	stopBroker(b)
 	s.add(d.stream(o, true))

@@ -278,6 +278,7 @@ type driverOpts struct {
 	url        string // --url
 	urlEnv     bool   // --url-env: HTTP mode on the URL in NODEID_URL
 	prefetch   int    // --prefetch (HTTP mode; 0: none)
+	maxAge     string // --prefetch-max-age-ms ("": the client's default, 1000; "0": no limit)
 	batch      int    // --batch (1 when 0)
 	durationMs int    // --duration-ms (0: none)
 	pauseMs    int    // --pause-ms
@@ -303,6 +304,9 @@ func (o *driverOpts) args() []string {
 	}
 	if o.prefetch > 0 {
 		a = append(a, "--prefetch", strconv.Itoa(o.prefetch))
+	}
+	if o.maxAge != "" {
+		a = append(a, "--prefetch-max-age-ms", o.maxAge)
 	}
 	a = append(a, "--batch", strconv.Itoa(o.batch), "--pause-ms", strconv.Itoa(o.pauseMs))
 	if o.durationMs > 0 {

@@ -24,6 +24,8 @@ func TestDriverProtocol(t *testing.T) {
 			{"--no-such-argument", "1"},
 			{"--batch", "1"}, // neither --id-file nor --url
 			{"--id-file", "/nonexistent/id.json", "--batch", "many"},
+			{"--id-file", "/nonexistent/id.json", "--prefetch-max-age-ms", "5"}, // HTTP only
+			{"--url", "http://127.0.0.1:1", "--prefetch", "10", "--prefetch-max-age-ms", "-1"},
 		} {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			cmd := exec.CommandContext(ctx, c.bin, append(append([]string(nil), c.pre...), args...)...)

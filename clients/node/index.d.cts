@@ -54,6 +54,10 @@ export interface HttpGeneratorOptions {
   timeoutMs?: number;
   /** IDs fetched ahead, 1..10000: the next batch is fetched once half is used (default 0: off). */
   prefetch?: number;
+  /** A prefetched batch is skipped once its fetch was sent this long ago, in ms on the monotonic clock (default 1000; null: no limit). */
+  prefetchMaxAge?: number | null;
+  /** TESTING ONLY: the monotonic clock in ms (default performance.now). */
+  _now?: () => number;
   /** TESTING ONLY: break one rule on purpose. */
   _mutation?: 'prefetch-latest-version';
 }

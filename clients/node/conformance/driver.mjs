@@ -3,7 +3,7 @@
 // package's API.
 //
 //   node conformance/driver.mjs (--id-file PATH | --url URL | --url-env)
-//     [--batch N] [--prefetch P] [--duration-ms D] [--pause-ms P]
+//     [--batch N] [--prefetch P] [--prefetch-max-age-ms A] [--duration-ms D] [--pause-ms P]
 //     [--clock-steps AT:BY,...] [--reread-ms R] [--mutation NAME]
 //
 // Lines: "ok NODE VERSION VALIDUNTILMS ID ..." (VALIDUNTILMS "-" over HTTP),
@@ -36,7 +36,7 @@ function write(fd, s) {
 }
 
 function usage(msg) {
-  write(2, `driver: ${msg}\nusage: node conformance/driver.mjs (--id-file PATH | --url URL | --url-env) [--batch N] [--prefetch P] [--duration-ms D] [--pause-ms P] [--clock-steps AT:BY,...] [--reread-ms R] [--mutation NAME]`);
+  write(2, `driver: ${msg}\nusage: node conformance/driver.mjs (--id-file PATH | --url URL | --url-env) [--batch N] [--prefetch P] [--prefetch-max-age-ms A] [--duration-ms D] [--pause-ms P] [--clock-steps AT:BY,...] [--reread-ms R] [--mutation NAME]`);
   process.exit(2);
 }
 
@@ -67,7 +67,7 @@ let args;
 try {
   args = parseArgs({
     options: {
-      ...Object.fromEntries(['id-file', 'url', 'batch', 'prefetch', 'duration-ms', 'pause-ms', 'clock-steps', 'reread-ms', 'mutation'].map((k) => [k, { type: 'string' }])),
+      ...Object.fromEntries(['id-file', 'url', 'batch', 'prefetch', 'prefetch-max-age-ms', 'duration-ms', 'pause-ms', 'clock-steps', 'reread-ms', 'mutation'].map((k) => [k, { type: 'string' }])),
       'url-env': { type: 'boolean' },
     },
     strict: true,
@@ -89,13 +89,17 @@ try {
       usage('--clock-steps and --reread-ms are for --id-file, not --url');
     }
     const prefetch = args.prefetch === undefined ? 0 : int('prefetch', args.prefetch, 0, 10000);
-    gen = new HttpGenerator(args.url, { prefetch, _mutation: args.mutation });
+    const opts = { prefetch, _mutation: args.mutation };
+    if (args['prefetch-max-age-ms'] !== undefined) { // 0: no limit
+      opts.prefetchMaxAge = int('prefetch-max-age-ms', args['prefetch-max-age-ms'], 0, Number.MAX_SAFE_INTEGER) || null;
+    }
+    gen = new HttpGenerator(args.url, opts);
     call = async () => {
       const r = await gen.nextBatch(batch);
       return `ok ${r.nodeId} ${r.version} - ${r.ids.join(' ')}`;
     };
   } else {
-    if (args.prefetch !== undefined) usage('--prefetch is for --url and --url-env, not --id-file');
+    if (args.prefetch !== undefined || args['prefetch-max-age-ms'] !== undefined) usage('--prefetch and --prefetch-max-age-ms are for --url and --url-env, not --id-file');
     const opts = { _mutation: args.mutation };
     if (args['clock-steps'] !== undefined) opts.clock = clockSteps(args['clock-steps']);
     if (args['reread-ms'] !== undefined) opts.rereadMs = int('reread-ms', args['reread-ms'], 0, Number.MAX_SAFE_INTEGER);

@@ -53,42 +53,60 @@ function idsURL(url) {
  * trip. The broker issued every ID under its fence, so a prefetched ID stays
  * unique whenever it is used; it carries the time it was fetched. A batch is
  * never split across two answers: IDs left over when a call wants more are
- * skipped.
+ * skipped. prefetchMaxAge (ms, default 1000; null: no limit) bounds how old
+ * a prefetched ID's time may be: a call skips a batch whose fetch was sent
+ * longer ago than that (on the monotonic clock, before the call) and uses one
+ * fetched anew, so that IDs stay roughly in time order after an idle spell.
  */
 class HttpGenerator {
   #url;
   #timeoutMs;
   #agent;
   #prefetch;
+  #maxAge; // ms, Infinity for no limit
+  #now; // the monotonic clock, ms
   #mut;
   // Prefetching: the batch in use (its IDs from #pos on are unused), the
-  // next one, and the one fetch at a time that fills it.
+  // next one, and the one fetch at a time that fills it. A batch is usable
+  // by a call that starts at or before the monotonic time its fetch was sent
+  // plus #maxAge.
   #ids = [];
   #pos = 0;
   #nodeId = 0;
   #version = 0;
   #low = 0; // from this #pos on the next batch is fetched
+  #until = -Infinity; // the batch in use is usable by calls up to here
   /** @type {Batch | null} */
   #ready = null;
+  #readyUntil = -Infinity; // and the next one
   /** @type {Promise<Error | null> | null} the fetch under way: its error, or null */
   #fetching = null;
+  #fetchingUntil = -Infinity; // its batch's
 
   /**
    * @param {string | URL} [url] the broker's base URL (e.g. http://127.0.0.1:8080) or its /ids URL; default: NODEID_URL
    * @param {object} [options]
    * @param {number} [options.timeoutMs] bound on each request, in ms (default 2000)
    * @param {number} [options.prefetch] IDs fetched ahead, 1 .. 10000 (default 0: off)
+   * @param {number | null} [options.prefetchMaxAge] a prefetched batch is skipped once its fetch was sent this long ago, in ms (default 1000; null: no limit)
+   * @param {() => number} [options._now] TESTING ONLY: the monotonic clock in ms (default performance.now)
    * @param {string} [options._mutation] TESTING ONLY: break one rule on purpose (one of HTTP_MUTATIONS)
    */
-  constructor(url, { timeoutMs = 2000, prefetch = 0, _mutation } = {}) {
+  constructor(url, { timeoutMs = 2000, prefetch = 0, prefetchMaxAge = 1000, _now = () => performance.now(), _mutation } = {}) {
     this.#url = idsURL(url);
     if (!(timeoutMs > 0) || !Number.isFinite(timeoutMs)) throw new RangeError(`timeoutMs must be a finite number > 0, not ${timeoutMs}`);
     if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10000) throw new RangeError(`prefetch must be an integer from 0 (off) to 10000, not ${prefetch}`);
+    if (prefetchMaxAge !== null && (typeof prefetchMaxAge !== 'number' || !(prefetchMaxAge > 0) || !Number.isFinite(prefetchMaxAge))) {
+      throw new RangeError(`prefetchMaxAge must be a finite number of ms > 0, or null (no limit), not ${prefetchMaxAge}`);
+    }
+    if (typeof _now !== 'function') throw new TypeError('_now must be a function');
     if (_mutation !== undefined && !HTTP_MUTATIONS.includes(_mutation)) {
       throw new RangeError(`unknown mutation ${JSON.stringify(_mutation)}: want one of ${HTTP_MUTATIONS.join(', ')}`);
     }
     this.#timeoutMs = timeoutMs;
     this.#prefetch = prefetch;
+    this.#maxAge = prefetchMaxAge ?? Infinity;
+    this.#now = _now;
     this.#mut = _mutation ?? '';
     this.#agent = new http.Agent({ keepAlive: true });
   }
@@ -100,14 +118,16 @@ class HttpGenerator {
    */
   async nextId() {
     if (this.#prefetch) {
+      const now = this.#now();
       const i = this.#pos;
-      if (i < this.#ids.length) {
+      if (i < this.#ids.length && now <= this.#until) {
         this.#pos = i + 1;
         if (i + 1 >= this.#low) this.#fetchAhead();
         return this.#ids[i];
       }
+      return (await this.#take(1, now)).ids[0];
     }
-    return (await this.nextBatch(1)).ids[0];
+    return (await this.#fetch(1)).ids[0];
   }
 
   /**
@@ -129,7 +149,7 @@ class HttpGenerator {
    */
   async nextBatch(n) {
     checkCount(n);
-    return this.#prefetch ? this.#take(n) : this.#fetch(n);
+    return this.#prefetch ? this.#take(n, this.#now()) : this.#fetch(n);
   }
 
   /** Closes the keep-alive sockets and drops the prefetched IDs; later calls open new sockets. */
@@ -141,27 +161,31 @@ class HttpGenerator {
   }
 
   // #take takes n IDs from the prefetched batch, moving to the next one (or
-  // waiting for it, or fetching it) when this one has fewer left.
-  async #take(n) {
+  // waiting for it, or fetching it) when this one has fewer left or is too
+  // old for a call started at monotonic time now.
+  async #take(n, now) {
     for (;;) {
       const i = this.#pos;
-      if (this.#ids.length - i >= n) {
+      if (this.#ids.length - i >= n && now <= this.#until) {
         this.#pos = i + n;
         if (this.#pos >= this.#low) this.#fetchAhead();
         return { ids: this.#ids.slice(i, i + n), nodeId: this.#nodeId, version: this.#version, claim: null };
       }
       if (this.#ready !== null) {
-        this.#use(this.#ready);
+        this.#use(this.#ready, this.#readyUntil); // if too old, skipped above
         continue;
       }
-      const err = await (this.#fetching ?? this.#start(Math.max(n, this.#prefetch)));
+      // The fetch under way, unless none is or it was sent too long ago.
+      const f = this.#fetching !== null && now <= this.#fetchingUntil ? this.#fetching : this.#start(Math.max(n, this.#prefetch));
+      const err = await f;
       if (err !== null && this.#ready === null) throw err;
     }
   }
 
   // #use makes b the batch in use (the rest of the one before is skipped).
-  #use(b) {
+  #use(b, until) {
     this.#ids = b.ids;
+    this.#until = until;
     this.#pos = 0;
     this.#nodeId = b.nodeId;
     this.#version = b.version;
@@ -175,12 +199,17 @@ class HttpGenerator {
   }
 
   // #start starts fetching n IDs into #ready; the promise it returns (and
-  // leaves in #fetching) resolves with the fetch's error, or null.
+  // leaves in #fetching) resolves with the fetch's error, or null. A fetch
+  // under way that was sent too long ago is left to end alone.
   #start(n) {
+    const until = this.#now() + this.#maxAge; // before the request is sent
     const f = this.#fetch(n).then(
       (b) => {
-        this.#fetching = null;
-        this.#ready = b;
+        if (this.#fetching === f) this.#fetching = null;
+        if (until >= this.#readyUntil) { // not over a fresher one
+          this.#ready = b;
+          this.#readyUntil = until;
+        }
         if (this.#mut === 'prefetch-latest-version') {
           this.#nodeId = b.nodeId;
           this.#version = b.version;
@@ -188,11 +217,12 @@ class HttpGenerator {
         return null;
       },
       (e) => {
-        this.#fetching = null;
+        if (this.#fetching === f) this.#fetching = null;
         return e;
       },
     );
     this.#fetching = f;
+    this.#fetchingUntil = until;
     return f;
   }
 

@@ -149,6 +149,10 @@ test('the base URL or the /ids URL, given or from NODEID_URL', async () => {
   assert.deepEqual(requests.slice(from), [...Array(5).fill('/ids?n=1'), '/ids?n=2', '/ids?n=2']);
 });
 
+// The monotonic clock of the prefetch tests' generators: only they move it.
+let mono = 0;
+const clock = () => mono;
+
 // settle lets the event loop run until cond holds (bounded).
 async function settle(cond) {
   for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
@@ -157,7 +161,7 @@ async function settle(cond) {
 
 test('prefetch: one round trip per batch, fetched ahead at half', async () => {
   mode = 'ok';
-  const g = new HttpGenerator(base, { prefetch: 10 });
+  const g = new HttpGenerator(base, { prefetch: 10, _now: clock });
   const from = requests.length;
   const got = [];
   for (let i = 0; i < 5; i++) got.push(await g.nextId());
@@ -172,7 +176,7 @@ test('prefetch: one round trip per batch, fetched ahead at half', async () => {
 test('prefetch: a batch comes from one answer, with its version', async () => {
   mode = 'ok';
   version = 9;
-  const g = new HttpGenerator(base, { prefetch: 10 });
+  const g = new HttpGenerator(base, { prefetch: 10, _now: clock });
   try {
     const a = await g.nextBatch(4);
     version = 10; // the next answer's
@@ -192,7 +196,7 @@ test('prefetch: a batch comes from one answer, with its version', async () => {
 
 test('prefetch: what is left stays good when the broker fails; then its error', async () => {
   mode = 'ok';
-  const g = new HttpGenerator(base, { prefetch: 4 });
+  const g = new HttpGenerator(base, { prefetch: 4, _now: clock });
   const first = await g.nextId();
   mode = '503';
   const got = [await g.nextId()]; // 2 used: the fetch ahead answers 503
@@ -206,10 +210,76 @@ test('prefetch: what is left stays good when the broker fails; then its error', 
 
 test('prefetch: concurrent calls share the batches without a duplicate', async () => {
   mode = 'ok';
-  const g = new HttpGenerator(base, { prefetch: 7 });
+  const g = new HttpGenerator(base, { prefetch: 7, _now: clock });
   const all = (await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? g.nextIds(3) : g.nextId().then((x) => [x]))))).flat();
   assert.equal(new Set(all).size, all.length);
   g.close();
-  assert.throws(() => new HttpGenerator(base, { prefetch: 10001 }), RangeError);
+  assert.throws(() => new HttpGenerator(base, { prefetch: 10001, _now: clock }), RangeError);
   assert.throws(() => new HttpGenerator(base, { _mutation: 'ignore-floor' }), RangeError);
+});
+
+test('prefetchMaxAge (default 1000 ms): a call skips a batch fetched longer ago', async () => {
+  mode = 'ok';
+  const g = new HttpGenerator(base, { prefetch: 10, _now: clock });
+  const from = requests.length;
+  const a = await g.nextId();
+  mono += 1000; // as old as the max age: still used
+  assert.equal(await g.nextId(), a + 1n);
+  mono += 0.001; // older: the next ID is from a new fetch
+  assert.equal(await g.nextId(), a + 10n);
+  assert.deepEqual(requests.slice(from), ['/ids?n=10', '/ids?n=10']);
+  assert.deepEqual(await g.nextIds(2), [a + 11n, a + 12n], 'the new batch in use');
+  assert.equal(requests.length - from, 2);
+  g.close();
+});
+
+test('prefetchMaxAge: a batch fetched ahead longer ago is skipped too', async () => {
+  mode = 'ok';
+  const g = new HttpGenerator(base, { prefetch: 10, prefetchMaxAge: 500, _now: clock });
+  const from = requests.length;
+  const a = (await g.nextIds(5))[0]; // half: the next batch fetched ahead at mono
+  await settle(() => requests.length - from >= 2);
+  mono += 500;
+  assert.equal((await g.nextIds(5))[0], a + 5n);
+  assert.equal((await g.nextIds(5))[0], a + 10n, 'the batch fetched ahead: young enough');
+  // The next fetched ahead, 500 ms later: the fake broker has issued its IDs
+  // (whether its answer is in yet or not, it is too old below).
+  await settle(() => requests.length - from >= 3);
+  mono += 600; // both batches too old
+  assert.equal(await g.nextId(), a + 30n);
+  assert.equal(requests.length - from, 4);
+  g.close();
+});
+
+test('prefetchMaxAge: a call does not wait for a fetch sent too long ago', async () => {
+  mode = 'ok';
+  const g = new HttpGenerator(base, { prefetch: 10, _now: clock });
+  const from = requests.length;
+  const a = (await g.nextIds(4))[0];
+  mode = 'hang';
+  assert.equal(await g.nextId(), a + 4n); // half: the fetch ahead, which hangs
+  await settle(() => requests.length - from >= 2);
+  mode = 'ok';
+  mono += 1500;
+  assert.equal(await g.nextId(), a + 10n, 'from a new fetch, not the one sent 1.5 s ago');
+  assert.equal(requests.length - from, 3);
+  g.close(); // ends the hung request on its kept-alive socket: it is sent once more
+  await settle(() => requests.length - from >= 4);
+});
+
+test('prefetchMaxAge null: no limit', async () => {
+  mode = 'ok';
+  const g = new HttpGenerator(base, { prefetch: 10, prefetchMaxAge: null, _now: clock });
+  const from = requests.length;
+  const a = await g.nextId();
+  mono += 86_400_000;
+  assert.deepEqual(await g.nextIds(4), [a + 1n, a + 2n, a + 3n, a + 4n]);
+  await settle(() => requests.length - from >= 2);
+  mono += 86_400_000;
+  assert.equal((await g.nextIds(6))[0], a + 10n, '5 left of the first: skipped');
+  assert.equal(requests.length - from, 2);
+  g.close();
+  for (const bad of [0, -1, Infinity, NaN, '1', true]) {
+    assert.throws(() => new HttpGenerator(base, { prefetch: 10, prefetchMaxAge: bad }), RangeError, String(bad));
+  }
 });

@@ -91,6 +91,7 @@ def arguments(argv):
     p.add_argument("--clock-steps", default="")
     p.add_argument("--reread-ms", type=int)
     p.add_argument("--prefetch", type=int, default=0)
+    p.add_argument("--prefetch-max-age-ms", type=int)
     p.add_argument("--mutation")
     a = p.parse_args(argv)
     if not 1 <= a.batch <= 10000:
@@ -101,8 +102,10 @@ def arguments(argv):
     a.http = a.url is not None or a.url_env
     if a.http and (a.clock_steps or a.reread_ms is not None):
         p.error("--clock-steps and --reread-ms apply to --id-file only")
-    if a.prefetch and not a.http:
-        p.error("--prefetch applies to --url and --url-env only")
+    if (a.prefetch or a.prefetch_max_age_ms is not None) and not a.http:
+        p.error("--prefetch and --prefetch-max-age-ms apply to --url and --url-env only")
+    if (a.prefetch_max_age_ms or 0) < 0:
+        p.error("--prefetch-max-age-ms must not be negative")
     try:
         a.steps = parse_steps(a.clock_steps)
     except ValueError as e:
@@ -115,7 +118,9 @@ def main(argv=None):
     a, p = arguments(argv)
     if a.http:
         try:
-            http = HttpGenerator(a.url, prefetch=a.prefetch, _mutation=a.mutation)
+            ms = a.prefetch_max_age_ms  # None: the package's default; 0: no limit
+            age = {} if ms is None else {"prefetch_max_age": ms / 1000 if ms else None}
+            http = HttpGenerator(a.url, prefetch=a.prefetch, _mutation=a.mutation, **age)
         except ValueError as e:
             p.error(str(e))
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import threading
+import time
 from typing import List, Optional, Tuple
 from urllib.parse import urlsplit
 
@@ -20,6 +22,10 @@ URL_VARIABLE = "NODEID_URL"
 #: The testing-only rule breaker of HttpGenerator (CONFORMANCE.md): prefetched
 #: IDs reported with the node ID and version of the latest answer.
 HTTP_MUTATIONS = frozenset({"prefetch-latest-version"})
+
+# The monotonic clock prefetched batches' ages are measured on (seconds); the
+# tests replace it.
+_monotonic = time.monotonic
 
 # A kept-alive connection the broker (or anything between) closed while idle
 # fails like this on its next request: it is retried once on a new one.
@@ -66,16 +72,27 @@ class HttpGenerator:
     two answers: IDs left over when a call wants more are skipped, and so are
     the IDs not used when the generator is closed.
 
+    prefetch_max_age (seconds, default 1.0; None: no limit) bounds how old a
+    prefetched ID's time may be: a call skips a batch whose fetch was sent
+    longer ago than that (on the monotonic clock, before the call) and uses
+    one fetched anew, so that IDs stay roughly in time order after an idle
+    spell.
+
     _mutation is for testing only (the conformance suite): a name of
     HTTP_MUTATIONS breaks that rule on purpose. Never set it in production.
     """
 
     def __init__(self, url: Optional[str] = None, *, timeout: float = 2.0, prefetch: int = 0,
-                 _mutation: Optional[str] = None):
+                 prefetch_max_age: Optional[float] = 1.0, _mutation: Optional[str] = None):
         self._url = base_url(url)
         parts = urlsplit(self._url)
         if isinstance(prefetch, bool) or not isinstance(prefetch, int) or not 0 <= prefetch <= 10000:
             raise ValueError(f"prefetch must be an int from 0 (off) to 10000, not {prefetch!r}")
+        if prefetch_max_age is not None and (
+                isinstance(prefetch_max_age, bool) or not isinstance(prefetch_max_age, (int, float))
+                or not 0 < prefetch_max_age < math.inf):
+            raise ValueError(f"prefetch_max_age must be a finite number of seconds > 0, or None "
+                             f"(no limit), not {prefetch_max_age!r}")
         if _mutation is not None and _mutation not in HTTP_MUTATIONS:
             raise ValueError(f"unknown mutation {_mutation!r}: want one of {sorted(HTTP_MUTATIONS)}")
         self._conn = (http.client.HTTPConnection if parts.scheme == "http"
@@ -87,17 +104,23 @@ class HttpGenerator:
         self._idle: List[http.client.HTTPConnection] = []
         self._closed = False
         self._prefetch = prefetch
+        self._max_age = math.inf if prefetch_max_age is None else float(prefetch_max_age)
         self._mutation = _mutation
         # Prefetching: the batch in use (its IDs from _pos on are unused),
         # the next one, and the one fetch at a time that fills it; all under
-        # _lock, which _filled shares.
+        # _lock, which _filled shares. A batch is usable by a call that
+        # starts at or before the monotonic time its fetch was sent plus
+        # _max_age.
         self._filled = threading.Condition(self._lock)
         self._ids: List[int] = []
         self._pos = 0
         self._node = self._version = 0
         self._low = 0  # from this _pos on the next batch is fetched
+        self._until = -math.inf  # the batch in use is usable by calls up to here
         self._ready: Optional[Batch] = None
+        self._ready_until = -math.inf  # and the next one
         self._fetching = 0  # the number of the fetch under way, 0 for none
+        self._fetching_until = -math.inf  # its batch's (and of the last to start)
         self._fetches = 0  # fetches started
         self._failed: Tuple[int, Optional[BaseException]] = (0, None)  # the last failed fetch
 
@@ -105,14 +128,15 @@ class HttpGenerator:
         """Returns a new ID; raises UnavailableError on a 503, NodeIdError on
         any other failure."""
         if self._prefetch:
+            now = _monotonic()
             with self._lock:
                 i = self._pos
-                if i < len(self._ids):
+                if i < len(self._ids) and now <= self._until:
                     self._pos = i + 1
                     if i + 1 >= self._low:
                         self._fetch_ahead()
                     return self._ids[i]
-            return self._take(1).ids[0]
+            return self._take(1, now).ids[0]
         return self._fetch(1)[2][0]
 
     def next_ids(self, n: int) -> List[int]:
@@ -126,7 +150,7 @@ class HttpGenerator:
         raises like next_ids."""
         sf.check_count(n)
         if self._prefetch:
-            return self._take(n)
+            return self._take(n, _monotonic())
         node_id, version, ids = self._fetch(n)
         return Batch(ids, node_id, version, None)
 
@@ -147,13 +171,14 @@ class HttpGenerator:
 
     # -- prefetching -------------------------------------------------------
 
-    def _take(self, n: int) -> Batch:
+    def _take(self, n: int, now: float) -> Batch:
         """Takes n IDs from the prefetched batch, moving to the next one (or
-        waiting for it, or fetching it) when this one has fewer left."""
+        waiting for it, or fetching it) when this one has fewer left or is
+        too old for a call started at monotonic time now."""
         with self._lock:
             while True:
                 i = self._pos
-                if len(self._ids) - i >= n:
+                if len(self._ids) - i >= n and now <= self._until:
                     self._pos = i + n
                     if self._pos >= self._low:
                         self._fetch_ahead()
@@ -161,19 +186,22 @@ class HttpGenerator:
                 if self._closed:
                     raise NodeIdError("nodeid: HttpGenerator is closed")
                 if self._ready is not None:
-                    self._use(self._ready)
+                    self._use(self._ready, self._ready_until)  # if too old, skipped above
                     continue
-                k = self._fetching or self._start(max(n, self._prefetch))
+                k = self._fetching
+                if not k or now > self._fetching_until:  # none, or sent too long ago
+                    k = self._start(max(n, self._prefetch))
                 while self._fetching == k:
                     self._filled.wait()
                 failed, err = self._failed
                 if failed == k and self._ready is None:
                     raise err  # type: ignore[misc]
 
-    def _use(self, b: Batch) -> None:
+    def _use(self, b: Batch, until: float) -> None:
         """Makes b the batch in use (the rest of the one before is skipped)."""
         self._ids, self._pos, self._node, self._version = b.ids, 0, b.node_id, b.version
         self._low = len(b.ids) - self._prefetch // 2
+        self._until = until
         self._ready = None
 
     def _fetch_ahead(self) -> None:
@@ -182,16 +210,20 @@ class HttpGenerator:
             self._start(self._prefetch)
 
     def _start(self, n: int) -> int:
-        """Starts fetch number k of n IDs in a thread of its own; returns k."""
+        """Starts fetch number k of n IDs in a thread of its own; returns k.
+        A fetch under way that was sent too long ago is left to end alone."""
         self._fetches += 1
         k = self._fetches
-        threading.Thread(target=self._fill, args=(k, n), daemon=True,
+        until = _monotonic() + self._max_age  # before the request is sent
+        threading.Thread(target=self._fill, args=(k, n, until), daemon=True,
                          name="nodeid-prefetch").start()
         self._fetching = k  # the thread waits for _lock, held here, to report
+        self._fetching_until = until
         return k
 
-    def _fill(self, k: int, n: int) -> None:
-        """Fetch k: GETs n IDs into _ready, or records why not."""
+    def _fill(self, k: int, n: int, until: float) -> None:
+        """Fetch k: GETs n IDs into _ready (usable by calls up to until),
+        or records why not."""
         b: Optional[Batch] = None
         err: Optional[BaseException] = None
         try:
@@ -200,9 +232,10 @@ class HttpGenerator:
         except BaseException as e:  # handed to the caller waiting for it
             err = e
         with self._lock:
-            self._fetching = 0
-            if b is not None:
-                self._ready = b
+            if self._fetching == k:
+                self._fetching = 0
+            if b is not None and until >= self._ready_until:  # not over a fresher one
+                self._ready, self._ready_until = b, until
                 if self._mutation == "prefetch-latest-version":
                     self._node, self._version = b.node_id, b.version
             else:

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from unittest import mock
 
-from nodeid_client import Batch, HttpGenerator, NodeIdError, UnavailableError
+from nodeid_client import Batch, HttpGenerator, NodeIdError, UnavailableError, _http
 
 
 class Broker(ThreadingHTTPServer):
@@ -214,11 +214,17 @@ class UrlTest(unittest.TestCase):
 
 
 class PrefetchTest(unittest.TestCase):
-    """HttpGenerator(prefetch=P): a batch of P fetched ahead."""
+    """HttpGenerator(prefetch=P): a batch of P fetched ahead. The monotonic
+    clock batches' ages are measured on is self.now, which only the tests
+    move."""
 
     def setUp(self):
         self.broker = Broker()
         self.addCleanup(self.broker.stop)
+        self.now = 100.0
+        p = mock.patch.object(_http, "_monotonic", lambda: self.now)
+        p.start()
+        self.addCleanup(p.stop)
 
     def gen(self, p, **kw):
         g = HttpGenerator(self.broker.url, prefetch=p, **kw)
@@ -278,6 +284,67 @@ class PrefetchTest(unittest.TestCase):
                 break
             threading.Event().wait(0.01)
         self.assertEqual(g.next_batch(2).version, 4)  # the mutant's wrong version for IDs of version 3
+
+    def wait_ready(self, g):
+        """Waits (bounded) for g's batch fetched ahead to be there."""
+        for _ in range(2000):
+            with g._lock:
+                if g._ready is not None:
+                    return
+            threading.Event().wait(0.005)
+        self.fail("no batch fetched ahead")
+
+    def test_max_age_default_skips_an_old_batch(self):
+        g = self.gen(10)  # prefetch_max_age 1 s
+        self.assertEqual(g.next_id(), 1000)
+        self.now += 1.0  # as old as the max age: still used
+        self.assertEqual(g.next_id(), 1001)
+        self.now += 0.001  # older: the next ID is from a new fetch
+        self.assertEqual(g.next_id(), 1010)
+        self.assertEqual(self.broker.requests, ["/ids?n=10", "/ids?n=10"])
+        self.assertEqual(g.next_ids(2), [1011, 1012])  # the new batch in use
+        self.assertEqual(len(self.broker.requests), 2)
+
+    def test_max_age_skips_an_old_batch_fetched_ahead(self):
+        g = self.gen(10, prefetch_max_age=0.5)
+        self.assertEqual(g.next_ids(5), list(range(1000, 1005)))  # half: 1010.. fetched ahead at 100.0
+        self.wait_ready(g)
+        self.now += 0.5
+        self.assertEqual(g.next_ids(5), list(range(1005, 1010)))
+        self.assertEqual(g.next_ids(5), list(range(1010, 1015)))  # the batch fetched ahead: young enough
+        self.wait_ready(g)  # 1020.. fetched ahead at 100.5
+        self.assertEqual(len(self.broker.requests), 3)
+        self.now += 0.6  # both batches too old
+        self.assertEqual(g.next_id(), 1030)
+        self.assertEqual(len(self.broker.requests), 4)
+
+    def test_max_age_does_not_wait_for_an_old_fetch(self):
+        g = self.gen(10)
+        self.assertEqual(g.next_ids(4), [1000, 1001, 1002, 1003])
+        self.broker.mode = "hang"
+        self.assertEqual(g.next_id(), 1004)  # half: the fetch ahead, which hangs
+        self.wait_requests(2)
+        self.broker.mode = "ok"
+        self.now += 1.5
+        self.assertEqual(g.next_id(), 1010)  # from a new fetch, not the one sent 1.5 s ago
+        self.assertEqual(len(self.broker.requests), 3)
+        self.broker.release.set()
+
+    def test_no_max_age_keeps_old_batches(self):
+        g = self.gen(10, prefetch_max_age=None)
+        self.assertEqual(g.next_id(), 1000)
+        self.now += 86400.0
+        self.assertEqual(g.next_ids(4), [1001, 1002, 1003, 1004])
+        self.wait_ready(g)
+        self.now += 86400.0
+        self.assertEqual(g.next_ids(6), list(range(1010, 1016)))  # 5 left of the first: skipped
+        self.assertEqual(self.broker.requests, ["/ids?n=10", "/ids?n=10"])
+
+    def test_bad_max_age(self):
+        for a in (0, -1, 0.0, float("inf"), float("nan"), True, "1"):
+            with self.subTest(a=a), self.assertRaises(ValueError):
+                HttpGenerator(self.broker.url, prefetch=10, prefetch_max_age=a)
+        HttpGenerator(self.broker.url, prefetch_max_age=2).close()
 
     def test_bad_prefetch(self):
         for p in (-1, 10001, True, 1.5):

@@ -25,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -813,6 +814,7 @@ public final class ClientTest {
     }
 
     void testHttpPrefetch() throws Exception {
+        FakeClock frozen = new FakeClock(0); // the monotonic clock: no batch ages
         AtomicLong next = new AtomicLong();
         AtomicLong version = new AtomicLong(9);
         AtomicInteger status = new AtomicInteger(200);
@@ -823,7 +825,7 @@ public final class ClientTest {
                     : new Object[] {503, "{\"reason\":\"fenced\"}"};
         });
         try {
-            HttpGenerator g = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(10)
+            HttpGenerator g = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(10).nanoClock(frozen)
                     .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30)));
             Batch a = g.nextBatch(4);
             version.set(10); // the next answer's
@@ -835,7 +837,7 @@ public final class ClientTest {
             check(asked.equals(List.of(10, 10)), "one request per 10 IDs: " + asked);
             eq(20, g.nextIds(20).length, "more than the prefetch: one answer");
             // What is left stays good when the broker fails; then its error.
-            HttpGenerator h = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(4)
+            HttpGenerator h = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(4).nanoClock(frozen)
                     .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30)));
             long first = h.nextId();
             status.set(503);
@@ -846,7 +848,7 @@ public final class ClientTest {
             status.set(200);
             check(h.nextId() > first + 3, "after the broker is back");
             // Threads share the batches.
-            HttpGenerator shared = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(100)
+            HttpGenerator shared = new HttpGenerator(base(s), new HttpGenerator.Options().prefetch(100).nanoClock(frozen)
                     .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30)));
             List<CompletableFuture<long[]>> fs = new ArrayList<>();
             for (int t = 0; t < 8; t++) {
@@ -870,6 +872,91 @@ public final class ClientTest {
             }
             expect(IllegalArgumentException.class, () -> new HttpGenerator.Options().prefetch(10_001));
             expect(IllegalArgumentException.class, () -> new HttpGenerator.Options().testingMutation("ignore-floor"));
+        } finally {
+            s.stop(0);
+        }
+    }
+
+    private static HttpGenerator.Options patientPrefetch(int p, FakeClock mono) {
+        return new HttpGenerator.Options().prefetch(p).nanoClock(mono)
+                .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30));
+    }
+
+    void testHttpPrefetchMaxAge() throws Exception {
+        AtomicLong next = new AtomicLong();
+        List<Integer> asked = java.util.Collections.synchronizedList(new ArrayList<>());
+        AtomicBoolean hold = new AtomicBoolean(); // answer the next request once released
+        CountDownLatch release = new CountDownLatch(1);
+        HttpServer s = server(n -> {
+            asked.add(n);
+            if (hold.getAndSet(false)) {
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return new Object[] {200, idsBody(n, next)};
+        });
+        final long ms = 1_000_000L;
+        try {
+            // The default, 1 s: a batch that old is used, an older one skipped.
+            FakeClock mono = new FakeClock(-5 * ms); // ns, any value
+            HttpGenerator g = new HttpGenerator(base(s), patientPrefetch(10, mono));
+            eq(Snowflake.compose(T, 5, 0), g.nextId(), "the first ID");
+            mono.now += 1000 * ms;
+            eq(Snowflake.compose(T, 5, 1), g.nextId(), "as old as the max age: used");
+            mono.now += 1;
+            eq(Snowflake.compose(T, 5, 10), g.nextId(), "older: from a new fetch");
+            check(asked.equals(List.of(10, 10)), "a second fetch: " + asked);
+            eq(Snowflake.compose(T, 5, 11), g.nextIds(2)[0], "the new batch in use");
+            eq(2, asked.size(), "no more fetches");
+
+            // A batch fetched ahead too long ago is skipped too.
+            asked.clear();
+            next.set(0);
+            HttpGenerator h = new HttpGenerator(base(s), patientPrefetch(10, mono).prefetchMaxAge(Duration.ofMillis(500)));
+            eq(Snowflake.compose(T, 5, 0), h.nextIds(5)[0], "half: the next batch fetched ahead");
+            await(() -> asked.size() >= 2, "the fetch ahead");
+            mono.now += 500 * ms;
+            eq(Snowflake.compose(T, 5, 5), h.nextIds(5)[0], "the rest of the first");
+            eq(Snowflake.compose(T, 5, 10), h.nextIds(5)[0], "the batch fetched ahead: young enough");
+            // The next fetched ahead, 500 ms later: the fake broker has issued
+            // its IDs (whether its answer is in yet or not, it is too old below).
+            await(() -> asked.size() >= 3, "the next fetch ahead");
+            mono.now += 600 * ms;
+            eq(Snowflake.compose(T, 5, 30), h.nextId(), "both batches too old: from a new fetch");
+            eq(4, asked.size(), "fetches");
+
+            // A fetch under way that was sent too long ago is not waited for.
+            asked.clear();
+            next.set(0);
+            HttpGenerator w = new HttpGenerator(base(s), patientPrefetch(10, mono).requestTimeout(Duration.ofSeconds(5)));
+            eq(Snowflake.compose(T, 5, 0), w.nextIds(4)[0], "the first batch");
+            hold.set(true);
+            eq(Snowflake.compose(T, 5, 4), w.nextId(), "half: the fetch ahead, which hangs");
+            await(() -> asked.size() >= 2, "the fetch ahead");
+            mono.now += 1500 * ms;
+            eq(Snowflake.compose(T, 5, 10), w.nextId(), "from a new fetch, not the one sent 1.5 s ago");
+            eq(3, asked.size(), "fetches");
+            release.countDown();
+            await(() -> next.get() >= 30, "the hung fetch's answer");
+
+            // No limit (null): the old behaviour.
+            asked.clear();
+            next.set(0);
+            HttpGenerator u = new HttpGenerator(base(s), patientPrefetch(10, mono).prefetchMaxAge(null));
+            eq(Snowflake.compose(T, 5, 0), u.nextId(), "the first ID");
+            mono.now += 86_400_000 * ms;
+            eq(Snowflake.compose(T, 5, 1), u.nextIds(4)[0], "a day later: the same batch");
+            await(() -> asked.size() >= 2, "the fetch ahead");
+            mono.now += 86_400_000 * ms;
+            eq(Snowflake.compose(T, 5, 10), u.nextIds(6)[0], "5 left of the first: skipped");
+            eq(2, asked.size(), "fetches");
+
+            for (Duration bad : new Duration[] {Duration.ZERO, Duration.ofMillis(-1), Duration.ofSeconds(Long.MAX_VALUE)}) {
+                expect(IllegalArgumentException.class, () -> new HttpGenerator.Options().prefetchMaxAge(bad));
+            }
         } finally {
             s.stop(0);
         }

@@ -13,6 +13,7 @@ import java.io.PrintStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -46,6 +47,7 @@ public final class Driver {
         String url;
         boolean urlEnv;
         int prefetch;
+        long prefetchMaxAgeMs = -1; // -1: the package's default; 0: no limit
         int batch = 1;
         long durationMs = -1;
         long pauseMs;
@@ -80,7 +82,11 @@ public final class Driver {
     }
 
     private static HttpGenerator.Options httpOptions(Args a) {
-        return new HttpGenerator.Options().prefetch(a.prefetch).testingMutation(a.mutation);
+        HttpGenerator.Options o = new HttpGenerator.Options().prefetch(a.prefetch).testingMutation(a.mutation);
+        if (a.prefetchMaxAgeMs >= 0) {
+            o.prefetchMaxAge(a.prefetchMaxAgeMs == 0 ? null : Duration.ofMillis(a.prefetchMaxAgeMs));
+        }
+        return o;
     }
 
     private void run(Args a, IdGenerator gen, long start) {
@@ -239,7 +245,7 @@ public final class Driver {
                 value = arg.substring(eq + 1);
                 arg = arg.substring(0, eq);
             }
-            if (!List.of("--id-file", "--url", "--url-env", "--batch", "--prefetch", "--duration-ms", "--pause-ms", "--clock-steps", "--reread-ms", "--mutation").contains(arg)) {
+            if (!List.of("--id-file", "--url", "--url-env", "--batch", "--prefetch", "--prefetch-max-age-ms", "--duration-ms", "--pause-ms", "--clock-steps", "--reread-ms", "--mutation").contains(arg)) {
                 throw new IllegalArgumentException("unknown argument " + argv[k]);
             }
             if (arg.equals("--url-env")) {
@@ -258,6 +264,7 @@ public final class Driver {
                 case "--id-file" -> a.idFile = value;
                 case "--url" -> a.url = value;
                 case "--prefetch" -> a.prefetch = (int) number(arg, value, 0, IdGenerator.MAX_BATCH);
+                case "--prefetch-max-age-ms" -> a.prefetchMaxAgeMs = number(arg, value, 0, Long.MAX_VALUE / 1_000_000);
                 case "--batch" -> a.batch = (int) number(arg, value, 1, IdGenerator.MAX_BATCH);
                 case "--duration-ms" -> a.durationMs = number(arg, value, 0, Long.MAX_VALUE);
                 case "--pause-ms" -> a.pauseMs = number(arg, value, 0, Long.MAX_VALUE);
@@ -272,8 +279,8 @@ public final class Driver {
         if (a.idFile == null && (seen.contains("--clock-steps") || seen.contains("--reread-ms"))) {
             throw new IllegalArgumentException("--clock-steps and --reread-ms are for --id-file, not --url");
         }
-        if (a.idFile != null && seen.contains("--prefetch")) {
-            throw new IllegalArgumentException("--prefetch is for --url and --url-env, not --id-file");
+        if (a.idFile != null && (seen.contains("--prefetch") || seen.contains("--prefetch-max-age-ms"))) {
+            throw new IllegalArgumentException("--prefetch and --prefetch-max-age-ms are for --url and --url-env, not --id-file");
         }
         return a;
     }

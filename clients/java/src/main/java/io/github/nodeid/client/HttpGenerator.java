@@ -11,6 +11,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 
 /**
  * Gets Snowflake IDs from the broker's {@code GET /ids?n=K}: every ID is
@@ -29,6 +30,9 @@ public final class HttpGenerator implements IdGenerator {
     /** The default connect and request timeouts: 2 s. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 
+    /** The default {@link Options#prefetchMaxAge(Duration)}: 1 s. */
+    public static final Duration DEFAULT_PREFETCH_MAX_AGE = Duration.ofSeconds(1);
+
     /**
      * The variable {@code nodeid-broker run} (for its child) and the deploy
      * kit (for the application) set to the broker's base URL.
@@ -39,18 +43,24 @@ public final class HttpGenerator implements IdGenerator {
     private final HttpClient client;
     private final Duration requestTimeout;
     private final int prefetch;
+    private final long maxAgeNanos; // Long.MAX_VALUE for no limit
+    private final LongSupplier nanoClock; // monotonic, ns
     private final boolean mutantLatestVersion;
 
     // Prefetching, under this object's lock: the batch in use (its IDs from
     // pos on are unused), the next one, and the one fetch at a time that
-    // fills it.
+    // fills it. A batch is usable by a call that starts no later than
+    // maxAgeNanos after its fetch was sent (nanoClock's times).
     private long[] ids = new long[0];
     private int pos;
     private int nodeId;
     private long version;
     private int low; // from this pos on the next batch is fetched
+    private long sent; // when the batch in use was asked for
     private Batch ready;
+    private long readySent; // and the next one
     private long fetching; // the number of the fetch under way, 0 for none
+    private long fetchingSent; // and when it was sent
     private long fetches; // fetches started
     private long failedFetch; // the number of the last fetch that failed
     private RuntimeException failure; // and why
@@ -125,6 +135,8 @@ public final class HttpGenerator implements IdGenerator {
         this.idsPrefix = b + "/ids?n=";
         this.requestTimeout = options.requestTimeout;
         this.prefetch = options.prefetch;
+        this.maxAgeNanos = options.maxAgeNanos;
+        this.nanoClock = options.nanoClock;
         this.mutantLatestVersion = options.mutantLatestVersion;
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
@@ -154,8 +166,9 @@ public final class HttpGenerator implements IdGenerator {
     @Override
     public long nextId() {
         if (prefetch > 0) {
+            long now = nanoClock.getAsLong();
             synchronized (this) {
-                if (pos < ids.length) {
+                if (pos < ids.length && now - sent <= maxAgeNanos) {
                     long id = ids[pos++];
                     if (pos >= low) {
                         fetchAhead();
@@ -163,8 +176,9 @@ public final class HttpGenerator implements IdGenerator {
                     return id;
                 }
             }
+            return take(1, now).ids()[0];
         }
-        return nextBatch(1).ids()[0];
+        return fetch(1).ids()[0];
     }
 
     /**
@@ -173,7 +187,8 @@ public final class HttpGenerator implements IdGenerator {
      * <p>The IDs come from one answer of the broker, with its node ID and
      * version; the batch's claim is null. With a prefetch, they are taken
      * from the batch fetched ahead when it has n left, else from the next
-     * one (the rest of this one is skipped).
+     * one (the rest of this one is skipped); a batch whose fetch was sent
+     * longer than the prefetch's max age ago is skipped.
      *
      * @throws UnavailableException the broker answered 503 (no valid lease now)
      * @throws NodeIdException any other status, an answer that is not the
@@ -182,13 +197,17 @@ public final class HttpGenerator implements IdGenerator {
     @Override
     public Batch nextBatch(int n) {
         IdGenerator.checkCount(n);
-        return prefetch > 0 ? take(n) : fetch(n);
+        return prefetch > 0 ? take(n, nanoClock.getAsLong()) : fetch(n);
     }
 
-    /** Takes n IDs from the prefetched batch, moving to the next one (or waiting for it, or fetching it) when this one has fewer left. */
-    private synchronized Batch take(int n) {
+    /**
+     * Takes n IDs from the prefetched batch, moving to the next one (or
+     * waiting for it, or fetching it) when this one has fewer left or is too
+     * old for a call started at now.
+     */
+    private synchronized Batch take(int n, long now) {
         while (true) {
-            if (ids.length - pos >= n) {
+            if (ids.length - pos >= n && now - sent <= maxAgeNanos) {
                 long[] out = Arrays.copyOfRange(ids, pos, pos + n);
                 pos += n;
                 if (pos >= low) {
@@ -197,10 +216,11 @@ public final class HttpGenerator implements IdGenerator {
                 return new Batch(out, nodeId, version, null);
             }
             if (ready != null) {
-                use(ready);
+                use(ready, readySent); // if too old, skipped above
                 continue;
             }
-            long k = fetching != 0 ? fetching : start(Math.max(n, prefetch));
+            // The fetch under way, unless none is or it was sent too long ago.
+            long k = fetching != 0 && now - fetchingSent <= maxAgeNanos ? fetching : start(Math.max(n, prefetch));
             try {
                 while (fetching == k) {
                     wait();
@@ -216,8 +236,9 @@ public final class HttpGenerator implements IdGenerator {
     }
 
     /** Makes b the batch in use (the rest of the one before is skipped). */
-    private void use(Batch b) {
+    private void use(Batch b, long sentAt) {
         ids = b.ids();
+        sent = sentAt;
         pos = 0;
         nodeId = b.nodeId();
         version = b.version();
@@ -232,18 +253,23 @@ public final class HttpGenerator implements IdGenerator {
         }
     }
 
-    /** Starts fetch number k of n IDs in a daemon thread; returns k. */
+    /**
+     * Starts fetch number k of n IDs in a daemon thread; returns k. A fetch
+     * under way that was sent too long ago is left to end alone.
+     */
     private long start(int n) {
         long k = ++fetches;
-        Thread t = new Thread(() -> fill(k, n), "nodeid-prefetch");
+        long at = nanoClock.getAsLong(); // before the request is sent
+        Thread t = new Thread(() -> fill(k, n, at), "nodeid-prefetch");
         t.setDaemon(true);
         t.start();
         fetching = k; // the thread waits for this object's lock, held here, to report
+        fetchingSent = at;
         return k;
     }
 
-    /** Fetch k: GETs n IDs into ready, or records why not. */
-    private void fill(long k, int n) {
+    /** Fetch k, sent at at: GETs n IDs into ready, or records why not. */
+    private void fill(long k, int n, long at) {
         Batch b = null;
         RuntimeException err = null;
         try {
@@ -252,9 +278,14 @@ public final class HttpGenerator implements IdGenerator {
             err = e;
         } finally {
             synchronized (this) {
-                fetching = 0;
+                if (fetching == k) {
+                    fetching = 0;
+                }
                 if (b != null) {
-                    ready = b;
+                    if (ready == null || at - readySent > 0) { // not over a fresher one
+                        ready = b;
+                        readySent = at;
+                    }
                     if (mutantLatestVersion) {
                         nodeId = b.nodeId();
                         version = b.version();
@@ -305,9 +336,11 @@ public final class HttpGenerator implements IdGenerator {
         private Duration connectTimeout = DEFAULT_TIMEOUT;
         private Duration requestTimeout = DEFAULT_TIMEOUT;
         private int prefetch;
+        private long maxAgeNanos = DEFAULT_PREFETCH_MAX_AGE.toNanos();
+        private LongSupplier nanoClock = System::nanoTime;
         private boolean mutantLatestVersion;
 
-        /** The defaults: 2 s timeouts, no prefetch. */
+        /** The defaults: 2 s timeouts, no prefetch, a prefetch max age of 1 s. */
         public Options() {}
 
         /**
@@ -349,6 +382,42 @@ public final class HttpGenerator implements IdGenerator {
                 throw new IllegalArgumentException("prefetch " + p + ": want 0 (off).." + MAX_BATCH);
             }
             this.prefetch = p;
+            return this;
+        }
+
+        /**
+         * Bounds how old a prefetched ID's time may be (default 1 s): a call
+         * skips a batch whose fetch was sent longer ago than d (on
+         * {@link System#nanoTime()}, before the call) and uses one fetched
+         * anew, so that IDs stay roughly in time order after an idle spell.
+         *
+         * @param d a positive duration, or null for no limit
+         * @return this
+         * @throws IllegalArgumentException for zero, a negative duration or
+         *     one beyond a long of nanoseconds
+         */
+        public Options prefetchMaxAge(Duration d) {
+            if (d == null) {
+                this.maxAgeNanos = Long.MAX_VALUE;
+                return this;
+            }
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException("prefetchMaxAge " + d + ": want a positive duration, or null for no limit");
+            }
+            try {
+                this.maxAgeNanos = d.toNanos();
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException("prefetchMaxAge " + d + ": too long (null for no limit)", e);
+            }
+            return this;
+        }
+
+        /**
+         * Testing only: the monotonic clock, in ns, that prefetched batches'
+         * ages are measured on (default {@link System#nanoTime()}).
+         */
+        Options nanoClock(LongSupplier c) {
+            this.nanoClock = Objects.requireNonNull(c, "nanoClock");
             return this;
         }
 
