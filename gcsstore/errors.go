@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 
+	"github.com/nodeid/nodeid/internal/httpdate"
 	"github.com/nodeid/nodeid/internal/netfail"
 	"github.com/nodeid/nodeid/lease"
 )
@@ -68,8 +69,8 @@ func compact(err error) error {
 // the connection could not be made, the host name did not resolve, or no
 // request reached the transport at all (a credential that could not be
 // fetched, a context that ended before).
-func notSent(err error, x *exchange) bool {
-	return !x.wasSent() || netfail.NotSent(err)
+func notSent(err error, x *httpdate.Exchange) bool {
+	return !x.WasSent() || netfail.NotSent(err)
 }
 
 // writeError classifies the error of a conditional upload:
@@ -87,7 +88,7 @@ func notSent(err error, x *exchange) bool {
 //     object) and a request that never left: an error that says what to fix
 //     (not written), matching lease.ErrMisconfigured where retrying cannot
 //     help.
-func (s *Store) writeError(op, key string, err error, x *exchange) error {
+func (s *Store) writeError(op, key string, err error, x *httpdate.Exchange) error {
 	r := inspect(err)
 	err = compact(err)
 	switch {
@@ -107,7 +108,7 @@ func (s *Store) writeError(op, key string, err error, x *exchange) error {
 
 // readError classifies the error of a download or a listing: a missing
 // object on get is lease.ErrNotFound; everything else is described.
-func (s *Store) readError(op, key string, err error, _ *exchange) error {
+func (s *Store) readError(op, key string, err error, _ *httpdate.Exchange) error {
 	if op == opGet && errors.Is(err, storage.ErrObjectNotExist) {
 		return fmt.Errorf("gcsstore: get %s: %w", key, lease.ErrNotFound)
 	}

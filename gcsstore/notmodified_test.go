@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/httpdate"
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -62,8 +63,8 @@ func TestNotModifiedGeneration(t *testing.T) {
 			for i := 0; i+1 < len(tt.kv); i += 2 {
 				h.Set(tt.kv[i], tt.kv[i+1])
 			}
-			x := &exchange{}
-			x.record(seen)
+			x := &httpdate.Exchange{}
+			x.Record(seen)
 			m, err := notModified("7.json", gen, h, x)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/api/option"
 	htransport "google.golang.org/api/transport/http"
 
+	"github.com/nodeid/nodeid/internal/httpdate"
 	"github.com/nodeid/nodeid/internal/notmodified"
 	"github.com/nodeid/nodeid/lease"
 )
@@ -81,7 +82,7 @@ func New(cfg Config) (*Store, error) {
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	var rt http.RoundTripper = dateTransport{base: base}
+	var rt http.RoundTripper = httpdate.Transport{Base: base}
 	ctx := context.Background()
 	if !cfg.NoAuth {
 		authed, err := htransport.NewTransport(ctx, rt, option.WithScopes(storage.ScopeReadWrite))
@@ -164,7 +165,7 @@ func (s *Store) MinWriteInterval() time.Duration { return MinWriteInterval }
 func (s *Store) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ctx, x := withExchange(ctx)
+	ctx, x := httpdate.WithExchange(ctx)
 	var objs []*storage.ObjectAttrs
 	_, err := iterator.NewPager(s.bucket.Objects(ctx, s.query()), 1, "").NextPage(&objs)
 	if err != nil {
@@ -185,7 +186,7 @@ func (s *Store) query() *storage.Query {
 // the earliest Date of the responses.
 func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 	var l lease.Listing
-	ctx, x := withExchange(ctx)
+	ctx, x := httpdate.WithExchange(ctx)
 	token := ""
 	for {
 		pctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -218,7 +219,7 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 		}
 		token = next
 	}
-	l.Date, _ = x.dates()
+	l.Date, _ = x.Dates()
 	if err := l.SortByKey(); err != nil {
 		return lease.Listing{}, fmt.Errorf("gcsstore: list %s: %w", s.where(), err)
 	}
@@ -277,7 +278,7 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ctx, x := withExchange(ctx)
+	ctx, x := httpdate.WithExchange(ctx)
 	o := s.bucket.Object(s.prefix + key)
 	if gen > 0 {
 		o = o.If(storage.Conditions{GenerationNotMatch: gen})
@@ -294,7 +295,7 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 	if r.Attrs.Generation <= 0 {
 		return nil, lease.Meta{}, lease.Misconfigured(fmt.Errorf("gcsstore: get %s: %s sent no object generation (x-goog-generation): is it a Cloud Storage endpoint?", key, s.endpoint))
 	}
-	_, date := x.dates()
+	_, date := x.Dates()
 	meta := lease.Meta{
 		ETag:         etagOf(r.Attrs.Generation),
 		LastModified: r.Attrs.LastModified.UTC(),
@@ -313,10 +314,10 @@ func (s *Store) get(ctx context.Context, key, etag string) ([]byte, lease.Meta, 
 // exchange's when the answer has none) and its Last-Modified when it has
 // one, when its x-goog-generation header is gen; else
 // lease.ErrNotModifiedUnproven.
-func notModified(key string, gen int64, h http.Header, x *exchange) (lease.Meta, error) {
+func notModified(key string, gen int64, h http.Header, x *httpdate.Exchange) (lease.Meta, error) {
 	m, err := notmodified.Read("gcsstore", key, etagOf(gen), h, generation)
 	if errors.Is(err, lease.ErrNotModified) && m.Date.IsZero() {
-		_, m.Date = x.dates()
+		_, m.Date = x.Dates()
 	}
 	return m, err
 }
@@ -384,7 +385,7 @@ func (s *Store) put(ctx context.Context, op, key string, body []byte, cond stora
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ctx, x := withExchange(ctx)
+	ctx, x := httpdate.WithExchange(ctx)
 	w := s.bucket.Object(s.prefix + key).If(cond).Retryer(noRetries).NewWriter(ctx)
 	// One multipart upload request, without the buffer that resumable
 	// uploads (and retries) need.
@@ -410,7 +411,7 @@ func (s *Store) put(ctx context.Context, op, key string, body []byte, cond stora
 	if a == nil || a.Generation <= 0 {
 		return lease.Meta{}, &lease.UnknownOutcomeError{Op: op, Key: key, Err: errors.New("the server accepted the write but sent no object generation")}
 	}
-	_, date := x.dates()
+	_, date := x.Dates()
 	m := lease.Meta{ETag: etagOf(a.Generation), LastModified: a.Updated.UTC(), Date: date}
 	s.log.Debug("written", "op", op, "key", key, "etag", m.ETag)
 	return m, nil

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 
+	"github.com/nodeid/nodeid/internal/httpdate"
 	"github.com/nodeid/nodeid/internal/netfail"
 	"github.com/nodeid/nodeid/lease"
 )
@@ -81,7 +82,7 @@ func New(cfg Config) (*Store, error) {
 	if rc.QPS == 0 {
 		rc.QPS = -1
 	}
-	rc.WrapTransport = transport.Wrappers(rc.WrapTransport, func(rt http.RoundTripper) http.RoundTripper { return dateTransport{base: rt} })
+	rc.WrapTransport = transport.Wrappers(rc.WrapTransport, func(rt http.RoundTripper) http.RoundTripper { return httpdate.Transport{Base: rt} })
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("k8sstore: client for %s: %w", cfg.REST.Host, err)
@@ -116,7 +117,7 @@ func (s *Store) Describe() string {
 func (s *Store) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ctx, x := withExchange(ctx)
+	ctx, x := httpdate.WithExchange(ctx)
 	var l coordinationv1.LeaseList
 	err := s.leases().VersionedParams(&metav1.ListOptions{LabelSelector: selector(), Limit: 1}, scheme.ParameterCodec).Do(ctx).Into(&l)
 	if err != nil {
@@ -148,7 +149,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ctx, x := withExchange(ctx)
+	ctx, x := httpdate.WithExchange(ctx)
 	var l coordinationv1.Lease
 	if err := s.leases().Name(name).Do(ctx).Into(&l); err != nil {
 		if apierrors.IsNotFound(err) && isLeaseNotFound(err) {
@@ -156,7 +157,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, lease.Meta, error)
 		}
 		return nil, lease.Meta{}, s.readError("get", key, err, x)
 	}
-	_, date := x.dates()
+	_, date := x.Dates()
 	return bodyOf(key, &l, date)
 }
 
@@ -301,13 +302,13 @@ func parseETag(etag string) (rv, uid string, ok bool) {
 func (s *Store) write(ctx context.Context, op, key string, request func(*rest.Request) *rest.Request) (lease.Meta, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ctx, x := withExchange(ctx)
+	ctx, x := httpdate.WithExchange(ctx)
 	r := request(s.leases()).MaxRetries(0)
 	var got coordinationv1.Lease
 	if err := r.Do(ctx).Into(&got); err != nil {
 		return lease.Meta{}, s.writeError(op, key, err, x)
 	}
-	_, date := x.dates()
+	_, date := x.Dates()
 	m := metaOf(&got, date)
 	if m.ETag == "" {
 		return lease.Meta{}, &lease.UnknownOutcomeError{Op: op, Key: key, Err: errors.New("k8sstore: the answer has no resourceVersion")}
@@ -322,7 +323,7 @@ func (s *Store) write(ctx context.Context, op, key string, request func(*rest.Re
 // first), sorted by key. Listing.Date is the earliest Date of the pages.
 func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 	var l lease.Listing
-	ctx, x := withExchange(ctx)
+	ctx, x := httpdate.WithExchange(ctx)
 	start := encode(s.prefix)
 	cont := ""
 	for {
@@ -347,14 +348,14 @@ func (s *Store) List(ctx context.Context) (lease.Listing, error) {
 			break
 		}
 	}
-	l.Date, _ = x.dates()
+	l.Date, _ = x.Dates()
 	if err := l.SortByKey(); err != nil {
 		return lease.Listing{}, fmt.Errorf("k8sstore: list: %w", err)
 	}
 	return l, nil
 }
 
-func (s *Store) page(ctx context.Context, cont string, x *exchange) (*coordinationv1.LeaseList, error) {
+func (s *Store) page(ctx context.Context, cont string, x *httpdate.Exchange) (*coordinationv1.LeaseList, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var page coordinationv1.LeaseList
@@ -374,7 +375,7 @@ func (s *Store) page(ctx context.Context, cont string, x *exchange) (*coordinati
 //     that did not decode: *lease.UnknownOutcomeError;
 //   - the rest (401, 403, 400, 422, a request that never left): an error
 //     that says what to fix, not written.
-func (s *Store) writeError(op, key string, err error, x *exchange) error {
+func (s *Store) writeError(op, key string, err error, x *httpdate.Exchange) error {
 	code := statusCode(err)
 	switch {
 	case apierrors.IsAlreadyExists(err) && op == "create",
@@ -382,7 +383,7 @@ func (s *Store) writeError(op, key string, err error, x *exchange) error {
 		return fmt.Errorf("k8sstore: %s %s: %w (%s)", op, key, lease.ErrPreconditionFailed, apierrors.ReasonForError(err))
 	case code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
 		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err, ServerError: true}
-	case code == 0 && x.wasSent() && !netfail.NotSent(err) && !isStatus(err):
+	case code == 0 && x.WasSent() && !netfail.NotSent(err) && !isStatus(err):
 		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
 	case code >= 200 && code < 300:
 		return &lease.UnknownOutcomeError{Op: op, Key: key, Err: err}
@@ -391,7 +392,7 @@ func (s *Store) writeError(op, key string, err error, x *exchange) error {
 }
 
 // readError describes the error of a read.
-func (s *Store) readError(op, key string, err error, _ *exchange) error {
+func (s *Store) readError(op, key string, err error, _ *httpdate.Exchange) error {
 	return s.describe(op, key, err)
 }
 
