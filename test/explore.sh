@@ -12,17 +12,21 @@
 #    (default 30m); the run going on when it ends is finished, so the
 #    script takes up to one run (about 2 minutes) longer;
 #  - SCENARIO: the scenarios to run, in turn (default: faults faults-etcd
-#    faults faults-etcd nofloor nofence nofloor-etcd, the two fault
-#    scenarios twice as often as the mutation ones; also faults-etcd3,
-#    outage, outage-etcd and storms, fixed scripts whose seeds draw only the
-#    proxies' coin flips, the members and the brokers' settings, and clock,
-#    whose seed draws the brokers' clock rates, bumps and strobes).
+#    faults-read, twice each, then nofloor nofence nofloor-etcd
+#    nofence-read: the fault scenarios twice as often as the mutation ones;
+#    also faults-etcd3, outage, outage-etcd, storms and storms-read, fixed
+#    scripts whose seeds draw only the proxies' coin flips, the members and
+#    the brokers' settings; clock and clock-read, whose seeds draw the
+#    brokers' clock rates, bumps and strobes; partition-azblob,
+#    partition-gcs and partition-k8s on Azurite, fake-gcs-server and
+#    kube-apiserver, which the script starts or takes from the cache).
 #
 # Each run is one scenario with one seed (`go test -tags faults -run
 # '^TestX$' ./test/faults -seed N`, from a test binary built once), with
 # CI=true, so a missing server fails instead of skipping. It needs the
 # MinIO binary (bash test/minio/servers.sh install minio) and etcd (bash
-# test/etcd/install.sh) in the server cache. On 2 shared cores run it
+# test/etcd/install.sh) in the server cache (and for the partition
+# scenarios, what test/emulators.sh and test/k8s/install.sh install). On 2 shared cores run it
 # niced: nice -n 15 bash test/explore.sh 2h.
 #
 # Output: one line a run (time, scenario, seed, result, seconds, load
@@ -52,11 +56,16 @@ seconds() {
 	echo "$total"
 }
 
+# Every scenario of test/faults/corpus.go (TestExploreKnowsEveryScenario
+# checks the two agree).
 declare -A tests=(
 	[faults]=TestFaults [faults-etcd]=TestFaultsEtcd [nofloor]=TestMutationNoFloor
 	[nofence]=TestMutationNoFence [nofloor-etcd]=TestMutationNoFloorEtcd
 	[faults-etcd3]=TestFaultsEtcd3 [outage]=TestOutage [outage-etcd]=TestOutageEtcd [storms]=TestStorms
-	[clock]=TestClockFaults [partition-azblob]=TestPartitionAzblob
+	[clock]=TestClockFaults [partition-azblob]=TestPartitionAzblob [partition-gcs]=TestPartitionGCS
+	[partition-k8s]=TestPartitionK8s
+	[faults-read]=TestFaultsRead [storms-read]=TestStormsRead [nofence-read]=TestMutationNoFenceRead
+	[clock-read]=TestClockFaultsRead
 )
 duration=30m
 scenarios=()
@@ -72,7 +81,7 @@ for a in "$@"; do
 done
 budget=$(seconds "$duration") || { echo "explore: bad duration $duration (90s, 45m, 2h, 1h30m)" >&2; exit 2; }
 if ((${#scenarios[@]} == 0)); then
-	scenarios=(faults faults-etcd faults faults-etcd nofloor nofence nofloor-etcd)
+	scenarios=(faults faults-etcd faults-read faults faults-etcd faults-read nofloor nofence nofloor-etcd nofence-read)
 fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -81,6 +90,22 @@ logs=${EXPLORE_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/nodeid-explore.XXXXXX")}
 mkdir -p "$logs"
 NODEID_ETCD_BIN=${NODEID_ETCD_BIN:-$(bash test/etcd/install.sh)}
 export NODEID_ETCD_BIN CI=true
+# The other stores' servers, for the scenarios that name them: the
+# emulators started here (and stopped on exit), the apiserver from the cache.
+emulators=()
+for sc in "${scenarios[@]}"; do
+	case $sc in
+	partition-azblob) emulators+=(azurite) ;;
+	partition-gcs) emulators+=(fakegcs) ;;
+	partition-k8s) NODEID_KUBE_APISERVER_BIN=${NODEID_KUBE_APISERVER_BIN:-$(bash test/k8s/install.sh)} && export NODEID_KUBE_APISERVER_BIN ;;
+	esac
+done
+if ((${#emulators[@]} > 0)); then
+	NODEID_SERVER_STATE=$logs/emulators
+	export NODEID_SERVER_STATE
+	trap 'bash test/emulators.sh stop || true' EXIT
+	eval "$(bash test/emulators.sh start $(printf '%s\n' "${emulators[@]}" | sort -u))"
+fi
 
 bin=$logs/faults.test
 go test -c -tags faults -o "$bin" ./test/faults

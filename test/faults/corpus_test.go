@@ -1,6 +1,9 @@
 package faults
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -83,5 +86,44 @@ func TestCoverageMissing(t *testing.T) {
 	}
 	if s := c.String(); !strings.Contains(s, "kinds never applied: "+string(KindPause)) {
 		t.Errorf("String:\n%s", s)
+	}
+}
+
+// TestExploreKnowsEveryScenario: test/explore.sh, which explores the
+// scenarios with fresh seeds, names every scenario a corpus line may name,
+// each with a test of this package that exists, and nothing else.
+func TestExploreKnowsEveryScenario(t *testing.T) {
+	script, err := os.ReadFile("../explore.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]string{}
+	for _, m := range regexp.MustCompile(`\[([a-z0-9-]+)\]=(Test\w+)`).FindAllStringSubmatch(string(script), -1) {
+		known[m[1]] = m[2]
+	}
+	sources, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, f := range sources {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	for _, sc := range Scenarios {
+		test, ok := known[sc]
+		switch {
+		case !ok:
+			t.Errorf("test/explore.sh does not know scenario %s", sc)
+		case !strings.Contains(all.String(), "func "+test+"(t *testing.T)"):
+			t.Errorf("test/explore.sh runs %s for %s: no such test here", test, sc)
+		}
+		delete(known, sc)
+	}
+	for sc := range known {
+		t.Errorf("test/explore.sh names %s, not a scenario of corpus.go", sc)
 	}
 }
