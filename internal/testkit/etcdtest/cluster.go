@@ -189,14 +189,6 @@ func (c *Cluster) Logs() string {
 	return b.String()
 }
 
-// Running reports whether the member's process runs (started and not
-// stopped by Stop).
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
-}
-
 // Name returns the member's name.
 func (s *Server) Name() string { return s.name }
 

@@ -17,40 +17,18 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/testkit/serverproc"
 )
 
 // Binary returns the etcd binary to run, or "" when there is none.
-func Binary() string {
-	if b := os.Getenv("NODEID_ETCD_BIN"); b != "" {
-		return b
-	}
-	cache := os.Getenv("NODEID_SERVER_CACHE")
-	if cache == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			cache = filepath.Join(home, ".cache", "nodeid-servers")
-		}
-	}
-	if b := filepath.Join(cache, "bin", "etcd"); cache != "" && isExec(b) {
-		return b
-	}
-	if b, err := exec.LookPath("etcd"); err == nil {
-		return b
-	}
-	return ""
-}
-
-func isExec(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
+func Binary() string { return serverproc.Binary("NODEID_ETCD_BIN", "etcd") }
 
 // Server is one etcd member on 127.0.0.1.
 type Server struct {
@@ -60,12 +38,11 @@ type Server struct {
 	clientURL, peerURL string
 	name               string // member name
 	initialCluster     string // --initial-cluster: name=peerURL,...
-	logPath            string
 	tls                *TLS
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	// Proc runs the member's process: Stop stops it with a signal and
+	// waits for it to exit (its data stays), Log returns its log so far.
+	serverproc.Proc
 }
 
 // Start starts etcd for t, or skips t when no binary is found outside CI. It
@@ -117,7 +94,7 @@ func LaunchTLS(bin, dir string, t *TLS) (*Server, error) {
 
 // newServer returns member name on free ports, not started.
 func newServer(bin, dir, name string, t *TLS) (*Server, error) {
-	s := &Server{bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log"), tls: t, name: name}
+	s := &Server{bin: bin, dir: dir, tls: t, name: name, Proc: serverproc.Proc{LogPath: filepath.Join(dir, "etcd.log")}}
 	cport, err := freePort()
 	if err != nil {
 		return nil, err
@@ -185,10 +162,6 @@ func (s *Server) start() error {
 
 // spawn runs the member's process.
 func (s *Server) spawn() error {
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("etcd log: %w", err)
-	}
 	args := []string{"--name", s.name, "--data-dir", filepath.Join(s.dir, "data"),
 		"--listen-client-urls", s.clientURL, "--advertise-client-urls", s.clientURL,
 		"--listen-peer-urls", s.peerURL, "--initial-advertise-peer-urls", s.peerURL,
@@ -199,42 +172,16 @@ func (s *Server) spawn() error {
 			args = append(args, "--client-cert-auth", "--trusted-ca-file", t.ClientCAFile)
 		}
 	}
-	cmd := exec.Command(s.bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start etcd %s: %w", s.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
-	return nil
+	return s.Spawn("etcd", s.bin, args...)
 }
 
 // waitHealthy waits until the spawned member answers /health (a member of a
 // cluster does once the cluster has a leader), killing it after timeout.
 func (s *Server) waitHealthy(timeout time.Duration) error {
-	s.mu.Lock()
-	exited := s.exited
-	s.mu.Unlock()
-	deadline := time.Now().Add(timeout)
-	for {
-		select {
-		case <-exited:
-			return fmt.Errorf("etcd %s exited at start:\n%s", s.name, s.Log())
-		default:
-		}
-		if s.healthy() {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			s.Stop(syscall.SIGKILL)
-			return fmt.Errorf("etcd %s not healthy after %v:\n%s", s.name, timeout, s.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := s.WaitReady(s.healthy, 50*time.Millisecond, timeout); err != nil {
+		return fmt.Errorf("etcd %s %w:\n%s", s.name, err, s.Log())
 	}
+	return nil
 }
 
 func (s *Server) healthy() bool {
@@ -254,29 +201,10 @@ func (s *Server) healthy() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// Stop stops the member with sig and waits for it to exit. Its data stays.
-func (s *Server) Stop(sig syscall.Signal) {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	<-exited
-}
-
 // Restart stops the member with sig, leaves it down for down, and starts it
 // again on the same ports and data: its keys and leases survive.
 func (s *Server) Restart(sig syscall.Signal, down time.Duration) error {
 	s.Stop(sig)
 	time.Sleep(down)
 	return s.start()
-}
-
-// Log returns the member's log so far.
-func (s *Server) Log() string {
-	b, _ := os.ReadFile(s.logPath)
-	return strings.TrimSpace(string(b))
 }

@@ -31,15 +31,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/testkit/etcdtest"
+	"github.com/nodeid/nodeid/internal/testkit/serverproc"
 )
 
 // The users of the token file.
@@ -54,29 +53,7 @@ const (
 )
 
 // Binary returns the kube-apiserver binary to run, or "" when there is none.
-func Binary() string {
-	if b := os.Getenv("NODEID_KUBE_APISERVER_BIN"); b != "" {
-		return b
-	}
-	cache := os.Getenv("NODEID_SERVER_CACHE")
-	if cache == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			cache = filepath.Join(home, ".cache", "nodeid-servers")
-		}
-	}
-	if b := filepath.Join(cache, "bin", "kube-apiserver"); cache != "" && isExec(b) {
-		return b
-	}
-	if b, err := exec.LookPath("kube-apiserver"); err == nil {
-		return b
-	}
-	return ""
-}
-
-func isExec(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
+func Binary() string { return serverproc.Binary("NODEID_KUBE_APISERVER_BIN", "kube-apiserver") }
 
 // Server is a kube-apiserver on 127.0.0.1 and the etcd under it.
 type Server struct {
@@ -91,14 +68,13 @@ type Server struct {
 	// Etcd is the etcd under the apiserver.
 	Etcd *etcdtest.Server
 
+	// Proc runs the apiserver's process: Stop stops it with a signal and
+	// waits for it to exit (etcd runs on), Log returns its log so far.
+	serverproc.Proc
+
 	bin, dir string
 	args     []string
 	tokens   map[string]string // user -> bearer token
-	logPath  string
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
 }
 
 // Start starts etcd and kube-apiserver for t, or skips t when a binary is
@@ -139,7 +115,7 @@ func Launch(bin, dir string, etcd *etcdtest.Server) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir, Etcd: etcd, logPath: filepath.Join(dir, "kube-apiserver.log"),
+	s := &Server{bin: bin, dir: dir, Etcd: etcd, Proc: serverproc.Proc{LogPath: filepath.Join(dir, "kube-apiserver.log")},
 		URL: fmt.Sprintf("https://127.0.0.1:%d", port), tokens: map[string]string{}}
 	if err := s.writeFiles(); err != nil {
 		return nil, err
@@ -277,49 +253,20 @@ func randHex(n int) string {
 // Token returns user's bearer token.
 func (s *Server) Token(user string) string { return s.tokens[user] }
 
-// start runs the apiserver and waits until /readyz answers ok.
+// start runs the apiserver and waits until /readyz answers ok (at most
+// two minutes).
 func (s *Server) start() error {
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("kube-apiserver log: %w", err)
+	if err := s.Spawn("kube-apiserver", s.bin, s.args...); err != nil {
+		return err
 	}
-	cmd := exec.Command(s.bin, s.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start kube-apiserver %s: %w", s.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
-	return s.waitReady(exited, 2*time.Minute)
-}
-
-// waitReady polls /readyz until it answers 200, the process exits, or
-// timeout passes (then it kills the process).
-func (s *Server) waitReady(exited chan struct{}, timeout time.Duration) error {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(s.CAData)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(timeout)
-	for {
-		select {
-		case <-exited:
-			return fmt.Errorf("kube-apiserver exited at start:\n%s", s.tail())
-		default:
-		}
-		if s.ready(client) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			s.Stop(syscall.SIGKILL)
-			return fmt.Errorf("kube-apiserver not ready after %v:\n%s", timeout, s.tail())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := s.WaitReady(func() bool { return s.ready(client) }, 100*time.Millisecond, 2*time.Minute); err != nil {
+		return fmt.Errorf("kube-apiserver %w:\n%s", err, s.tail())
 	}
+	return nil
 }
 
 func (s *Server) ready(client *http.Client) bool {
@@ -335,19 +282,6 @@ func (s *Server) ready(client *http.Client) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// Stop stops the apiserver with sig and waits for it to exit. etcd runs on.
-func (s *Server) Stop(sig syscall.Signal) {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	<-exited
-}
-
 // Restart stops the apiserver with sig, leaves it down for down, and starts
 // it again on the same port, etcd and files: every object survives.
 func (s *Server) Restart(sig syscall.Signal, down time.Duration) error {
@@ -356,15 +290,9 @@ func (s *Server) Restart(sig syscall.Signal, down time.Duration) error {
 	return s.start()
 }
 
-// Log returns the apiserver's log so far.
-func (s *Server) Log() string {
-	b, _ := os.ReadFile(s.logPath)
-	return string(b)
-}
-
 // tail returns the last lines of the log, for an error.
 func (s *Server) tail() string {
-	lines := strings.Split(strings.TrimSpace(s.Log()), "\n")
+	lines := strings.Split(s.Log(), "\n")
 	if len(lines) > 40 {
 		lines = lines[len(lines)-40:]
 	}
