@@ -246,6 +246,8 @@ type Config struct {
 
 	// hooks is nil in production; tests set it (see testHooks).
 	hooks *testHooks
+	// rules, when set, replace the production rules (tests only: see rules).
+	rules *rules
 }
 
 // DefaultConfig returns the defaults documented on each Config field. The

@@ -56,6 +56,9 @@ type Provider struct {
 
 	// hooks is nil in production; tests set it (see testHooks).
 	hooks *testHooks
+	// rules are the protocol's rules: productionRules unless a test or the
+	// mutation build handed in others (see rules).
+	rules rules
 }
 
 // New returns a Provider over store after validating cfg (see Config).
@@ -79,6 +82,10 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	}
 	p.suspend, _ = cfg.Clock.(suspendClock)
 	p.hooks = cfg.hooks
+	p.rules = productionRules()
+	if cfg.rules != nil {
+		p.rules = *cfg.rules
+	}
 	if p.hooks != nil && p.hooks.electionFloors {
 		p.cfg.IssuesNoIDs = false
 	}
