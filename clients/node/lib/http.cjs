@@ -66,6 +66,7 @@ class HttpGenerator {
   #maxAge; // ms, Infinity for no limit
   #now; // the monotonic clock, ms
   #mut;
+  #closes = 0; // close() calls so far: a request sent before one is not sent again
   // Prefetching: the batch in use (its IDs from #pos on are unused), the
   // next one, and the one fetch at a time that fills it. A batch is usable
   // by a call that starts at or before the monotonic time its fetch was sent
@@ -152,8 +153,13 @@ class HttpGenerator {
     return this.#prefetch ? this.#take(n, this.#now()) : this.#fetch(n);
   }
 
-  /** Closes the keep-alive sockets and drops the prefetched IDs; later calls open new sockets. */
+  /**
+   * Closes the keep-alive sockets and drops the prefetched IDs; a request in
+   * flight rejects with a NodeIdError and is not sent again. Later calls open
+   * new sockets.
+   */
   close() {
+    this.#closes++;
     this.#ids = [];
     this.#pos = 0;
     this.#ready = null;
@@ -229,10 +235,12 @@ class HttpGenerator {
   // #fetch GETs n IDs: the answer's batch, or its error.
   async #fetch(n) {
     const url = `${this.#url}?n=${n}`;
+    const closes = this.#closes;
     let res;
     try {
       res = await this.#get(url);
     } catch (e) {
+      if (this.#closes !== closes) throw new NodeIdError(`GET ${url}: the generator was closed while the request was in flight`, { cause: e });
       // A kept-alive socket the broker closed meanwhile: once more on a new one.
       if (!e.reusedSocket || (e.code !== 'ECONNRESET' && e.code !== 'EPIPE')) throw e;
       res = await this.#get(url);
