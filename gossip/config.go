@@ -171,6 +171,12 @@ type Config struct {
 	// TCPTimeout bounds TCP exchanges (joins, push/pull). Default 10 s.
 	TCPTimeout time.Duration
 
+	// GossipToTheDeadTime is how long a member found dead still gets this
+	// member's gossip (memberlist's GossipToTheDeadTime): a short partition
+	// heals by it alone, before the reconnect (ReconnectInterval) is needed.
+	// Default 30 s; DefaultLocalConfig: 15 s.
+	GossipToTheDeadTime time.Duration
+
 	// UpdateTimeout bounds how long SetClaim and ClearClaim wait for the new
 	// metadata to be broadcast. Past it they return anyway: the metadata is
 	// set and spreads with later gossip and push/pull. Default 2 s.
@@ -209,8 +215,9 @@ func DefaultConfig() Config {
 		RejoinMin:        time.Second,
 		RejoinMax:        30 * time.Second,
 
-		ReconnectInterval: 30 * time.Second,
-		ReconnectTimeout:  10 * time.Minute,
+		GossipToTheDeadTime: ml.GossipToTheDeadTime,
+		ReconnectInterval:   30 * time.Second,
+		ReconnectTimeout:    10 * time.Minute,
 	}
 }
 
@@ -228,6 +235,7 @@ func DefaultLocalConfig() Config {
 	c.SuspicionMult = ml.SuspicionMult
 	c.PushPullInterval = ml.PushPullInterval
 	c.TCPTimeout = ml.TCPTimeout
+	c.GossipToTheDeadTime = ml.GossipToTheDeadTime
 	c.UpdateTimeout = time.Second
 	c.LeaveTimeout = time.Second
 	c.QueryInterval = 50 * time.Millisecond
@@ -267,6 +275,7 @@ func (c *Config) Validate() error {
 	check(c.SuspicionMult >= 1, "SuspicionMult %d must be at least 1", c.SuspicionMult)
 	check(c.PushPullInterval > 0, "PushPullInterval %v must be positive", c.PushPullInterval)
 	check(c.TCPTimeout > 0, "TCPTimeout %v must be positive", c.TCPTimeout)
+	check(c.GossipToTheDeadTime >= 0, "GossipToTheDeadTime %v must not be negative", c.GossipToTheDeadTime)
 	check(c.UpdateTimeout > 0, "UpdateTimeout %v must be positive", c.UpdateTimeout)
 	check(c.LeaveTimeout > 0, "LeaveTimeout %v must be positive", c.LeaveTimeout)
 	check(c.QueryInterval > 0, "QueryInterval %v must be positive", c.QueryInterval)
@@ -301,6 +310,7 @@ func (c *Config) memberlistConfig(n *Node) *memberlist.Config {
 	mc.SuspicionMult = c.SuspicionMult
 	mc.PushPullInterval = c.PushPullInterval
 	mc.TCPTimeout = c.TCPTimeout
+	mc.GossipToTheDeadTime = c.GossipToTheDeadTime
 	if !c.NoLabel {
 		mc.Label = c.label()
 	}

@@ -34,6 +34,7 @@ func TestConfigValidation(t *testing.T) {
 		{"gossip interval", func(c *Config) { c.GossipInterval = 0 }, "GossipInterval"},
 		{"push/pull interval", func(c *Config) { c.PushPullInterval = 0 }, "PushPullInterval"},
 		{"tcp timeout", func(c *Config) { c.TCPTimeout = 0 }, "TCPTimeout"},
+		{"gossip to the dead", func(c *Config) { c.GossipToTheDeadTime = -time.Second }, "GossipToTheDeadTime"},
 		{"update timeout", func(c *Config) { c.UpdateTimeout = -time.Second }, "UpdateTimeout"},
 		{"leave timeout", func(c *Config) { c.LeaveTimeout = 0 }, "LeaveTimeout"},
 		{"query interval", func(c *Config) { c.QueryInterval = 0 }, "QueryInterval"},
@@ -80,5 +81,23 @@ func TestDefaultConfigValidatesWithName(t *testing.T) {
 	}
 	if c.Logger == nil {
 		t.Error("validate left Logger nil")
+	}
+}
+
+// TestGossipToTheDeadTimeReachesMemberlist: the LAN and local defaults are
+// memberlist's (30 s, 15 s), and the field is what memberlist is given.
+func TestGossipToTheDeadTimeReachesMemberlist(t *testing.T) {
+	for _, tt := range []struct {
+		c    Config
+		want time.Duration
+	}{{DefaultConfig(), 30 * time.Second}, {DefaultLocalConfig(), 15 * time.Second}} {
+		if got := tt.c.memberlistConfig(&Node{}).GossipToTheDeadTime; got != tt.want {
+			t.Errorf("memberlist's GossipToTheDeadTime = %v, want %v", got, tt.want)
+		}
+	}
+	c := DefaultLocalConfig()
+	c.GossipToTheDeadTime = 3 * time.Second
+	if got := c.memberlistConfig(&Node{}).GossipToTheDeadTime; got != 3*time.Second {
+		t.Errorf("memberlist's GossipToTheDeadTime = %v, want the field's 3s", got)
 	}
 }

@@ -37,11 +37,11 @@ const (
 const splitWithin = 40 * time.Second
 
 // partitionHold is how long the cut stands once the halves are apart: past
-// memberlist's GossipToTheDeadTime (30 s, gossip's memberlist configuration)
-// after every death, so that neither half still gossips to the other's dead
-// (which would heal a short partition by chance) and only the reconnect can
-// join them.
-const partitionHold = 32 * time.Second
+// GossipToTheDeadTime (15 s with --gossip-timings local:
+// gossip.DefaultLocalConfig) after every death, so that neither half still
+// gossips to the other's dead (which would heal a short partition by
+// chance) and only the reconnect can join them.
+const partitionHold = 17 * time.Second
 
 // healWithin is the bound the test states for one pool again after the
 // partition heals, with --gossip-timings local: a reconnect tick
