@@ -173,6 +173,21 @@ func (p *proc) waitHeld(timeout time.Duration) node.StatusResponse {
 	return s
 }
 
+// waitTakeover waits until the broker holds prev's node ID at the next
+// version, taken from state from ("free": released; "expired"), and returns
+// its status.
+func (p *proc) waitTakeover(prev node.StatusResponse, from string, timeout time.Duration) node.StatusResponse {
+	p.t.Helper()
+	s := p.waitHeld(timeout)
+	if s.NodeID != prev.NodeID || s.Version != prev.Version+1 {
+		p.t.Fatalf("%s holds node %d version %d; want node %d with version %d", p.name, s.NodeID, s.Version, prev.NodeID, prev.Version+1)
+	}
+	if got := p.waitLog("acquired node ID", time.Second)["from"]; got != from {
+		p.t.Errorf("%s took node %d from state %v, want %s", p.name, s.NodeID, got, from)
+	}
+	return s
+}
+
 // signal sends sig to the process.
 func (p *proc) signal(sig syscall.Signal) {
 	p.t.Helper()

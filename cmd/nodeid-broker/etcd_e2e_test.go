@@ -164,13 +164,7 @@ func TestServeEtcd(t *testing.T) {
 		t.Fatalf("after a's SIGTERM, lease %d = holder %q version %d; want free, version %d", as.NodeID, rec.Holder, rec.Version, as.Version)
 	}
 	c := startBroker(t, "c", env, recorded("c")...)
-	cs := c.waitHeld(10 * time.Second)
-	if cs.NodeID != as.NodeID || cs.Version != as.Version+1 {
-		t.Fatalf("c holds node %d version %d; want a's node %d with version %d", cs.NodeID, cs.Version, as.NodeID, as.Version+1)
-	}
-	if from := c.waitLog("acquired node ID", time.Second)["from"]; from != "free" {
-		t.Errorf("c took node %d from state %v, want free (released)", cs.NodeID, from)
-	}
+	cs := c.waitTakeover(as, "free", 10*time.Second)
 	fetchIDs(t, c, cs.NodeID, &ids)
 
 	// kill -9: b's ID stays taken while etcd keeps its liveness; d waits
@@ -182,14 +176,8 @@ func TestServeEtcd(t *testing.T) {
 	if code, _, err := d.get("/ids"); err != nil || code != http.StatusServiceUnavailable {
 		t.Errorf("d's /ids while acquiring: HTTP %d %v; want 503", code, err)
 	}
-	ds := d.waitHeld(20 * time.Second)
+	ds := d.waitTakeover(bs, "expired", 20*time.Second)
 	t.Logf("d took node %d %v after the kill", ds.NodeID, time.Since(killed).Round(time.Millisecond))
-	if ds.NodeID != bs.NodeID || ds.Version != bs.Version+1 {
-		t.Fatalf("d holds node %d version %d; want b's node %d with version %d", ds.NodeID, ds.Version, bs.NodeID, bs.Version+1)
-	}
-	if from := d.waitLog("acquired node ID", time.Second)["from"]; from != "expired" {
-		t.Errorf("d took node %d from state %v, want expired", ds.NodeID, from)
-	}
 	if floor := d.waitLog("acquired node ID", time.Second)["floor"]; floor == nil || floor.(float64) <= 0 {
 		t.Errorf("d took node %d with floor %v, want b's reservation", ds.NodeID, floor)
 	}

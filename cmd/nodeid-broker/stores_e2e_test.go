@@ -28,13 +28,7 @@ func serveAndHandOver(t *testing.T, on string, env, args []string) {
 		t.Fatalf("a exited %d after SIGTERM, want 0", code)
 	}
 	c := startBroker(t, "c", env, args...)
-	cs := c.waitHeld(15 * time.Second)
-	if cs.NodeID != as.NodeID || cs.Version != as.Version+1 {
-		t.Fatalf("c holds node %d version %d; want a's node %d with version %d", cs.NodeID, cs.Version, as.NodeID, as.Version+1)
-	}
-	if from := c.waitLog("acquired node ID", time.Second)["from"]; from != "free" {
-		t.Errorf("c took node %d from state %v, want free (released)", cs.NodeID, from)
-	}
+	cs := c.waitTakeover(as, "free", 15*time.Second)
 	fetchIDs(t, c, cs.NodeID, &ids)
 	t.Logf("%d IDs from 3 brokers on %s, none repeated", ids.len(), on)
 }
