@@ -23,7 +23,10 @@
  *     clock, or a confirmed challenge that stood W), hold, read, answer,
  *     renew (the backstop write), release and crash;
  *   - a challenger that writes a challenge by CAS on a held plain record,
- *     copying it, and after its 2xx a confirm by CAS on the challenge's ETag,
+ *     copying it, or on a challenge that was never confirmed, copying it and
+ *     naming the write it named (nodeid challenges a stale challenge again:
+ *     here at any instant, which covers "at its own next round" and "once it
+ *     stood W"), and after its 2xx a confirm by CAS on the challenge's ETag,
  *     and may give up at any instant (its write may still land). Any task may
  *     take a confirmed challenge, so a third party that only challenges is as
  *     general as a challenger that later takes, and it lets a stale holder see
@@ -136,8 +139,10 @@ typedef Task {
 };
 Task t[TASKS];
 
-/* the challenger */
+/* the challenger; cOver: its challenge is planned over a challenge, chOver:
+   the one on the wire (w[CH]) is */
 bool cPlanned; bool cCur; byte cHolder; byte cVer; short cRes = PAST;
+bool cOver; bool chOver;
 
 /* invariant bookkeeping (as lease.pml) */
 byte topVer;
@@ -233,7 +238,8 @@ inline land(i) {
 	:: w[i].cur ->
 		assert(w[i].ver >= oVer);   /* VER */
 		if
-		:: w[i].kind == CHAL ->     /* it names the writeId of the record it replaces */
+		:: w[i].kind == CHAL && i == CH && chOver -> skip  /* it names what the challenge named */
+		:: w[i].kind == CHAL && !(i == CH && chOver) ->  /* it names the writeId of the record it replaces */
 			nm[0] = t[0].cur || w[0].prod; nm[1] = t[1].cur || w[1].prod
 		:: w[i].kind == CONF -> skip  /* it names what the challenge named */
 		:: else -> nm[0] = false; nm[1] = false
@@ -270,12 +276,12 @@ end:
 active proctype challenger() {
 end:
 	do
-	:: atomic { !cPlanned && w[CH].st == NONE && oHolder != 0 && oKind == REC ->
-		cPlanned = true; cCur = true; cHolder = oHolder; cVer = oVer; cRes = oRes }
+	:: atomic { !cPlanned && w[CH].st == NONE && oHolder != 0 && (oKind == REC || oKind == CHAL) ->
+		cPlanned = true; cCur = true; cHolder = oHolder; cVer = oVer; cRes = oRes; cOver = (oKind == CHAL) }
 	:: atomic { cPlanned ->
 		clearWrite(CH); w[CH].st = FLIGHT; w[CH].cur = cCur; w[CH].kind = CHAL;
-		w[CH].holder = cHolder; w[CH].ver = cVer; w[CH].res = cRes; w[CH].wait = true;
-		cPlanned = false; cCur = false; cHolder = 0; cVer = 0; cRes = PAST }
+		w[CH].holder = cHolder; w[CH].ver = cVer; w[CH].res = cRes; w[CH].wait = true; chOver = cOver;
+		cPlanned = false; cCur = false; cHolder = 0; cVer = 0; cRes = PAST; cOver = false }
 	:: atomic { w[CH].wait && w[CH].st == LANDED && w[CH].kind == CHAL ->  /* 2xx: confirm */
 		/* holder, version, reservation copied unchanged */
 		w[CH].cur = w[CH].prod; w[CH].st = FLIGHT; w[CH].kind = CONF; w[CH].sent = 0;
@@ -283,7 +289,7 @@ end:
 	:: atomic { w[CH].wait && (w[CH].st == REFUSED || w[CH].st == LANDED && w[CH].kind == CONF) ->
 		clearWrite(CH) }
 	:: atomic { (cPlanned || w[CH].wait) ->  /* gives up; its write may still land */
-		cPlanned = false; cCur = false; cHolder = 0; cVer = 0; cRes = PAST;
+		cPlanned = false; cCur = false; cHolder = 0; cVer = 0; cRes = PAST; cOver = false;
 		if :: w[CH].st == FLIGHT -> w[CH].wait = false :: else -> clearWrite(CH) fi }
 	od
 }
