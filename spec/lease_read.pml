@@ -2,7 +2,7 @@
  * lease_read.pml: the read mode of nodeid's lease protocol (keep-alive by
  * reads), for one node ID, model-checked by spin. docs/evidence/design.md, "Keep-alive
  * by reads", gives the rule and the argument; spec/README.md says how to run
- * it. The read mode is specified and modelled, not yet implemented.
+ * it.
  *
  * A model apart from lease.pml: the holder's fence is armed by reads for W,
  * capped by its last write + B; records carry B; a take needs a challenge and
