@@ -84,7 +84,7 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		p.observeDate(l.Date, p.clock.Now())
 		v.index(l)
 	}
-	if f, ok := p.nearestRecent(far, len(errs) > 0); ok {
+	if f, ok := p.rules.nearestRecent(p, far, len(errs) > 0); ok {
 		// A floor its last holder's reservation explains is no anomaly:
 		// take the ID now (Acquire holds it until this clock nears the
 		// floor), whatever other floors say (a single far floor never stops
@@ -131,7 +131,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 				// noteDeleted).
 				continue
 			}
-			c, err := p.tryCreate(ctx, id)
+			c, err := p.rules.create(p, ctx, id)
 			switch {
 			case c != nil || errors.Is(err, lease.ErrLivenessUnbound):
 				return c, false, err
@@ -162,7 +162,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			case err != nil:
 				continue // corrupt: reported, never taken
 			case state == lease.StateHeld:
-				if p.suspected(r, prev, known, w) {
+				if p.rules.suspected(p, r, prev, known, w) {
 					w.suspects = append(w.suspects, suspect{r: r, prev: prev})
 				}
 				w.note(r, prev, p.lookAgain(prev), p.cfg.ClockMargin)
@@ -175,7 +175,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 				*far = append(*far, *ff)
 				continue
 			}
-			c, err := p.take(ctx, r, prev, state)
+			c, err := p.rules.take(p, ctx, r, prev, state)
 			switch {
 			case c != nil || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrLivenessUnbound):
 				return c, false, err

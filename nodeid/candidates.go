@@ -152,16 +152,7 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 		}
 	}
 	longest := longest(v.objects)
-	order = slices.DeleteFunc(order, func(id int) bool {
-		if _, seen := w.held[id]; seen && p.hooks.revisitsNothing() {
-			return true
-		}
-		if w.stillHeld(id, v, p.cfg.ClockMargin) {
-			h := w.held[id]
-			return !p.deadByGossip(id, h.holder, h.version, known, w) // read again, to challenge
-		}
-		return p.liveByGossip(id, v, known, longest)
-	})
+	order = slices.DeleteFunc(order, func(id int) bool { return p.rules.dropped(p, id, v, w, known, longest) })
 	// Within classOther, the objects listed short (a free record is shorter
 	// than a held one) first, then those written longest ago (by whole
 	// seconds, so that the spread order still breaks the ties): after a
@@ -199,6 +190,17 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 	}
 	p.spreadByRank(order, func(i int) bool { return cands[i].class == cands[0].class && cands[i].long == cands[0].long })
 	return order
+}
+
+// dropped reports whether candidates leaves id out: a lease this Acquire
+// read held that the listing still shows held (unless gossip shows its
+// holder dead: read again, to challenge), or one live by gossip.
+func (p *Provider) dropped(id int, v *clusterView, w *watched, known map[int]int64, longest int64) bool {
+	if w.stillHeld(id, v, p.cfg.ClockMargin) {
+		h := w.held[id]
+		return !p.deadByGossip(id, h.holder, h.version, known, w)
+	}
+	return p.liveByGossip(id, v, known, longest)
 }
 
 // liveByGossip reports whether gossip knows id to be held by a live member

@@ -43,13 +43,13 @@ const maxAnswers = 3
 // holder's record, challenged: the claim is lost. Callers hold c.mu.
 func (c *Claim) challengedBy(rec lease.Record, etag string, seen time.Time) error {
 	of := rec.Challenge.Of
-	if of == c.rec.WriteID || c.p.hooks.answersAnyChallenge() {
+	if c.p.rules.answers(of, c.rec.WriteID) {
 		c.etag, c.answering = etag, true
 		return errChallenged
 	}
 	for _, pw := range c.pending {
 		if pw.rec.WriteID == of {
-			c.committed(pw.rec, etag, c.p.hooks.adoptedSent(pw.sent, seen))
+			c.committed(pw.rec, etag, c.p.rules.adoptedAt(pw.sent, seen))
 			c.answering = true
 			return errChallenged
 		}
@@ -78,7 +78,7 @@ type suspect struct {
 // + Window (a backstop missed), or a challenge that stands unconfirmed
 // (staleChallenge); never a confirm.
 func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int64, w *watched) bool {
-	if !p.cfg.readMode() || r.meta.Liveness.Judged() || p.hooks.takesNothing() {
+	if !p.cfg.readMode() || r.meta.Liveness.Judged() {
 		return false
 	}
 	age, ok := lease.StoreAge(r.meta.LastModified, r.meta.Date)

@@ -224,7 +224,7 @@ func TestChallengeOfAnotherHolder(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		e := newEnv(t)
 		c, _ := e.readClaim(e.oneID)
-		c.p.hooks.answerAny = broken
+		c.p.rules = *SimRules{AnswerAny: broken}.mutated()
 		e.takeOver(0)
 		r, m := e.record(0)
 		successor := r.Version
@@ -255,7 +255,7 @@ func TestReadOfTheChallengeProvesNothing(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		e := newEnv(t)
 		c, _ := e.readClaim(e.oneID)
-		c.p.hooks.readProvesChallenge = broken
+		c.p.rules = *SimRules{ReadProvesChallenge: broken}.mutated()
 		e.clk.Advance(2 * time.Second)
 		if _, err := c.poll(context.Background()); err != nil {
 			t.Fatal(err)
@@ -305,12 +305,12 @@ func TestConfirmTakenOnlyPastItsMargins(t *testing.T) {
 		e.oneID(&cfg)
 		cfg.SafetyMargin = 100 * time.Millisecond
 		if early {
-			cfg.hooks = &testHooks{stateOf: func(r *lease.Record, m lease.Meta) lease.State {
+			cfg = WithSimRules(cfg, SimRules{StateOf: func(r *lease.Record, m lease.Meta) lease.State {
 				if age, ok := lease.StoreAge(m.LastModified, m.Date); ok && r.Challenge != nil && r.Challenge.Confirmed && age >= r.TakeableAfter() {
 					return lease.StateExpired
 				}
 				return lease.StateOf(r, m, time.Second)
-			}}
+			}})
 		}
 		p := e.provider(cfg)
 		if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrClusterFull) {

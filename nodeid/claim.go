@@ -133,7 +133,7 @@ func (c *Claim) Reservation() int64 { return c.reservation.Load() }
 // reading.
 func (c *Claim) Valid() bool {
 	if c.jeopardy.Load() {
-		return c.p.hooks.validInJeopardy() && c.validUntil.Load() != math.MinInt64
+		return c.p.rules.validInJeopardy && c.validUntil.Load() != math.MinInt64
 	}
 	now := c.p.clock.Now()
 	elapsed, until := int64(now.Sub(c.p.base)), c.validUntil.Load()
@@ -198,7 +198,7 @@ func (c *Claim) ValidUntilOn(now time.Time) int64 {
 // or in jeopardy.
 func (c *Claim) ValidUntil() time.Time {
 	v := c.validUntil.Load()
-	if v == math.MinInt64 || (c.jeopardy.Load() && !c.p.hooks.validInJeopardy()) {
+	if v == math.MinInt64 || (c.jeopardy.Load() && !c.p.rules.validInJeopardy) {
 		return time.Time{}
 	}
 	return c.p.base.Add(time.Duration(v))
@@ -363,7 +363,7 @@ func (c *Claim) armedSuspendDeadline(sent time.Time) int64 {
 
 // deadlineFor returns sent + span - SafetyMargin, in nanoseconds after p.base.
 func (c *Claim) deadlineFor(sent time.Time, span time.Duration) time.Duration {
-	return sent.Sub(c.p.base) + span - c.p.cfg.SafetyMargin + c.p.hooks.extraFence()
+	return sent.Sub(c.p.base) + c.p.rules.fenceSpan(span, c.p.cfg.SafetyMargin)
 }
 
 // suspendDeadlineFor is deadlineFor on the Clock's suspend-counting reading;
@@ -372,7 +372,7 @@ func (c *Claim) suspendDeadlineFor(sent time.Time, span time.Duration) int64 {
 	if c.p.suspend == nil {
 		return math.MaxInt64
 	}
-	return c.p.suspend.suspendReading(sent) + int64(span-c.p.cfg.SafetyMargin+c.p.hooks.extraFence())
+	return c.p.suspend.suspendReading(sent) + int64(c.p.rules.fenceSpan(span, c.p.cfg.SafetyMargin))
 }
 
 // fence stops the claim from issuing IDs, at once and for good.

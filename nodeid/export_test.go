@@ -2,6 +2,7 @@ package nodeid
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
@@ -12,36 +13,118 @@ import (
 // Scope) as users do, and these names exist only in this package's tests.
 
 // SimHooks make a Provider run on the simulation's one goroutine (no renewal
-// loop: the simulation calls RenewRound) and, when set, break the rules the
-// simulation must catch. Each field is a testHooks field of the same name.
+// loop: the simulation calls RenewRound) and report each claim it creates.
 type SimHooks struct {
-	FenceExtra      time.Duration
-	IgnoreFloor     bool
-	AdoptAtReadBack bool
-	StateOf         func(r *lease.Record, m lease.Meta) lease.State
-	OnClaim         func(*Claim)
-	NeverTake       bool
-	NoRevisit       bool
-	RawGossip       bool
-	ElectionFloors  bool
-	OldRecentFloor  bool
-	RecoverChanged  bool
-	IssueInJeopardy bool
-	ReadArmAtAnswer bool
-	ReadArmBackstop bool
+	OnClaim func(*Claim)
 }
 
 // WithSimHooks returns cfg with h set: a Provider made from it (nodeid.New,
 // or election.New and Campaign) runs sequentially.
 func WithSimHooks(cfg Config, h SimHooks) Config {
-	cfg.hooks = &testHooks{
-		sequential: true, fenceExtra: h.FenceExtra, ignoreFloor: h.IgnoreFloor, adoptAtReadBack: h.AdoptAtReadBack,
-		stateOf: h.StateOf, onClaim: h.OnClaim, neverTake: h.NeverTake, noRevisit: h.NoRevisit,
-		rawGossip: h.RawGossip, electionFloors: h.ElectionFloors, oldRecentFloor: h.OldRecentFloor,
-		recoverChanged: h.RecoverChanged, issueInJeopardy: h.IssueInJeopardy,
-		readArmAtAnswer: h.ReadArmAtAnswer, readArmBackstop: h.ReadArmBackstop,
-	}
+	cfg.hooks = &testHooks{sequential: true, onClaim: h.OnClaim}
 	return cfg
+}
+
+// SimRules names the rules a test breaks on purpose, to show that its
+// checks catch the broken rule: each field set replaces one production rule
+// by its mutant (see mutated). The zero SimRules is the production rules.
+type SimRules struct {
+	FenceExtra      time.Duration                                   // the fence stays up this much longer
+	IgnoreFloor     bool                                            // a successor reports floor 0
+	AdoptAtReadBack bool                                            // a pending write found landed is adopted at the read-back's answer
+	StateOf         func(r *lease.Record, m lease.Meta) lease.State // records are judged by this instead of lease.StateOf
+	NeverTake       bool                                            // Acquire never takes an ID
+	NoRevisit       bool                                            // Acquire never reads again a lease it read held
+	RawGossip       bool                                            // gossip's entries go into records unchecked
+	ElectionFloors  bool                                            // an election reserves timestamps and waits for floors
+	OldRecentFloor  bool                                            // the far-floor rule before issue 28's fix
+	RecoverChanged  bool                                            // a claim in jeopardy recovers on another writer's record
+	IssueInJeopardy bool                                            // a claim in jeopardy stays valid
+	ReadArmAtAnswer bool                                            // a read re-arms the fence from its answer, not its send
+	ReadArmBackstop bool                                            // a read re-arms the fence for the backstop, uncapped
+	AnswerAny       bool                                            // a holder answers a challenge whatever write it names
+	// ReadProvesChallenge: a read that shows the challenge being answered
+	// re-arms the fence.
+	ReadProvesChallenge bool
+}
+
+// WithSimRules returns cfg with the rules s breaks broken in every Provider
+// made from it.
+func WithSimRules(cfg Config, s SimRules) Config {
+	cfg.rules = s.mutated()
+	return cfg
+}
+
+// mutated returns the production rules with the mutants s names.
+func (s SimRules) mutated() *rules {
+	r := productionRules()
+	prod := r
+	if s.FenceExtra != 0 {
+		r.fenceSpan = func(span, margin time.Duration) time.Duration { return prod.fenceSpan(span, margin) + s.FenceExtra }
+	}
+	if s.IgnoreFloor {
+		r.floor = func(lease.Record) int64 { return 0 }
+	}
+	if s.AdoptAtReadBack {
+		r.adoptedAt = func(_, seen time.Time) time.Time { return seen }
+	}
+	if s.StateOf != nil {
+		r.stateOf = func(rec *lease.Record, m lease.Meta, _ time.Duration) lease.State { return s.StateOf(rec, m) }
+	}
+	if s.NeverTake {
+		r.create = func(*Provider, context.Context, int) (*Claim, error) { return nil, nil }
+		r.take = func(*Provider, context.Context, readResult, lease.Record, lease.State) (*Claim, error) {
+			return nil, nil
+		}
+		r.suspected = func(*Provider, readResult, lease.Record, map[int]int64, *watched) bool { return false }
+	}
+	if s.NoRevisit {
+		r.dropped = func(p *Provider, id int, v *clusterView, w *watched, known map[int]int64, longest int64) bool {
+			_, seen := w.held[id]
+			return seen || prod.dropped(p, id, v, w, known, longest)
+		}
+	}
+	if s.RawGossip {
+		r.knownNodeValid = func(int, int64) bool { return true }
+	}
+	r.electionFloors = s.ElectionFloors
+	if s.OldRecentFloor {
+		// A floor counts as recent only by the record's measured age, with
+		// no slack for the headers, and only when no other floor is an
+		// anomaly and no store error hid a candidate.
+		r.recentFloor = func(p *Provider, prev lease.Record, m lease.Meta, ahead time.Duration) bool {
+			age, ok := lease.StoreAge(m.LastModified, m.Date)
+			return ok && ahead <= p.cfg.MaxClockWait+prev.Lease()-age
+		}
+		r.nearestRecent = func(p *Provider, far []farFloor, storeErrs bool) (farFloor, bool) {
+			if storeErrs || slices.ContainsFunc(far, func(f farFloor) bool { return !f.recent }) {
+				return farFloor{}, false
+			}
+			return prod.nearestRecent(p, far, storeErrs)
+		}
+	}
+	if s.RecoverChanged {
+		r.conflictFinal = func(c *Claim) bool { return prod.conflictFinal(c) && !c.jeopardy.Load() }
+		r.takenBy = func(c *Claim, rec lease.Record, etag string, seen time.Time) (string, error) {
+			if c.jeopardy.Load() {
+				c.committed(c.rec, etag, seen) // another writer's record taken for ours
+				return rec.WriteID, nil
+			}
+			return prod.takenBy(c, rec, etag, seen)
+		}
+	}
+	r.validInJeopardy = s.IssueInJeopardy
+	if s.ReadArmAtAnswer {
+		r.readArmedAt = func(_, answered time.Time) time.Time { return answered }
+	}
+	if s.ReadArmBackstop {
+		r.readProves = func(c *Claim, sent time.Time) (int64, int64) { return int64(c.deadline(sent)), c.suspendDeadline(sent) }
+	}
+	if s.AnswerAny {
+		r.answers = func(string, string) bool { return true }
+	}
+	r.readsProveChallenge = s.ReadProvesChallenge
+	return &r
 }
 
 // RenewStep is the renewal loop's one turn (renewStep): a round, and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -50,9 +49,6 @@ type farFloor struct {
 // within MaxClockWait of the floor (awaitFloor), or reports ErrClockBehind.
 func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Duration) bool {
 	age, ok := lease.StoreAge(m.LastModified, m.Date)
-	if p.hooks.recentFloorOld() {
-		return ok && ahead <= p.cfg.MaxClockWait+prev.Lease()-age
-	}
 	if !ok {
 		age = 0
 	}
@@ -61,12 +57,8 @@ func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Durat
 
 // nearestRecent returns the recent floor among far that this task's clock
 // nears first; false when none is recent. (storeErrs: a store error hid a
-// candidate; it only matters to the rule before issue 28, kept as a test
-// hook.)
-func (p *Provider) nearestRecent(far []farFloor, storeErrs bool) (farFloor, bool) {
-	if p.hooks.recentFloorOld() && (storeErrs || slices.ContainsFunc(far, func(f farFloor) bool { return !f.recent })) {
-		return farFloor{}, false
-	}
+// candidate; only the rule before the fix, a mutant, reads it.)
+func (p *Provider) nearestRecent(far []farFloor, _ bool) (farFloor, bool) {
 	var nearest farFloor
 	found := false
 	for _, f := range far {
@@ -99,7 +91,7 @@ func (p *Provider) farFloorOf(r readResult, prev lease.Record, state lease.State
 		return nil
 	}
 	key := lease.RecordKey(r.id)
-	if p.recentFloor(prev, r.meta, ahead) {
+	if p.rules.recentFloor(p, prev, r.meta, ahead) {
 		p.log.Info("passing over a lease whose floor its last holder's reservation explains: taken only if no other ID is",
 			"key", key, "nodeId", r.id, "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
 		return &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead, recent: true, r: r, prev: prev, state: state}
@@ -131,7 +123,7 @@ func (p *Provider) describeFar(far []farFloor) string {
 // with, judged on that read). A take lost to another task, or a store error,
 // leaves Acquire to look again.
 func (p *Provider) takeRecent(ctx context.Context, f farFloor) (*Claim, error) {
-	c, err := p.take(ctx, f.r, f.prev, f.state)
+	c, err := p.rules.take(p, ctx, f.r, f.prev, f.state)
 	switch {
 	case c != nil:
 		return c, nil
@@ -140,7 +132,7 @@ func (p *Provider) takeRecent(ctx context.Context, f farFloor) (*Claim, error) {
 	case err != nil:
 		return nil, err
 	}
-	return nil, fmt.Errorf("%w: node %d not taken", ErrClusterFull, f.id) // a test hook's provider takes nothing
+	return nil, fmt.Errorf("%w: node %d not taken", ErrClusterFull, f.id) // a mutant take (rules.take) takes nothing
 }
 
 // awaitFloor holds c, taken with a floor more than MaxClockWait ahead of this

@@ -120,7 +120,7 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 	c.mu.Lock()
 	etag, answering := c.etag, c.answering
 	c.mu.Unlock()
-	if answering && !c.p.hooks.readsProveChallenge() {
+	if answering && !c.p.rules.readsProveChallenge {
 		return c.p.clock.Now(), errAnswering // the renewal loop writes the answer; a read on the challenge proves nothing
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
@@ -134,7 +134,7 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 	switch {
 	case errors.Is(err, lease.ErrNotModified) && meta.ETag == etag, err == nil && meta.ETag == etag:
 		answered := c.p.clock.Now()
-		c.proved(c.p.hooks.readArmedAt(sent, answered))
+		c.proved(c.p.rules.readArmedAt(sent, answered))
 		if o, ok := c.p.cfg.Observer.(ReadObserver); ok {
 			o.ReadProved(c.id, answered.Sub(sent))
 		}
@@ -156,11 +156,7 @@ func (c *Claim) proved(sent time.Time) {
 	if sent.Before(c.lastSent) || c.closing.Load() {
 		return // the last landed write proves more; or Close fenced for good
 	}
-	until := int64(min(c.deadlineFor(sent, c.p.cfg.Window), c.deadline(c.lastSent)))
-	suspendUntil := min(c.suspendDeadlineFor(sent, c.p.cfg.Window), c.lastSuspendFence)
-	if c.p.hooks.readArmsForBackstop() {
-		until, suspendUntil = int64(c.deadline(sent)), c.suspendDeadline(sent) // the bug: for B, no cap
-	}
+	until, suspendUntil := c.p.rules.readProves(c, sent)
 	// The read proves the lease until then, whatever the fence does: a
 	// challenge that a successor may take was written after its send.
 	c.provenUntil, c.provenSuspendUntil = max(c.provenUntil, until), max(c.provenSuspendUntil, suspendUntil)
@@ -170,6 +166,13 @@ func (c *Claim) proved(sent time.Time) {
 		return
 	}
 	c.arm(until, suspendUntil)
+}
+
+// readProves returns how far a read sent at sent that showed the claim's
+// ETag proves the lease, on both readings: sent + Window - SafetyMargin,
+// capped by the last landed write's deadline. Callers hold c.mu.
+func (c *Claim) readProves(sent time.Time) (until, suspendUntil int64) {
+	return int64(min(c.deadlineFor(sent, c.p.cfg.Window), c.deadline(c.lastSent))), min(c.suspendDeadlineFor(sent, c.p.cfg.Window), c.lastSuspendFence)
 }
 
 // finalFall returns when the fence falls for good unless a write or a read

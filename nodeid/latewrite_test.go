@@ -21,7 +21,7 @@ func TestLateRenewalIsAdoptedWithItsSendTime(t *testing.T) {
 		cfg.ClusterSize = 1
 		p := e.provider(cfg)
 		if mutated {
-			p.hooks = &testHooks{adoptAtReadBack: true}
+			p.rules = *SimRules{AdoptAtReadBack: true}.mutated()
 		}
 		c := e.acquire(p)
 		e.store.Queue(storetest.OpUpdate, storetest.Fault{Late: true})

@@ -3,12 +3,14 @@
 package nodeid
 
 import (
-	"log/slog"
 	"os"
 	"time"
+
+	"github.com/nodeid/nodeid/lease"
 )
 
-// In a build with the nodeid_mutation tag, NODEID_MUTATION breaks one rule:
+// In a build with the nodeid_mutation tag, NODEID_MUTATION (read once, at
+// init) breaks one rule in every Provider:
 //
 //	nofence   the claim stays valid for a day past its lease, and its renewals
 //	          give up a day late (no monotonic fence: it stops only on evidence
@@ -17,17 +19,24 @@ import (
 //
 // This exists for the fault suite's mutation tests only.
 func init() {
-	applyMutation = func(p *Provider) {
-		switch m := os.Getenv("NODEID_MUTATION"); m {
-		case "nofence":
-			p.hooks = &testHooks{fenceExtra: 24 * time.Hour, renewDeadlineExtra: 24 * time.Hour}
-		case "nofloor":
-			p.hooks = &testHooks{ignoreFloor: true}
-		case "":
-			return
-		default:
-			panic("nodeid: unknown NODEID_MUTATION " + m)
-		}
-		p.log.Warn("SAFETY RULE BROKEN ON PURPOSE (nodeid_mutation build)", slog.String("mutation", os.Getenv("NODEID_MUTATION")))
+	if m := os.Getenv("NODEID_MUTATION"); m != "" {
+		mutant, mutation = mutantRules(m), m
 	}
+}
+
+// mutantRules returns the production rules with the mutation m; it panics on
+// an unknown m.
+func mutantRules(m string) *rules {
+	r := productionRules()
+	switch m {
+	case "nofence":
+		fence, deadline := r.fenceSpan, r.renewDeadline
+		r.fenceSpan = func(span, margin time.Duration) time.Duration { return fence(span, margin) + 24*time.Hour }
+		r.renewDeadline = func(cfg Config) time.Duration { return deadline(cfg) + 24*time.Hour }
+	case "nofloor":
+		r.floor = func(lease.Record) int64 { return 0 }
+	default:
+		panic("nodeid: unknown NODEID_MUTATION " + m)
+	}
+	return &r
 }

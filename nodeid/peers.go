@@ -3,8 +3,6 @@ package nodeid
 import (
 	"maps"
 	"slices"
-
-	"github.com/nodeid/nodeid/lease"
 )
 
 // knownNodes returns gossip's view (node ID -> highest version seen): written
@@ -20,12 +18,9 @@ func (p *Provider) knownNodes() map[int]int64 {
 		return nil
 	}
 	known := p.cfg.Peers.KnownNodes()
-	if p.hooks.gossipUnchecked() {
-		return known
-	}
 	var bad map[int]int64
 	for id, v := range known {
-		if !lease.KnownNodeValid(id, v) {
+		if !p.rules.knownNodeValid(id, v) {
 			if bad == nil {
 				bad = map[int]int64{}
 			}

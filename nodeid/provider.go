@@ -54,7 +54,7 @@ type Provider struct {
 	// bootstrap whose listing shows the same ETag reuses it instead of a GET.
 	manifest *cachedManifest
 
-	// hooks is nil in production; tests set it (see testHooks).
+	// hooks is nil in production; the simulation sets it (see testHooks).
 	hooks *testHooks
 	// rules are the protocol's rules: productionRules unless a test or the
 	// mutation build handed in others (see rules).
@@ -83,15 +83,14 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	p.suspend, _ = cfg.Clock.(suspendClock)
 	p.hooks = cfg.hooks
 	p.rules = productionRules()
-	if cfg.rules != nil {
+	switch {
+	case cfg.rules != nil:
 		p.rules = *cfg.rules
+	case mutant != nil:
+		p.rules = *mutant
+		p.log.Warn("SAFETY RULE BROKEN ON PURPOSE (nodeid_mutation build)", slog.String("mutation", mutation))
 	}
-	if p.hooks != nil && p.hooks.electionFloors {
-		p.cfg.IssuesNoIDs = false
-	}
-	if applyMutation != nil {
-		applyMutation(p)
-	}
+	p.cfg.IssuesNoIDs = cfg.IssuesNoIDs && !p.rules.electionFloors
 	return p, nil
 }
 

@@ -58,7 +58,7 @@ func (c *Claim) renewStep(ctx context.Context) error {
 func (c *Claim) renewRound(ctx context.Context) error {
 	clock, cfg := c.p.clock, c.p.cfg
 	c.mu.Lock()
-	deadline := c.lastSent.Add(cfg.RenewDeadline + c.p.hooks.extraRenewDeadline())
+	deadline := c.lastSent.Add(c.p.rules.renewDeadline(cfg))
 	c.mu.Unlock()
 	pace := c.p.newBackoff(renewPause(cfg.RenewDeadline-cfg.RenewInterval), renewPause(cfg.RenewDeadline-cfg.RenewInterval))
 	for attempt := 1; ; attempt++ {

@@ -85,15 +85,16 @@ func (s *sim) startTask(at time.Duration) {
 	cfg.AcquireTimeout, cfg.LossGrace = time.Minute, s.params.lossGrace
 	cfg.Observer = simObserver{t: t}
 	hooks := nodeid.SimHooks{OnClaim: func(c *nodeid.Claim) { t.pending = c }}
+	var rules nodeid.SimRules
 	if m := s.params.mutation; m != nil {
 		if m.config != nil {
 			m.config(&cfg)
 		}
-		if m.hooks != nil {
-			m.hooks(&hooks, t, cfg)
+		if m.rules != nil {
+			m.rules(&rules, t, cfg)
 		}
 	}
-	cfg = nodeid.WithSimHooks(cfg, hooks)
+	cfg = nodeid.WithSimRules(nodeid.WithSimHooks(cfg, hooks), rules)
 	if err := cfg.Validate(); err != nil { // derives the timings the simulation reads
 		panic(err)
 	}

@@ -133,7 +133,7 @@ func TestSimulationIsDeterministic(t *testing.T) {
 // simMutation breaks one rule on purpose, in every task of a run.
 type simMutation struct {
 	name   string
-	hooks  func(h *nodeid.SimHooks, t *simTask, cfg nodeid.Config) // sets hooks of t's Provider, whose configuration is cfg
+	rules  func(r *nodeid.SimRules, t *simTask, cfg nodeid.Config) // breaks rules of t's Provider, whose configuration is cfg
 	config func(c *nodeid.Config)                                  // changes t's configuration
 	// hostOnWall: the host's clock, which an application stamps IDs with,
 	// is taken to be the node's wall clock (package node before issue 28).
@@ -151,7 +151,7 @@ type simMutation struct {
 // t0 + lease - SafetyMargin on the holder's monotonic clock, t0 the send
 // time of its last landed write.
 var (
-	mutWallClockExpiry = simMutation{name: "expiry judged on the taker's wall clock against expiresAt", hooks: func(h *nodeid.SimHooks, t *simTask, _ nodeid.Config) {
+	mutWallClockExpiry = simMutation{name: "expiry judged on the taker's wall clock against expiresAt", rules: func(h *nodeid.SimRules, t *simTask, _ nodeid.Config) {
 		h.StateOf = func(r *lease.Record, m lease.Meta) lease.State {
 			switch {
 			case r.Free():
@@ -168,11 +168,11 @@ var (
 	mutNoResolution = simMutation{name: "no resolution term: age > lease + ClockMargin", config: func(c *nodeid.Config) {
 		c.ClockMargin -= lease.StoreClockResolution
 	}, s3Only: true}
-	mutNoSafetyMargin = simMutation{name: "no safety margin: fence at t0 + lease", hooks: func(h *nodeid.SimHooks, _ *simTask, cfg nodeid.Config) {
+	mutNoSafetyMargin = simMutation{name: "no safety margin: fence at t0 + lease", rules: func(h *nodeid.SimRules, _ *simTask, cfg nodeid.Config) {
 		h.FenceExtra = cfg.SafetyMargin
 	}}
-	mutNoFloor     = simMutation{name: "successor ignores the floor", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.IgnoreFloor = true }}
-	mutAdoptLate   = simMutation{name: "late write adopted with its read-back time as t0", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.AdoptAtReadBack = true }}
+	mutNoFloor     = simMutation{name: "successor ignores the floor", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.IgnoreFloor = true }}
+	mutAdoptLate   = simMutation{name: "late write adopted with its read-back time as t0", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.AdoptAtReadBack = true }}
 	safetyMutation = []simMutation{mutWallClockExpiry, mutNoResolution, mutNoSafetyMargin, mutNoFloor, mutAdoptLate}
 )
 
@@ -180,8 +180,8 @@ var (
 // valid holders at once, an ID issued twice), not only the checker's rule:
 // each rule the checker asserts directly is shown to matter.
 var observedMutations = []simMutation{
-	{name: "fence outlives the lease by 3 s", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.FenceExtra = 3 * time.Second }},
-	{name: "expiry judged 2 s early: age > lease - 2 s", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) {
+	{name: "fence outlives the lease by 3 s", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.FenceExtra = 3 * time.Second }},
+	{name: "expiry judged 2 s early: age > lease - 2 s", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) {
 		h.StateOf = func(r *lease.Record, m lease.Meta) lease.State {
 			switch {
 			case r.Free():
@@ -200,8 +200,8 @@ var observedMutations = []simMutation{
 // read-back that shows another writer's record, or stays valid past its
 // fence while in jeopardy.
 var recoveryMutations = []simMutation{
-	{name: "recover although the object changed", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.RecoverChanged = true }},
-	{name: "issue during jeopardy", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.IssueInJeopardy = true }},
+	{name: "recover although the object changed", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.RecoverChanged = true }},
+	{name: "issue during jeopardy", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.IssueInJeopardy = true }},
 }
 
 // The read-mode rules broken (docs/evidence/design.md section 11): a read that shows
@@ -211,14 +211,14 @@ var recoveryMutations = []simMutation{
 // schedules that need (a stale holder meeting a challenge of its successor, a
 // holder whose answers fail while its reads work).
 var readMutations = []simMutation{
-	{name: "read re-arms from its answer, not its send", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.ReadArmAtAnswer = true }},
-	{name: "read re-arms for the backstop, no cap", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.ReadArmBackstop = true }},
+	{name: "read re-arms from its answer, not its send", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.ReadArmAtAnswer = true }},
+	{name: "read re-arms for the backstop, no cap", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.ReadArmBackstop = true }},
 }
 
 // The liveness bugs the progress rule catches.
 var progressMutations = []simMutation{
-	{name: "Acquire never takes an ID", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.NeverTake = true }},
-	{name: "a lease once read held is never read again", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) { h.NoRevisit = true }},
+	{name: "Acquire never takes an ID", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.NeverTake = true }},
+	{name: "a lease once read held is never read again", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) { h.NoRevisit = true }},
 }
 
 // TestSimulationCatchesBrokenRules: the checker must catch every broken rule by
@@ -366,12 +366,12 @@ var findingMutations = []struct {
 	}, 0.25},
 	// Findings 5 and 6: an election reserving timestamps and waiting for
 	// floors nothing uses.
-	{simMutation{name: "findings 5, 6: an election waits for floors", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) {
+	{simMutation{name: "findings 5, 6: an election waits for floors", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) {
 		h.ElectionFloors = true
 	}}, electionSimParams, 0.9},
 	// Finding 7: a floor a release explains counted recent only without
 	// the headers' slack, and never beside an anomaly or a store error.
-	{simMutation{name: "finding 7: the recent-floor rule before the fix", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) {
+	{simMutation{name: "finding 7: the recent-floor rule before the fix", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) {
 		h.OldRecentFloor = true
 	}}, func(seed uint64) simParams {
 		p := defaultSimParamsFor(seed)
@@ -385,7 +385,7 @@ var findingMutations = []struct {
 	}, 0.5},
 	// Finding 8: gossip's entries written into records unchecked, with a
 	// member advertising an impossible node ID.
-	{simMutation{name: "finding 8: gossip entries written unchecked", hooks: func(h *nodeid.SimHooks, _ *simTask, _ nodeid.Config) {
+	{simMutation{name: "finding 8: gossip entries written unchecked", rules: func(h *nodeid.SimRules, _ *simTask, _ nodeid.Config) {
 		h.RawGossip = true
 	}}, func(seed uint64) simParams {
 		p := defaultSimParamsFor(seed)

@@ -12,9 +12,6 @@ import (
 // tryCreate takes a never-created ID by creating its lease object held, with
 // version 1 and no floor (no one ever issued IDs with it).
 func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
-	if p.hooks.takesNothing() {
-		return nil, nil
-	}
 	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Gossip: p.cfg.GossipAddr, Version: 1,
 		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), KnownNodes: p.knownNodes()}
 	p.stamp(&next, p.clock.Wall())
@@ -61,7 +58,7 @@ func (p *Provider) judge(r readResult) (lease.Record, lease.State, error) {
 		p.cfg.Observer.Anomaly(key, err)
 		return lease.Record{}, 0, err
 	}
-	return prev, p.stateOf(&prev, r.meta), nil
+	return prev, p.rules.stateOf(&prev, r.meta, p.cfg.ClockMargin), nil
 }
 
 // take takes prev, read in r and judged free or expired (judge), by one CAS
@@ -70,9 +67,6 @@ func (p *Provider) judge(r readResult) (lease.Record, lease.State, error) {
 // writer changed the object first; a write whose outcome is unknown is
 // resolved by reading the object back.
 func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, state lease.State) (*Claim, error) {
-	if p.hooks.takesNothing() {
-		return nil, nil
-	}
 	key := lease.RecordKey(r.id)
 	next := lease.Record{
 		NodeID: r.id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Gossip: p.cfg.GossipAddr, Version: prev.Version + 1,
@@ -107,15 +101,11 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 // write; this check after it catches a wall clock stepped back meanwhile, and
 // releases the ID.
 func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, prevMeta lease.Meta, from lease.State) (*Claim, error) {
-	floor := prev.ReservedUntilMs
-	if p.hooks.floorIgnored() {
-		floor = 0
-	}
-	c := p.newClaim(next, etag, t0, floor, from)
+	c := p.newClaim(next, etag, t0, p.rules.floor(prev), from)
 	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
 	behind := floorAhead(prev.ReservedUntilMs, p.clock.Wall())
-	if behind <= p.cfg.MaxClockWait || p.cfg.IssuesNoIDs || p.recentFloor(prev, prevMeta, behind) {
+	if behind <= p.cfg.MaxClockWait || p.cfg.IssuesNoIDs || p.rules.recentFloor(p, prev, prevMeta, behind) {
 		return c, nil
 	}
 	err := fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, more than MaxClockWait %v",

@@ -106,7 +106,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 		// A 409: ours was not applied, and it says nothing about who
 		// won: read back.
 		return c.resolve(ctx, rec)
-	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && !c.p.cfg.readMode() && !(c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord()):
+	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && c.p.rules.conflictFinal(c):
 		return lostf("node %d was written by another task (the store answered: %v)", c.id, err)
 	case serverError(err):
 		// A 5xx (500 InternalError, 503 SlowDown): the store saw it and most
@@ -167,17 +167,19 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 	}
 	for _, pw := range c.pending {
 		if pw.rec.WriteID == rec.WriteID {
-			c.committed(pw.rec, meta.ETag, c.p.hooks.adoptedSent(pw.sent, seen))
+			c.committed(pw.rec, meta.ETag, c.p.rules.adoptedAt(pw.sent, seen))
 			return rec.WriteID, nil
 		}
 	}
 	if rec.Challenge != nil {
 		return "", c.challengedBy(rec, meta.ETag, seen)
 	}
-	if c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord() {
-		c.committed(c.rec, meta.ETag, seen) // the bug: another writer's record taken for ours
-		return rec.WriteID, nil
-	}
+	return c.p.rules.takenBy(c, rec, meta.ETag, seen)
+}
+
+// takenBy ends the claim on a read-back that shows rec, another writer's
+// plain record, answered at seen: lost (see rules.takenBy).
+func (c *Claim) takenBy(rec lease.Record, _ string, seen time.Time) (string, error) {
 	return "", &takenError{id: c.id, holder: rec.Holder, version: rec.Version, seen: seen}
 }
 
