@@ -170,6 +170,7 @@ func (c *Claim) proved(sent time.Time) {
 		return
 	}
 	c.arm(until, suspendUntil)
+	c.subs.changed()
 }
 
 // finalFall returns when the fence falls for good unless a write or a read

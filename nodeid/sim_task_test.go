@@ -42,7 +42,7 @@ type simTask struct {
 	late                   map[string][]func()  // writes of this task still on the wire, by key
 	deferred               []*simEvent          // its events due while it was busy
 	gossipSeq              int
-	bare                   bool // closes without SetIssuedFunc
+	bare                   bool // closes without WithIssuedFunc
 	host                   *nodeid.HostClock
 	app                    *simApp // nil: none
 }
@@ -134,7 +134,7 @@ func (t *simTask) acquire() {
 			t.lead, c = l, t.pending
 		}
 	} else {
-		c, err = t.p.Acquire(context.Background())
+		c, err = t.p.Acquire(context.Background(), t.claimOptions()...)
 	}
 	switch {
 	case t.crashed:
@@ -180,14 +180,10 @@ func (t *simTask) startGenerator(c *nodeid.Claim) {
 		panic(err)
 	}
 	t.gen = gen
-	switch {
-	case t.app != nil:
+	if t.app != nil {
 		// The application is the ID's one user: the node serves no IDs of
 		// its own beside an id file or a child (one ID source).
-		c.SetIssuedFunc(func() int64 { return t.app.lowestRelease(gen.Stop()) })
 		return
-	case !t.bare:
-		c.SetIssuedFunc(gen.Stop)
 	}
 	t.s.schedule(t.s.now, t, false, t.issue)
 }

@@ -111,7 +111,7 @@ func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag strin
 	if p.hooks.floorIgnored() {
 		floor = 0
 	}
-	c := p.newClaim(next, etag, t0, floor, from)
+	c := p.newClaim(next, etag, t0, floor, from, claimOptionsOf(ctx))
 	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
 	behind := floorAhead(prev.ReservedUntilMs, p.clock.Wall())
