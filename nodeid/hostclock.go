@@ -13,12 +13,16 @@ import (
 // disagree by any amount, so what bounds such an application is decided on
 // this clock (docs/evidence/design.md section 5): it issues only while this clock is
 // past the claim's floor and before Claim.ValidUntilOn of it; every write
-// reserves above High (Claim.SetReserveClock); and a release keeps the
+// reserves above High (WithReserveClock); and a release keeps the
 // reservation at or above High.
 //
 // It keeps the largest amount by which it was seen ahead of the wall clock of
 // the Provider's Clock, so that High still covers a reading taken before a
 // step back. Its methods are safe for concurrent use.
+//
+// Package node is its one user (node.Config.HostClock is its clock): an
+// embedder of a bare Claim has no application outside it to bound. It is
+// exported for node, which composes the claim with those applications.
 type HostClock struct {
 	now  func() time.Time // the host's clock
 	wall Clock            // the Provider's Clock (its Wall)
