@@ -25,7 +25,7 @@ import (
 // node reads it (the node reads the host's clock only at an id-file write,
 // i.e. once per renewal, when no child runs). The reader stops at the
 // removal of the file and gets its grace; the release then lowers the
-// reservation to max(generator, HostClock.High), and High never saw the
+// reservation to max(generator, hostclock.Clock.High), and High never saw the
 // excursion. A successor takes the free record with that floor and issues,
 // under the same node ID, the very ID the reader issued.
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeid/nodeid/gossip"
 	"github.com/nodeid/nodeid/internal/ctxtime"
+	"github.com/nodeid/nodeid/internal/hostclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
@@ -26,7 +27,7 @@ type Node struct {
 	cfg     Config
 	store   lease.Store // counted by the metrics
 	clock   nodeid.Clock
-	host    *nodeid.HostClock // what an id-file reader or the supervised child stamps IDs with
+	host    *hostclock.Clock // what an id-file reader or the supervised child stamps IDs with
 	log     *slog.Logger
 	metrics *metrics
 
@@ -94,7 +95,7 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),
-		host:      nodeid.NewHostClock(cfg.HostClock, cfg.Provider.Clock),
+		host:      hostclock.New(cfg.HostClock, cfg.Provider.Clock),
 		startDone: make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
 		done: make(chan struct{}),
 	}
@@ -338,7 +339,7 @@ func (n *Node) lastIssued() int64 {
 }
 
 // reserveClock is the claim's reserve clock (nodeid.WithReserveClock): the
-// host's clock (HostClock.High) once an issuer outside the node stamps IDs
+// host's clock (hostclock.Clock.High) once an issuer outside the node stamps IDs
 // with it, the id file's reader (Config.IDFile) or a supervised child
 // (hostIssues); before, the zero Time: the Provider's Wall alone.
 func (n *Node) reserveClock() time.Time {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/hostclock"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -225,7 +226,7 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 // reservation of the take was stamped from the node's wall clock, which the
 // host's may have stepped past; the next renewal reserves above the host's
 // too (reserveClock). It reports false when ctx or the claim ends first.
-func waitReservationCovers(ctx context.Context, claim *nodeid.Claim, host *nodeid.HostClock, margin time.Duration, log *slog.Logger) bool {
+func waitReservationCovers(ctx context.Context, claim *nodeid.Claim, host *hostclock.Clock, margin time.Duration, log *slog.Logger) bool {
 	for logged := false; ; logged = true {
 		if host.Read().Add(margin).UnixMilli() < claim.Reservation() {
 			return true

@@ -185,7 +185,7 @@ func (c *Claim) suspendFallen(now time.Time) bool {
 }
 
 // ValidUntilOn returns when the fence falls (ValidUntil) on another clock,
-// one that reads now at this instant (the host's, HostClock.Read), in Unix
+// one that reads now at this instant (the host's: package node's host clock), in Unix
 // ms, capped by the reservation: what an application outside the node may
 // use the ID until (the id file's validUntilMs). 0 once fenced.
 func (c *Claim) ValidUntilOn(now time.Time) int64 {

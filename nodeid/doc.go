@@ -62,7 +62,8 @@
 // [WithReserveClock]), before the claim starts.
 //
 // Package node composes a claim with its Snowflake generator, gossip, an id
-// file and a supervised child: most users want it, not a bare Claim.
-// [HostClock] and [FaultClock] (with [ClockFault] and [ClockStep]) exist for
-// it and for nodeid-broker's debug flags.
+// file and a supervised child: most users want it, not a bare Claim. The
+// host clock such applications stamp with is node's (internal/hostclock);
+// [FaultClock] (with [ClockFault] and [ClockStep]) exists for nodeid-broker's
+// debug flags and the fault suites.
 package nodeid

@@ -45,10 +45,9 @@ func WithReserveClock(now func() time.Time) ClaimOption {
 	return func(o *claimOptions) { o.reserveClock = now }
 }
 
-// claimOptionsKey carries an Acquire's options, in its context, to the take
-// that builds the claim, many calls down the round (withClaimOptions): the
-// context is the one value every path of a round passes on. It is unexported:
-// no caller sets it but Acquire.
+// claimOptionsKey carries an Acquire's options in its context to the take
+// that builds the claim, many calls down: the one value every path of a
+// round passes on. Only Acquire sets it.
 type claimOptionsKey struct{}
 
 // withClaimOptions returns ctx carrying the options opts set.

@@ -9,7 +9,7 @@ import (
 
 // Package node's rules for an application that stamps IDs with the host's
 // clock, as the simulation runs them. The clock logic is nodeid's
-// (HostClock, Claim.ValidUntilOn, WithReserveClock), driven as package
+// (internal/hostclock, Claim.ValidUntilOn, WithReserveClock), driven as package
 // node drives it; the file and the child are package node's few lines of
 // bookkeeping around it, kept in step with node/idfile.go and
 // node/supervise.go.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/election"
+	"github.com/nodeid/nodeid/internal/hostclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
@@ -43,7 +44,7 @@ type simTask struct {
 	deferred               []*simEvent          // its events due while it was busy
 	gossipSeq              int
 	bare                   bool // closes without WithIssuedFunc
-	host                   *nodeid.HostClock
+	host                   *hostclock.Clock
 	app                    *simApp // nil: none
 }
 
@@ -115,7 +116,7 @@ func (s *sim) startTask(at time.Duration) {
 	if m := s.params.mutation; m != nil && m.hostOnWall {
 		hostNow = t.Wall // the bug: the host's clock taken to be the node's
 	}
-	t.host = nodeid.NewHostClock(hostNow, t)
+	t.host = hostclock.New(hostNow, t)
 	s.tasks = append(s.tasks, t)
 	s.schedule(at, t, true, t.acquire)
 }

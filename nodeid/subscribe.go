@@ -5,14 +5,9 @@ import (
 	"sync"
 )
 
-// What a claim's owner follows it by, besides Valid (the fence, read for
-// every ID): Changed, a channel closed at the claim's next change of state,
-// to be read with Status (the state), and Context, a context that ends with
-// the claim, as etcd's Session.Ctx. Both are signalled by closing a channel
-// under a lock of their own, never held across a call out: the claim's loops
-// signal them without waiting on any subscriber.
-
-// subscription holds a claim's Changed channel and Context.
+// subscription holds a claim's Changed channel and Context. The claim's
+// loops signal it by closing a channel under its own lock, never held across
+// a call out: they never wait on a subscriber.
 type subscription struct {
 	mu     sync.Mutex
 	next   chan struct{} // closed at the next change; nil: nobody asked since the last
