@@ -95,12 +95,11 @@ func TestChildStartsPastTheFloorOnTheHostClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := p.Acquire(context.Background())
+	floor := time.Now().Add(2 * time.Second).UnixMilli()
+	old, err := p.Acquire(context.Background(), nodeid.WithIssuedFunc(func() int64 { return floor }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	floor := time.Now().Add(2 * time.Second).UnixMilli()
-	old.SetIssuedFunc(func() int64 { return floor })
 	if err := old.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/hostclock"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -94,7 +95,7 @@ func (f *idFileState) prepare(log *slog.Logger) error {
 // writes the file if the claim is valid: a claim in jeopardy then gets it at
 // its recovery (sync). It returns nil without writing when ctx ends or the
 // claim ends first, and the error of the first write.
-func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger) error {
+func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Claim, host *hostclock.Clock, log *slog.Logger) error {
 	if !waitFloorPassed(ctx, claim, host, log, "writing the id file") {
 		return nil // the watcher reports a loss; Close releases the claim
 	}
@@ -108,7 +109,7 @@ func (f *idFileState) writeOnceFloorPassed(ctx context.Context, claim *nodeid.Cl
 // predecessor's reservation), so that whoever issues IDs with that clock from
 // then on never repeats one of its predecessor's; before names what waits,
 // for the log. It reports false when ctx or the claim ends first.
-func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger, before string) bool {
+func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *hostclock.Clock, log *slog.Logger, before string) bool {
 	for {
 		ahead := time.Duration(claim.Floor()-host.Read().UnixMilli()+1) * time.Millisecond
 		if ahead <= 0 {
@@ -134,7 +135,7 @@ func waitFloorPassed(ctx context.Context, claim *nodeid.Claim, host *nodeid.Host
 // order those signals come in, the file follows the claim's latest state. A
 // failure only logs: the file on disk expires earlier, which stops the
 // application early, never late.
-func (f *idFileState) sync(claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger, serving bool) {
+func (f *idFileState) sync(claim *nodeid.Claim, host *hostclock.Clock, log *slog.Logger, serving bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.syncLocked(claim, host, log, serving); err != nil {
@@ -142,7 +143,7 @@ func (f *idFileState) sync(claim *nodeid.Claim, host *nodeid.HostClock, log *slo
 	}
 }
 
-func (f *idFileState) syncLocked(claim *nodeid.Claim, host *nodeid.HostClock, log *slog.Logger, serving bool) error {
+func (f *idFileState) syncLocked(claim *nodeid.Claim, host *hostclock.Clock, log *slog.Logger, serving bool) error {
 	if f.path == "" || !f.floorPassed || f.retired {
 		return nil
 	}
@@ -242,7 +243,7 @@ func (f *idFileState) childStarted() {
 // host's clock up to the highest reading anyone took (host.High), at or
 // above that even when it is above the reservation (a step forward of the
 // host clock).
-func (f *idFileState) lowestRelease(last int64, host *nodeid.HostClock) int64 {
+func (f *idFileState) lowestRelease(last int64, host *hostclock.Clock) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.written && !f.childRan {

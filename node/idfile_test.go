@@ -25,7 +25,7 @@ import (
 // node reads it (the node reads the host's clock only at an id-file write,
 // i.e. once per renewal, when no child runs). The reader stops at the
 // removal of the file and gets its grace; the release then lowers the
-// reservation to max(generator, HostClock.High), and High never saw the
+// reservation to max(generator, hostclock.Clock.High), and High never saw the
 // excursion. A successor takes the free record with that floor and issues,
 // under the same node ID, the very ID the reader issued.
 //
@@ -96,15 +96,16 @@ func TestReleaseCoversIDFileReaderAfterHostStrobe(t *testing.T) {
 		rec.ReservedUntilMs, appMs, f.ValidUntilMs, b.Claim().Floor(), id, appID, id == appID)
 }
 
-// TestRecoveryKeepsTheIDFileUp: the watcher learns of a jeopardy (the
-// fenced channel: take the file down) and of the recovery that follows (the
-// renewed channel: write it again) on two channels of one slot each, and
-// serves them with one select, which picks at random among ready cases. When
-// both are pending at once (the watcher was busy: here, a slow id-file write,
-// an fsync, while a renewal round gave up and the next attempt landed), it
-// writes the file back first half of the time and then takes it down: the
-// lease is held and valid, /health is 200, but the id file is gone until the
-// next renewal, and the application cannot use the ID meanwhile.
+// TestRecoveryKeepsTheIDFileUp: the watcher learns of a jeopardy (take the
+// file down) and of the recovery that follows (write it again) from the
+// claim (Claim.Changed), not from the metrics Observer, and follows its last
+// state. Both happen here while the watcher is busy (the test holds the id
+// file's lock, as a slow id-file write, an fsync, would): once the write
+// goes through, the file is up again with no refresh tick, because the
+// change closed the channel the watcher took before its sync. (With two
+// signals, one per event, served by one select, the watcher wrote the file
+// back first half of the time and then took it down: the lease held and
+// valid, /health 200, and the id file gone until the next renewal.)
 func TestRecoveryKeepsTheIDFileUp(t *testing.T) {
 	for i := range 12 {
 		clk := fakeclock.New(time.Now().Round(time.Second))
@@ -116,41 +117,27 @@ func TestRecoveryKeepsTheIDFileUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.idFileRefresh = time.Hour // only the claim's signals bring the file back
+		n.idFileRefresh = time.Hour // only the claim's changes bring the file back
 		if err := n.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		c := n.Claim()
-		// A renewal whose id-file rewrite is slow (the test holds the file's
-		// lock): the watcher is busy with it.
 		n.idFile.mu.Lock()
 		start := clk.Now()
-		stepUntil(t, clk, 2*time.Second, "renewed", func() bool {
-			return clk.Now().After(start) && c.Status().SinceWrite == 0 && len(n.claimChanged) == 0
-		})
-		for deadline := time.Now().Add(5 * time.Second); len(n.claimChanged) != 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the watcher did not take the renewal")
-			}
-		}
+		stepUntil(t, clk, 2*time.Second, "renewed", func() bool { return clk.Now().After(start) && c.Status().SinceWrite == 0 })
 		// Meanwhile the store blips: jeopardy, then the recovery.
 		cut.Store(true)
 		stepUntil(t, clk, 5*time.Second, "in jeopardy", func() bool { return c.Status().Jeopardy })
 		cut.Store(false)
 		stepUntil(t, clk, 2*time.Second, "recovered", func() bool { return c.Status().Recoveries > 0 && c.Valid() })
 		n.idFile.mu.Unlock()
-		for deadline := time.Now().Add(5 * time.Second); len(n.claimChanged) != 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the watcher did not take the signals")
-			}
-		}
 		// The watcher's last sync follows the claim's final state: the
-		// file comes back at once (no refresh tick in this test).
+		// file comes back with no refresh tick.
 		statErr := idFileUp(path)
 		valid := n.Check() == nil
 		_ = n.Close(closeCtx(t))
-		if valid && statErr != nil {
-			t.Fatalf("run %d: the lease recovered and the node serves (Check nil), but the id file is gone: %v", i, statErr)
+		if !valid || statErr != nil {
+			t.Fatalf("run %d: the lease recovered (node Check %v), but the id file is not up 5 s later: %v", i, n.Check(), statErr)
 		}
 	}
 }
@@ -169,7 +156,7 @@ func TestIDFileWrittenAfterARecovery(t *testing.T) {
 	mem := storetest.NewMemStore(storetest.WithClock(clk.Now))
 	fs, cut := cuttableStore(mem)
 	// A predecessor released node 0 keeping its reservation (a Claim closed
-	// without SetIssuedFunc): the floor is 300 ms ahead when b takes it.
+	// without WithIssuedFunc): the floor is 300 ms ahead when b takes it.
 	pc := nodeid.DefaultLocalConfig()
 	pc.TaskID, pc.ClusterSize, pc.Clock = "p", 1, clk
 	p, err := nodeid.New(mem, pc)
@@ -237,7 +224,7 @@ func idFileUp(path string) error {
 func TestHealthWaitsForTheIDFile(t *testing.T) {
 	store := storetest.NewMemStore()
 	// A predecessor released node 0 with its reservation at now: the floor.
-	releasedBefore(t, store, func(c *nodeid.Claim) { c.SetIssuedFunc(func() int64 { return time.Now().UnixMilli() }) }, 0)
+	releasedBefore(t, store, 0, nodeid.WithIssuedFunc(func() int64 { return time.Now().UnixMilli() }))
 
 	path := filepath.Join(t.TempDir(), "id.json")
 	cfg := testConfig("b", 1)
@@ -274,9 +261,9 @@ func TestHealthWaitsForTheIDFile(t *testing.T) {
 
 // releasedBefore has a predecessor, task "p" on a cluster of one, take node 0
 // from store with a lease of d (0: the local default) and release it, after
-// edit (nil: none) had its claim; a claim released without SetIssuedFunc
-// keeps its reservation, a lease ahead.
-func releasedBefore(t *testing.T, store lease.Store, edit func(*nodeid.Claim), d time.Duration) {
+// Acquire with opts; a claim released without nodeid.WithIssuedFunc keeps
+// its reservation, a lease ahead.
+func releasedBefore(t *testing.T, store lease.Store, d time.Duration, opts ...nodeid.ClaimOption) {
 	t.Helper()
 	pc := nodeid.DefaultLocalConfig()
 	pc.TaskID, pc.ClusterSize = "p", 1
@@ -287,12 +274,9 @@ func releasedBefore(t *testing.T, store lease.Store, edit func(*nodeid.Claim), d
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := p.Acquire(context.Background())
+	c, err := p.Acquire(context.Background(), opts...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(c)
 	}
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)

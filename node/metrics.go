@@ -430,51 +430,23 @@ func (o observers) Answered(id int) {
 	}
 }
 
+// ReadProved implements nodeid.ReadObserver for those of o that do.
+func (o observers) ReadProved(id int, latency time.Duration) {
+	for _, x := range o {
+		if r, ok := x.(nodeid.ReadObserver); ok {
+			r.ReadProved(id, latency)
+		}
+	}
+}
+
 // nodeEvents passes the provider's events on (to the metrics and the
-// caller's observer), signals without blocking each successful renewal,
-// read that re-armed the fence (read mode), recovery and entry into jeopardy on the node's claimChanged channel (the
-// id file follows the claim), and tells the node why an acquisition waits.
+// caller's observer), and tells the node why an acquisition waits. What the
+// node must know of its claim (the id file, the supervised child) it learns
+// from the claim itself (Claim.Changed), not from these events: they are
+// for metrics.
 type nodeEvents struct {
 	observers
 	n *Node
-}
-
-// Renewed implements nodeid.Observer.
-func (e nodeEvents) Renewed(id int, latency time.Duration) {
-	e.observers.Renewed(id, latency)
-	signal(e.n.claimChanged)
-}
-
-// ReadProved implements nodeid.ReadObserver: a read re-armed the fence in
-// read mode; the id file follows it.
-func (e nodeEvents) ReadProved(id int, latency time.Duration) {
-	for _, x := range e.observers {
-		if o, ok := x.(nodeid.ReadObserver); ok {
-			o.ReadProved(id, latency)
-		}
-	}
-	signal(e.n.claimChanged)
-}
-
-// Recovered implements nodeid.Observer: the id file is written again.
-func (e nodeEvents) Recovered(id int, fenced time.Duration) {
-	e.observers.Recovered(id, fenced)
-	signal(e.n.claimChanged)
-}
-
-// Jeopardy implements nodeid.Observer: the id file is taken down.
-func (e nodeEvents) Jeopardy(id int, err error) {
-	e.observers.Jeopardy(id, err)
-	signal(e.n.claimChanged)
-}
-
-// signal sends on ch, a channel with a buffer of one, unless a signal waits
-// there already.
-func signal(ch chan<- struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
 }
 
 // AcquireWaiting implements nodeid.WaitObserver.

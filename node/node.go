@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeid/nodeid/gossip"
 	"github.com/nodeid/nodeid/internal/ctxtime"
+	"github.com/nodeid/nodeid/internal/hostclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
@@ -26,7 +27,7 @@ type Node struct {
 	cfg     Config
 	store   lease.Store // counted by the metrics
 	clock   nodeid.Clock
-	host    *nodeid.HostClock // what an id-file reader or the supervised child stamps IDs with
+	host    *hostclock.Clock // what an id-file reader or the supervised child stamps IDs with
 	log     *slog.Logger
 	metrics *metrics
 
@@ -34,13 +35,16 @@ type Node struct {
 	gossip   atomic.Pointer[gossip.Node]
 	gen      atomic.Pointer[snowflake.Generator] // set before claim
 	claim    atomic.Pointer[nodeid.Claim]
-	gate     atomic.Pointer[gossip.Gate]  // readiness gate after taking over an expired lease
-	stopping atomic.Bool                  // set first by Close: health 503, no more IDs
-	issued   atomic.Int64                 // IDs handed out
-	base     time.Time                    // Clock.Now at New: the origin of stalled
-	stalled  atomic.Int64                 // 1 + ns after base of the first failed issue since the last success; 0: none
-	probe    atomic.Pointer[probeOutcome] // the store probe's result; nil before it ran or when skipped
-	waiting  atomic.Pointer[acquireWait]  // why the acquisition has taken no ID yet; nil before a round failed
+	gate     atomic.Pointer[gossip.Gate] // readiness gate after taking over an expired lease
+	stopping atomic.Bool                 // set first by Close: health 503, no more IDs
+	// hostIssues: Supervise runs a child, which stamps IDs with the host's
+	// clock: the claim's renewals reserve above it (reserveClock).
+	hostIssues atomic.Bool
+	issued     atomic.Int64                 // IDs handed out
+	base       time.Time                    // Clock.Now at New: the origin of stalled
+	stalled    atomic.Int64                 // 1 + ns after base of the first failed issue since the last success; 0: none
+	probe      atomic.Pointer[probeOutcome] // the store probe's result; nil before it ran or when skipped
+	waiting    atomic.Pointer[acquireWait]  // why the acquisition has taken no ID yet; nil before a round failed
 
 	// Set and read by Start's goroutine alone (acquire, and the provider's
 	// AcquireWaiting calls during its Acquire).
@@ -50,11 +54,8 @@ type Node struct {
 	idFile   idFileState
 	seedBook seedBook // the lease records gossipSeeds read
 	elector  *elector // nil unless Config.Elect
-	// claimChanged is signalled (buffered 1) at each renewal, jeopardy and
-	// recovery: the watcher brings the id file in line with the claim.
-	claimChanged chan struct{}
 	// idFileRefresh is how often the watcher rewrites the id file besides
-	// the claim's signals: Config.IDFileHorizon/4.
+	// the claim's changes (Claim.Changed): Config.IDFileHorizon/4.
 	idFileRefresh time.Duration
 
 	mu          sync.Mutex         // guards the fields below
@@ -94,9 +95,8 @@ func New(store lease.Store, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, clock: cfg.Provider.Clock, base: cfg.Provider.Clock.Now(), log: cfg.Logger.With("task", cfg.Provider.TaskID),
-		host:         nodeid.NewHostClock(cfg.HostClock, cfg.Provider.Clock),
-		claimChanged: make(chan struct{}, 1),
-		startDone:    make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
+		host:      hostclock.New(cfg.HostClock, cfg.Provider.Clock),
+		startDone: make(chan struct{}), serving: make(chan struct{}), closing: make(chan struct{}), watchDone: make(chan struct{}),
 		done: make(chan struct{}),
 	}
 	n.idFile.path, n.idFile.horizon, n.idFileRefresh = cfg.IDFile, cfg.IDFileHorizon, cfg.IDFileHorizon/4
@@ -150,8 +150,9 @@ func (n *Node) Start(ctx context.Context) error {
 		n.end(err)
 		return err
 	}
+	changed := claim.Changed() // before activate reads the claim: no change after it is missed
 	n.activate(claim)
-	go n.watch(claim)
+	go n.watch(claim, changed)
 	if n.cfg.IDFile != "" {
 		if err := n.idFile.writeOnceFloorPassed(ctx, claim, n.host, n.log); err != nil {
 			return err
@@ -229,7 +230,7 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 	n.provider.Store(p)
 	n.acquireStart = n.clock.Now()
 	n.log.Info("acquiring a node ID", "clusterSize", pc.ClusterSize, "leaseDuration", pc.LeaseDuration.String())
-	claim, err := p.Acquire(ctx)
+	claim, err := p.Acquire(ctx, nodeid.WithIssuedFunc(n.lastIssued), nodeid.WithReserveClock(n.reserveClock))
 	if err != nil {
 		return nil, fmt.Errorf("acquire a node ID: %w", err)
 	}
@@ -303,11 +304,8 @@ func (n *Node) activate(claim *nodeid.Claim) {
 	if err != nil { // the provider validated the layout and the floor: a bug
 		panic(fmt.Sprintf("node: snowflake generator for node %d: %v", claim.NodeID(), err))
 	}
-	claim.SetIssuedFunc(func() int64 { return n.idFile.lowestRelease(gen.Stop(), n.host) })
-	if n.cfg.IDFile != "" {
-		claim.SetReserveClock(n.host.High) // the file's reader stamps IDs with the host's clock
-	}
-	n.gen.Store(gen)
+	n.gen.Store(gen) // lastIssued's from here
+
 	if claim.TookOverExpired() {
 		n.metrics.expiredTakeovers.Inc()
 	}
@@ -324,14 +322,42 @@ func (n *Node) activate(claim *nodeid.Claim) {
 		"tookOverExpired", claim.TookOverExpired())
 }
 
+// lastIssued is the claim's issued function (nodeid.WithIssuedFunc), given
+// to Acquire before the generator exists, since the generator is built from
+// the claim: it reads the generator activate stores. Until then nothing was
+// issued (Start activates the claim Acquire returns before anything else
+// can use it; Acquire itself may close a claim it gives up), and it reports
+// 0: the release lowers the reservation to the floor, as after a generator
+// that issued nothing. The id file's reader and a supervised child are
+// covered too (idFileState.lowestRelease).
+func (n *Node) lastIssued() int64 {
+	last := int64(0)
+	if g := n.gen.Load(); g != nil {
+		last = g.Stop()
+	}
+	return n.idFile.lowestRelease(last, n.host)
+}
+
+// reserveClock is the claim's reserve clock (nodeid.WithReserveClock): the
+// host's clock (hostclock.Clock.High) once an issuer outside the node stamps IDs
+// with it, the id file's reader (Config.IDFile) or a supervised child
+// (hostIssues); before, the zero Time: the Provider's Wall alone.
+func (n *Node) reserveClock() time.Time {
+	if n.cfg.IDFile == "" && !n.hostIssues.Load() {
+		return time.Time{}
+	}
+	return n.host.High()
+}
+
 // watch keeps the id file in line with the claim until the claim ends or
-// Close begins: at each renewal, jeopardy and recovery, and every
-// IDFileHorizon/4, it writes the file with a fresh validUntilMs while the
+// Close begins: at each change of the claim (Claim.Changed, from changed
+// on: a renewal, a read that moved the fence, a jeopardy, a recovery), and
+// every IDFileHorizon/4, it writes the file with a fresh validUntilMs while the
 // claim is valid, and takes it down while it is not. On a loss it removes
 // the id file for good and ends the node. The id file is written and removed
 // only by Start, watch and Close, one after the other, so a refresh never
 // brings back a file removed for good.
-func (n *Node) watch(claim *nodeid.Claim) {
+func (n *Node) watch(claim *nodeid.Claim, changed <-chan struct{}) {
 	defer close(n.watchDone)
 	var tick <-chan time.Time
 	if n.cfg.IDFile != "" {
@@ -341,8 +367,12 @@ func (n *Node) watch(claim *nodeid.Claim) {
 	}
 	for {
 		select {
-		case <-n.claimChanged:
+		case <-changed: // the claim's end is a change too
 		case <-tick:
+		case <-n.closing:
+			return
+		}
+		select {
 		case <-claim.Done():
 			n.idFile.remove(n.log)
 			err := claim.Err()
@@ -351,9 +381,9 @@ func (n *Node) watch(claim *nodeid.Claim) {
 				n.end(err)
 			}
 			return
-		case <-n.closing:
-			return
+		default:
 		}
+		changed = claim.Changed() // before sync reads the claim
 		n.idFile.sync(claim, n.host, n.log, !n.stopping.Load())
 	}
 }

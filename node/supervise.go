@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/hostclock"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -194,7 +195,7 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 	// The child stamps IDs with the host's clock: from now on every write
 	// reserves above it too, and the child starts once that clock is past
 	// the floor and below the reservation, with KillMargin to spare.
-	claim.SetReserveClock(n.host.High)
+	n.hostIssues.Store(true) // the claim's reserveClock
 	if !waitFloorPassed(ctx, claim, n.host, n.log, "starting the child") ||
 		!waitReservationCovers(ctx, claim, n.host, cfg.KillMargin, n.log) {
 		if err := claim.Err(); err != nil {
@@ -224,8 +225,8 @@ func (n *Node) Supervise(ctx context.Context, cmd *exec.Cmd, cfg ChildConfig) er
 // margin ahead of the host's clock, which the child stamps its IDs with: the
 // reservation of the take was stamped from the node's wall clock, which the
 // host's may have stepped past; the next renewal reserves above the host's
-// too (SetReserveClock). It reports false when ctx or the claim ends first.
-func waitReservationCovers(ctx context.Context, claim *nodeid.Claim, host *nodeid.HostClock, margin time.Duration, log *slog.Logger) bool {
+// too (reserveClock). It reports false when ctx or the claim ends first.
+func waitReservationCovers(ctx context.Context, claim *nodeid.Claim, host *hostclock.Clock, margin time.Duration, log *slog.Logger) bool {
 	for logged := false; ; logged = true {
 		if host.Read().Add(margin).UnixMilli() < claim.Reservation() {
 			return true
@@ -321,7 +322,7 @@ func (r *childRun) run(ctx context.Context) error {
 	defer tick.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	ctxDone, closing, claimDone := ctx.Done(), n.closing, c.Done()
+	ctxDone, closing, claimDone, changed := ctx.Done(), n.closing, c.Done(), c.Changed()
 	for {
 		timer.Reset(r.untilWake())
 		select {
@@ -346,6 +347,11 @@ func (r *childRun) run(ctx context.Context) error {
 		case <-claimDone:
 			claimDone = nil
 			r.stop(c.Err(), syscall.SIGTERM, "lease lost: stopping the child before the claim's fence")
+		case <-changed: // a jeopardy, a recovery, a renewal: read below at once, not at the next tick
+			changed = c.Changed()
+			if claimDone == nil {
+				changed = nil // ended: Changed stays closed
+			}
 		case <-tick.C:
 		case <-timer.C:
 		}

@@ -105,7 +105,7 @@ func TestFullClusterSaysSo(t *testing.T) {
 // says it holds the ID, not that it is still acquiring.
 func TestAwaitingFloorShowsTheID(t *testing.T) {
 	store := storetest.NewMemStore()
-	releasedBefore(t, store, nil, 9*time.Second) // keeps its reservation: 9 s ahead
+	releasedBefore(t, store, 9*time.Second) // keeps its reservation: 9 s ahead
 	floor := readRecord(t, store, 0).ReservedUntilMs
 
 	var logs logbuf.Buffer

@@ -45,12 +45,14 @@ func (c *Claim) challengedBy(rec lease.Record, etag string, seen time.Time) erro
 	of := rec.Challenge.Of
 	if c.p.rules.answers(of, c.rec.WriteID) {
 		c.etag, c.answering = etag, true
+		c.subs.changed()
 		return errChallenged
 	}
 	for _, pw := range c.pending {
 		if pw.rec.WriteID == of {
 			c.committed(pw.rec, etag, c.p.rules.adoptedAt(pw.sent, seen))
 			c.answering = true
+			c.subs.changed()
 			return errChallenged
 		}
 	}

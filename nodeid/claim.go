@@ -29,9 +29,9 @@ type Claim struct {
 	// Clock has none.
 	suspendUntil atomic.Int64
 	reservation  atomic.Int64
-	issued       atomic.Pointer[func() int64]
-	reserveClock atomic.Pointer[func() time.Time] // SetReserveClock's; nil: none
-	closing      atomic.Bool                      // Close has begun: the release is being written
+	issued       func() int64     // WithIssuedFunc's; nil: none
+	reserveClock func() time.Time // WithReserveClock's; nil: none
+	closing      atomic.Bool      // Close has begun: the release is being written
 	// jeopardy: the renewals gave up with no evidence of another writer:
 	// fenced, renewing on the last ETag until a write lands (recovered) or
 	// the loss is final (see jeopardy.go).
@@ -74,12 +74,15 @@ type Claim struct {
 	loopDone  chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	subs subscription // Changed and Context (subscribe.go)
 }
 
 // newClaim builds the claim for a successful take and starts its renewal loop.
-func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor int64, from lease.State) *Claim {
+func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor int64, from lease.State, o claimOptions) *Claim {
 	c := &Claim{
 		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID), from: from,
+		issued: o.issued, reserveClock: o.reserveClock,
 		done: make(chan struct{}), loopDone: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	c.rec, c.etag, c.lastSent, c.lastSuspendFence = rec, etag, sent, c.suspendDeadline(sent)
@@ -182,7 +185,7 @@ func (c *Claim) suspendFallen(now time.Time) bool {
 }
 
 // ValidUntilOn returns when the fence falls (ValidUntil) on another clock,
-// one that reads now at this instant (the host's, HostClock.Read), in Unix
+// one that reads now at this instant (the host's: package node's host clock), in Unix
 // ms, capped by the reservation: what an application outside the node may
 // use the ID until (the id file's validUntilMs). 0 once fenced.
 func (c *Claim) ValidUntilOn(now time.Time) int64 {
@@ -252,29 +255,12 @@ func (c *Claim) Check() error {
 	return nil
 }
 
-// SetIssuedFunc registers the function that returns the highest Snowflake
-// timestamp (Unix ms) issued under this claim. Close calls it after fencing and
-// writes the lease's reservation at it (never below the floor), so that a
-// successor starts right above it: lowered, as a generator never issues above
-// the reservation, or raised, when issuers outside it stamped IDs with a
-// clock that ran past the reservation (see SetReserveClock). Without one,
-// Close keeps the reservation.
-func (c *Claim) SetIssuedFunc(f func() int64) { c.issued.Store(&f) }
-
-// SetReserveClock registers the clock of issuers outside the claim's own
-// generator: an application that stamps its IDs with the host's real-time
-// clock, which may step, where the Provider's Clock (its Wall) does not. From
-// the next write on, every write reserves up to the later of the two clocks
-// plus the lease, so that the reservation covers the timestamps those
-// issuers stamp too.
-func (c *Claim) SetReserveClock(now func() time.Time) { c.reserveClock.Store(&now) }
-
 // reserveWall returns the wall reading a write of this claim reserves from:
 // the Provider's Wall, or the reserve clock when that is later.
 func (c *Claim) reserveWall() time.Time {
 	wall := c.p.clock.Wall()
-	if f := c.reserveClock.Load(); f != nil {
-		if ext := (*f)(); ext.After(wall) {
+	if c.reserveClock != nil {
+		if ext := c.reserveClock(); ext.After(wall) {
 			return ext
 		}
 	}
@@ -391,6 +377,7 @@ func (c *Claim) end(err error) bool {
 		c.err = err
 		c.mu.Unlock()
 		close(c.done)
+		c.subs.stop(err, true)
 		ended = true
 	})
 	return ended

@@ -196,7 +196,7 @@ type Config struct {
 	// that long at most. A lease whose floor is further ahead is skipped as an
 	// anomaly (not written); Acquire fails with ErrClockBehind only when such
 	// leases were the only ones it could take. A floor that its last
-	// holder's reservation explains (a Claim closed without SetIssuedFunc
+	// holder's reservation explains (a Claim closed without WithIssuedFunc
 	// keeps it, up to its lease ahead; in read mode a crashed issuer's is up
 	// to the Backstop ahead) is no anomaly: when no other ID can be taken,
 	// Acquire takes that one and holds it, returning it once this clock is

@@ -109,7 +109,7 @@ func TestClockBehindEveryTakeableFloorRefuses(t *testing.T) {
 	}
 }
 
-// A Claim closed without SetIssuedFunc keeps its reservation: the free record's
+// A Claim closed without WithIssuedFunc keeps its reservation: the free record's
 // floor is up to a lease ahead. A successor whose MaxClockWait is shorter does
 // not fail with ErrClockBehind (that floor is what such a release leaves, by the
 // record's age on the store's clock, not a clock anomaly): it takes the ID at
@@ -176,7 +176,7 @@ func TestFreeIDPreferredToARecentFloor(t *testing.T) {
 }
 
 // releaseKeepingReservation takes node 0 (the only ID, or the first in
-// lowest-first order) as task a and closes the claim without SetIssuedFunc,
+// lowest-first order) as task a and closes the claim without WithIssuedFunc,
 // so that the free record keeps the reservation, and returns it.
 func (e *env) releaseKeepingReservation(cfg Config) int64 {
 	e.t.Helper()

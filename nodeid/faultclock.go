@@ -14,6 +14,11 @@ import (
 // at 500 ppm at most, far less than a fault test's rates), and a real-time
 // clock that steps (Steps: NTP steps, a manual date, Jepsen's bumps and
 // strobes).
+//
+// Not for embedders: it is exported for nodeid-broker's --debug-clock-*
+// flags (cmd/internal/broker) and the fault suites, and stays in this
+// package because it implements the Clock's unexported suspend-counting
+// reading.
 type ClockFault struct {
 	// Offset shifts the wall clock and the host's real-time clock by a
 	// fixed amount. Default 0.
@@ -34,7 +39,8 @@ type ClockFault struct {
 }
 
 // ClockStep is one step of the real-time clock: at At (on the faulty clock,
-// since its creation) it jumps by By (negative: back).
+// since its creation) it jumps by By (negative: back). Like ClockFault, it
+// is for the broker's debug flags and the fault suites, not for embedders.
 type ClockStep struct {
 	At, By time.Duration
 }
@@ -53,6 +59,11 @@ func (f ClockFault) Validate() error {
 // clock). Only its readings and sleeps are skewed: the timeouts of store
 // requests run on real time, which changes how long an attempt may take,
 // never when the fence falls. Its methods are safe for concurrent use.
+//
+// Not for embedders: it is exported for nodeid-broker's --debug-clock-*
+// flags (cmd/internal/broker) and the fault suites, and stays in this
+// package because it implements the Clock's unexported suspend-counting
+// reading.
 type FaultClock struct {
 	real  Clock     // real time: its Now and Sleep
 	start time.Time // real.Now() at creation

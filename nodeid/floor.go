@@ -19,7 +19,7 @@ type farFloor struct {
 	ahead time.Duration
 	// recent: the floor is no further ahead than MaxClockWait plus what is
 	// left of its writer's lease (recentFloor): what a release that kept its
-	// reservation leaves (a Claim closed without SetIssuedFunc), or the
+	// reservation leaves (a Claim closed without WithIssuedFunc), or the
 	// reservation of an issuer whose confirmed challenge expired (read mode:
 	// up to the backstop ahead), not a clock anomaly. takeFirst takes such an
 	// ID when nothing else is takeable, and Acquire holds it until this

@@ -43,6 +43,7 @@ func (c *Claim) endangered(cause error) {
 	c.fellAt = c.p.clock.Now()
 	c.mu.Unlock()
 	c.jeopardy.Store(true)
+	c.subs.changed()
 	c.p.log.Warn("lease in jeopardy: stopped issuing IDs; renewing on its last write", "nodeId", c.id, "version", c.version,
 		"lossGrace", c.p.cfg.LossGrace.String(), "cause", cause)
 	c.p.cfg.Observer.Jeopardy(c.id, cause)

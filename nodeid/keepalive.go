@@ -166,6 +166,7 @@ func (c *Claim) proved(sent time.Time) {
 		return
 	}
 	c.arm(until, suspendUntil)
+	c.subs.changed()
 }
 
 // readProves returns how far a read sent at sent that showed the claim's

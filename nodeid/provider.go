@@ -113,7 +113,11 @@ func (p *Provider) Config() Config { return p.cfg }
 // With Config.Peers a PeerHints (gossip), a waiting Acquire looks again as
 // soon as gossip says an ID was freed, and makes no store request while gossip
 // shows no ID free for it (see PeerHints).
-func (p *Provider) Acquire(ctx context.Context) (*Claim, error) {
+//
+// opts configure the claim (WithIssuedFunc, WithReserveClock) before it is
+// taken.
+func (p *Provider) Acquire(ctx context.Context, opts ...ClaimOption) (*Claim, error) {
+	ctx = withClaimOptions(ctx, opts)
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
 	w := p.newWatched()

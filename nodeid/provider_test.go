@@ -298,11 +298,13 @@ func TestReleaseKeepsVersionAndLowersReservation(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("a")
 	cfg.ClusterSize = 1
-	c := e.acquire(e.provider(cfg))
+	issued := start.UnixMilli() + 1500
+	c, err := e.provider(cfg).Acquire(context.Background(), WithIssuedFunc(func() int64 { return issued }))
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.advance(2*time.Second, c)
 	e.settle(c)
-	issued := start.UnixMilli() + 1500
-	c.SetIssuedFunc(func() int64 { return issued })
 	updates := e.mem.Count(storetest.OpUpdate)
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)

@@ -10,10 +10,10 @@ import (
 )
 
 // Close releases the claim: it fences at once (Valid turns false, no renewal
-// runs any more), asks the function set by SetIssuedFunc for the highest
+// runs any more), asks the function given by WithIssuedFunc for the highest
 // timestamp issued, and writes the lease free by CAS, keeping its version and
 // its reservation at that timestamp (never below the floor; see
-// SetIssuedFunc). A
+// WithIssuedFunc). A
 // successor can then take the ID at once. Close is idempotent; later calls return
 // the first call's result.
 //
@@ -34,6 +34,7 @@ func (c *Claim) Close(ctx context.Context) error {
 func (c *Claim) release(ctx context.Context) error {
 	c.closing.Store(true)
 	c.fence()
+	c.subs.stop(ErrClosed, false)
 	c.stopLoop()
 	select {
 	case <-c.loopDone:
@@ -51,8 +52,8 @@ func (c *Claim) release(ctx context.Context) error {
 	c.mu.Lock()
 	rec := c.rec
 	c.mu.Unlock()
-	if f := c.issued.Load(); f != nil {
-		rec.ReservedUntilMs = max(c.floor, (*f)())
+	if c.issued != nil {
+		rec.ReservedUntilMs = max(c.floor, c.issued())
 	}
 	rec.Holder, rec.Value, rec.Gossip = "", "", ""
 	rec.RenewedAt, rec.ExpiresAt = time.Time{}, time.Time{}

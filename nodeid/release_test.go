@@ -179,7 +179,7 @@ func TestCloseIsBoundedByCtxWhileARenewalHangs(t *testing.T) {
 }
 
 // TestReserveClockCoversAnotherClock: issuers outside the claim's generator
-// (an application stamping with the host's clock, Claim.SetReserveClock)
+// (an application stamping with the host's clock, WithReserveClock)
 // make every later write reserve above their clock too; and a release whose
 // issued function reports a timestamp above the reservation (that clock
 // stepped past it) raises the free record's reservation to it, so that a
@@ -187,20 +187,24 @@ func TestCloseIsBoundedByCtxWhileARenewalHangs(t *testing.T) {
 func TestReserveClockCoversAnotherClock(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("a")
-	c := e.acquire(e.provider(cfg))
 	ahead := time.Hour
-	c.SetReserveClock(func() time.Time { return e.clk.Wall().Add(ahead) })
+	var above atomic.Int64 // the issued timestamp the test sets below
+	c, err := e.provider(cfg).Acquire(context.Background(),
+		WithReserveClock(func() time.Time { return e.clk.Wall().Add(ahead) }),
+		WithIssuedFunc(above.Load))
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.advance(cfg.RenewInterval, c)
 	rec, _ := e.record(c.NodeID())
 	if want := e.clk.Wall().Add(ahead + cfg.LeaseDuration - cfg.RenewInterval).UnixMilli(); rec.ReservedUntilMs < want {
 		t.Fatalf("renewed reservation %d, want at least %d (the other clock plus the lease)", rec.ReservedUntilMs, want)
 	}
-	above := rec.ReservedUntilMs + 5000
-	c.SetIssuedFunc(func() int64 { return above })
+	above.Store(rec.ReservedUntilMs + 5000)
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if rec, _ := e.record(c.NodeID()); !rec.Free() || rec.ReservedUntilMs != above {
-		t.Fatalf("released record %+v, want free with reservation %d", rec, above)
+	if rec, _ := e.record(c.NodeID()); !rec.Free() || rec.ReservedUntilMs != above.Load() {
+		t.Fatalf("released record %+v, want free with reservation %d", rec, above.Load())
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // Package node's rules for an application that stamps IDs with the host's
 // clock, as the simulation runs them. The clock logic is nodeid's
-// (HostClock, Claim.ValidUntilOn, Claim.SetReserveClock), driven as package
+// (internal/hostclock, Claim.ValidUntilOn, WithReserveClock), driven as package
 // node drives it; the file and the child are package node's few lines of
 // bookkeeping around it, kept in step with node/idfile.go and
 // node/supervise.go.
@@ -61,12 +61,11 @@ type simFile struct {
 	floorMs      int64
 }
 
-// acquired starts serving claim c: every write reserves above the host's
-// clock from now on, and the file is written (and the child started) once
-// the host's clock is past the floor.
+// acquired starts serving claim c (whose writes reserve above the host's
+// clock: simTask.claimOptions): the file is written (and the child started)
+// once the host's clock is past the floor.
 func (a *simApp) acquired(c *nodeid.Claim) {
 	a.c = c
-	c.SetReserveClock(a.t.host.High)
 	a.t.s.schedule(a.t.s.now, a.t, false, a.awaitFloor)
 	a.t.s.schedule(a.t.s.now, a.readerTask(), false, a.reread)
 	a.t.s.schedule(a.t.s.now, a.readerTask(), false, a.issue)

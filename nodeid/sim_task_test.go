@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/election"
+	"github.com/nodeid/nodeid/internal/hostclock"
 	"github.com/nodeid/nodeid/lease"
 	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
@@ -42,8 +43,8 @@ type simTask struct {
 	late                   map[string][]func()  // writes of this task still on the wire, by key
 	deferred               []*simEvent          // its events due while it was busy
 	gossipSeq              int
-	bare                   bool // closes without SetIssuedFunc
-	host                   *nodeid.HostClock
+	bare                   bool // closes without WithIssuedFunc
+	host                   *hostclock.Clock
 	app                    *simApp // nil: none
 }
 
@@ -116,7 +117,7 @@ func (s *sim) startTask(at time.Duration) {
 	if m := s.params.mutation; m != nil && m.hostOnWall {
 		hostNow = t.Wall // the bug: the host's clock taken to be the node's
 	}
-	t.host = nodeid.NewHostClock(hostNow, t)
+	t.host = hostclock.New(hostNow, t)
 	s.tasks = append(s.tasks, t)
 	s.schedule(at, t, true, t.acquire)
 }
@@ -135,7 +136,7 @@ func (t *simTask) acquire() {
 			t.lead, c = l, t.pending
 		}
 	} else {
-		c, err = t.p.Acquire(context.Background())
+		c, err = t.p.Acquire(context.Background(), t.claimOptions()...)
 	}
 	switch {
 	case t.crashed:
@@ -181,14 +182,10 @@ func (t *simTask) startGenerator(c *nodeid.Claim) {
 		panic(err)
 	}
 	t.gen = gen
-	switch {
-	case t.app != nil:
+	if t.app != nil {
 		// The application is the ID's one user: the node serves no IDs of
 		// its own beside an id file or a child (one ID source).
-		c.SetIssuedFunc(func() int64 { return t.app.lowestRelease(gen.Stop()) })
 		return
-	case !t.bare:
-		c.SetIssuedFunc(gen.Stop)
 	}
 	t.s.schedule(t.s.now, t, false, t.issue)
 }

@@ -70,7 +70,7 @@ type simParams struct {
 	// reader or a supervised child (simApp).
 	external float64
 	// bare: a share of the node-ID tasks close their claim without
-	// SetIssuedFunc (an embedder's bare Provider), keeping its reservation.
+	// WithIssuedFunc (an embedder's bare Provider), keeping its reservation.
 	bare float64
 	// shortWait: a share of the tasks run with MaxClockWait 500 ms, below a
 	// lease, where a kept reservation is a far floor to wait for.

@@ -101,7 +101,7 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 // write; this check after it catches a wall clock stepped back meanwhile, and
 // releases the ID.
 func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, prevMeta lease.Meta, from lease.State) (*Claim, error) {
-	c := p.newClaim(next, etag, t0, p.rules.floor(prev), from)
+	c := p.newClaim(next, etag, t0, p.rules.floor(prev), from, claimOptionsOf(ctx))
 	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
 	behind := floorAhead(prev.ReservedUntilMs, p.clock.Wall())

@@ -198,6 +198,7 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	c.provenUntil, c.provenSuspendUntil = int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent)
 	c.reservation.Store(rec.ReservedUntilMs)
 	c.arm(c.provenUntil, c.provenSuspendUntil)
+	c.subs.changed()
 }
 
 // arm moves the fence to until (nanoseconds after p.base) and, on the

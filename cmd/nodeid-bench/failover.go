@@ -14,8 +14,9 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid-bench/internal/latproxy"
 	"github.com/nodeid/nodeid/internal/ctxtime"
+	"github.com/nodeid/nodeid/lease"
+	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
-	"github.com/nodeid/nodeid/snowflake"
 )
 
 type failoverOpts struct {
@@ -171,13 +172,41 @@ func (o failoverOpts) config(task, kind string) nodeid.Config {
 type holder struct {
 	name, task string
 	claim      *nodeid.Claim
-	issuer     *issuer // nil when the kind issues no IDs
+	node       *node.Node // the broker that holds claim; nil when the kind issues no IDs (a bare claim)
+	issuer     *issuer    // nil when the kind issues no IDs
 }
 
-// issuer issues Snowflake IDs under a claim, as a broker's generator does,
-// and keeps the highest it issued.
+// close releases the holder's ID: its node's Close, or the bare claim's.
+func (h *holder) close(ctx context.Context) {
+	if h.node != nil {
+		_ = h.node.Close(ctx)
+		return
+	}
+	_ = h.claim.Close(ctx)
+}
+
+// startNode starts a broker's node (node.Node, the one composition of a
+// claim and its fenced generator) on store with cfg, and returns it once it
+// holds a node ID and serves. Gossip is the caller's (cfg.Peers, cfg.Tasks);
+// the node runs no store probe.
+func startNode(ctx context.Context, store lease.Store, cfg nodeid.Config) (*node.Node, error) {
+	nc := node.DefaultConfig()
+	nc.Provider, nc.SkipProbe = cfg, true
+	n, err := node.New(store, nc)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		_ = n.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return n, nil
+}
+
+// issuer issues Snowflake IDs from a node, as a broker's clients ask for
+// them, and keeps the highest it issued.
 type issuer struct {
-	gen     *snowflake.Generator
+	node    *node.Node
 	stop    chan struct{}
 	done    chan struct{}
 	n       atomic.Int64
@@ -186,26 +215,16 @@ type issuer struct {
 	firstID atomic.Int64
 }
 
-// startIssuer builds c's generator (floor, reservation and fence from the
-// claim, as node.Node does) and issues a batch every few milliseconds until
-// stopped; failures (fenced, the clock behind the floor) are retried.
-func startIssuer(c *nodeid.Claim) (*issuer, error) {
-	cfg := snowflake.DefaultConfig()
-	cfg.Layout, cfg.NodeID = nodeid.DefaultLayout, int64(c.NodeID())
-	cfg.Fence, cfg.FloorMs, cfg.Reservation = snowflake.FenceFunc(c.Valid), c.Floor(), c.Reservation
-	cfg.Clock = nodeid.SnowflakeClock(nodeid.SystemClock(0))
-	g, err := snowflake.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	is := &issuer{gen: g, stop: make(chan struct{}), done: make(chan struct{})}
-	c.SetIssuedFunc(g.LastIssuedMs)
+// startIssuer issues a batch from n every few milliseconds until stopped;
+// failures (fenced, the clock behind the floor) are retried.
+func startIssuer(n *node.Node) *issuer {
+	is := &issuer{node: n, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(is.done)
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if r, err := g.NextN(16); err == nil {
+			if r, err := n.NextN(16); err == nil {
 				if is.first.Load() == 0 {
 					is.first.Store(time.Now().UnixNano())
 				}
@@ -222,7 +241,7 @@ func startIssuer(c *nodeid.Claim) (*issuer, error) {
 			}
 		}
 	}()
-	return is, nil
+	return is
 }
 
 func (is *issuer) halt() {
@@ -338,21 +357,36 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 			holders[i].issuer.halt()
 			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			_ = holders[i].claim.Close(cctx)
+			holders[i].close(cctx)
 			return nil
 		})
 	}()
-	hold := func(name, task string, c *nodeid.Claim) (*holder, error) {
-		h := &holder{name: name, task: task, claim: c}
+	// take takes a node ID for task on store: a bare claim for kind noids
+	// (an election's), a broker's node otherwise.
+	take := func(ctx context.Context, store lease.Store, cfg nodeid.Config) (*nodeid.Claim, *node.Node, error) {
+		if kind == kindNoIDs {
+			p, err := nodeid.New(store, cfg)
+			if err != nil {
+				return nil, nil, err
+			}
+			c, err := p.Acquire(ctx)
+			return c, nil, err
+		}
+		n, err := startNode(ctx, store, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return n.Claim(), n, nil
+	}
+	hold := func(name, task string, c *nodeid.Claim, n *node.Node) *holder {
+		h := &holder{name: name, task: task, claim: c, node: n}
 		if g != nil {
 			g.claim(task, c.NodeID(), c.Version())
 		}
-		if kind == kindNoIDs {
-			return h, nil
+		if n != nil {
+			h.issuer = startIssuer(n)
 		}
-		is, err := startIssuer(c)
-		h.issuer = is
-		return h, err
+		return h
 	}
 	// Fill the cluster.
 	for i := range o.ids {
@@ -362,20 +396,12 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 			return nil, err
 		}
 		task := fmt.Sprintf("bench-%d-%s-holder-%d", o.seed, kind, i)
-		p, err := nodeid.New(t.store, withGossip(o.config(task, kind)))
-		if err != nil {
-			return nil, err
-		}
-		c, err := p.Acquire(ctx)
+		c, n, err := take(ctx, t.store, withGossip(o.config(task, kind)))
 		if err != nil {
 			return nil, fmt.Errorf("fill the cluster: %w", err)
 		}
 		t.setPhase("hold")
-		h, err := hold(name, task, c)
-		if err != nil {
-			return nil, err
-		}
-		holders = append(holders, h)
+		holders = append(holders, hold(name, task, c, n))
 	}
 	settleOver := o.renewInterval
 	if o.readMode() {
@@ -394,20 +420,17 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 		cfg := withGossip(o.config(task, kind))
 		count := &challengeCount{}
 		cfg.Observer = count.observer(name)
-		p, err := nodeid.New(t.store, cfg)
-		if err != nil {
-			return nil, err
-		}
 		type result struct {
 			c   *nodeid.Claim
+			n   *node.Node
 			err error
 			at  time.Time
 		}
 		done := make(chan result, 1)
 		waitStart := time.Now()
 		go func() {
-			c, err := p.Acquire(ctx)
-			done <- result{c, err, time.Now()}
+			c, n, err := take(ctx, t.store, cfg)
+			done <- result{c, n, err, time.Now()}
 		}()
 		// Let the waiter find the cluster full and settle into its waiting,
 		// and lose the holder at a random point of its renewal (or poll) cycle.
@@ -423,7 +446,7 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 			go func() {
 				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
-				_ = victim.claim.Close(cctx)
+				victim.close(cctx)
 				if g != nil {
 					g.release(victim.task)
 				}
@@ -471,10 +494,7 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 		}
 		counts := b.meter.Counts().Where(func(k latproxy.Key) bool { return k.Label == labelOf(name, "acquire") })
 		run.WaiterRequests, run.WaiterByStatus = countOps(counts), counts.ByStatus()
-		next, err := hold(name, task, res.c)
-		if err != nil {
-			return nil, err
-		}
+		next := hold(name, task, res.c, res.n)
 		holders[vi] = next
 		if next.issuer != nil {
 			// The successor's first ID, and no ID of the old holder at or
@@ -490,7 +510,7 @@ func failoverKind(ctx context.Context, b *backend, o failoverOpts, kind string) 
 		runs = append(runs, run)
 		// The waiter now holds the victim's ID; the victim fences itself.
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		_ = victim.claim.Close(cctx)
+		victim.close(cctx)
 		cancel()
 	}
 	return runs, nil

@@ -316,7 +316,11 @@ func rollingDeploy(ctx context.Context, b *backend, o rollingOpts, pct int) (*ro
 	if err != nil {
 		return nil, err
 	}
-	oldClaims, oldTook, err := fillFleet(ctx, olds)
+	// As a broker's generator does (node.Node): IDs issued up to the
+	// release, so the release lowers the floor to about then. Without it the
+	// release keeps the reservation, up to a lease ahead, and a successor
+	// more than MaxClockWait behind it skips the ID (ErrClockBehind).
+	oldClaims, oldTook, err := fillFleet(ctx, olds, nodeid.WithIssuedFunc(func() int64 { return time.Now().UnixMilli() }))
 	defer closeAll(oldClaims)
 	if err != nil {
 		return nil, fmt.Errorf("the old fleet: %w", err)
@@ -330,13 +334,6 @@ func rollingDeploy(ctx context.Context, b *backend, o rollingOpts, pct int) (*ro
 	// Challenges during the deployment only (none are expected while the old
 	// fleet fills an empty cluster; reset all the same).
 	count.reset()
-	for _, c := range oldClaims {
-		// As a broker's generator does (node.Node): IDs issued up to now, so
-		// the release lowers the floor to about now. Without it the release
-		// keeps the reservation, up to a lease ahead, and a successor more
-		// than MaxClockWait behind it skips the ID (ErrClockBehind).
-		c.SetIssuedFunc(func() int64 { return time.Now().UnixMilli() })
-	}
 	defer func() { closeAll(d.newClaims) }()
 
 	ends := &endLog{ended: map[string]time.Duration{}}
@@ -516,12 +513,13 @@ func (d *deployment) result(pct, minPct int, oldClaims []*nodeid.Claim, oldTook 
 
 // fillFleet has every member acquire at once (uncounted: the caller filters on
 // its labels) and returns their claims and when each was taken. It fails when
-// any member could not acquire, after closing the claims taken.
-func fillFleet(ctx context.Context, ms []*member) ([]*nodeid.Claim, []time.Time, error) {
+// any member could not acquire, after closing the claims taken. opts
+// configure every claim.
+func fillFleet(ctx context.Context, ms []*member, opts ...nodeid.ClaimOption) ([]*nodeid.Claim, []time.Time, error) {
 	claims := make([]*nodeid.Claim, len(ms))
 	took := make([]time.Time, len(ms))
 	err := parallel(len(ms), len(ms), func(i int) error {
-		c, err := ms[i].p.Acquire(ctx)
+		c, err := ms[i].p.Acquire(ctx, opts...)
 		took[i] = time.Now()
 		ms[i].setPhase("hold")
 		if err != nil {

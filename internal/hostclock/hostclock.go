@@ -1,42 +1,49 @@
-package nodeid
+// Package hostclock is the clock an application outside a node stamps its
+// Snowflake IDs with (package node's id-file reader and supervised child),
+// kept apart from package nodeid's public API: a bare Claim has no such
+// application to bound.
+package hostclock
 
 import (
 	"sync"
 	"time"
 )
 
-// HostClock is the clock an application outside the node stamps its
+// Clock is the clock an application outside the node stamps its
 // Snowflake IDs with: an id-file reader or a supervised child (package node)
 // reads the host's real-time clock, which steps (NTP, a manual date, a VM
-// resumed after a suspension), where SystemClock's wall reading does not (it
+// resumed after a suspension), where nodeid.SystemClock's wall reading does not (it
 // is read once, then advanced by the monotonic clock). After a step the two
 // disagree by any amount, so what bounds such an application is decided on
 // this clock (docs/evidence/design.md section 5): it issues only while this clock is
 // past the claim's floor and before Claim.ValidUntilOn of it; every write
-// reserves above High (Claim.SetReserveClock); and a release keeps the
+// reserves above High (nodeid.WithReserveClock); and a release keeps the
 // reservation at or above High.
 //
 // It keeps the largest amount by which it was seen ahead of the wall clock of
 // the Provider's Clock, so that High still covers a reading taken before a
 // step back. Its methods are safe for concurrent use.
-type HostClock struct {
+type Clock struct {
 	now  func() time.Time // the host's clock
-	wall Clock            // the Provider's Clock (its Wall)
+	wall Waller           // the Provider's Clock (its Wall)
 
 	mu    sync.Mutex
 	ahead time.Duration // the largest now - wall.Wall seen
 	seen  bool
 }
 
-// NewHostClock returns the host clock now (time.Now in production), judged
-// against the wall clock of wall (the Provider's Clock).
-func NewHostClock(now func() time.Time, wall Clock) *HostClock {
-	return &HostClock{now: now, wall: wall}
+// Waller is the wall reading of a nodeid.Clock (the Provider's).
+type Waller interface{ Wall() time.Time }
+
+// New returns the host clock now (time.Now in production), judged against
+// the wall clock of wall (the Provider's nodeid.Clock).
+func New(now func() time.Time, wall Waller) *Clock {
+	return &Clock{now: now, wall: wall}
 }
 
 // Read returns the host's clock now, and notes how far it is ahead of the
 // Provider's wall clock.
-func (h *HostClock) Read() time.Time {
+func (h *Clock) Read() time.Time {
 	t := h.now().Round(0)
 	ahead := t.Sub(h.wall.Wall())
 	h.mu.Lock()
@@ -54,7 +61,7 @@ func (h *HostClock) Read() time.Time {
 // readings taken before it, as far as a Read showed them (package node reads
 // the host clock at each id-file write and, while a child runs, every
 // 50 ms).
-func (h *HostClock) High() time.Time {
+func (h *Clock) High() time.Time {
 	now := h.Read()
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,0 +1,66 @@
+package nodeid
+
+import (
+	"context"
+	"time"
+)
+
+// ClaimOption configures the claim an Acquire takes. Options are given
+// before the claim exists, so that it runs with them from its take: nothing
+// about a claim is set after its loops have started.
+type ClaimOption func(*claimOptions)
+
+// claimOptions is what the ClaimOptions of an Acquire set.
+type claimOptions struct {
+	issued       func() int64
+	reserveClock func() time.Time
+}
+
+// WithIssuedFunc gives the function that returns the highest Snowflake
+// timestamp (Unix ms) issued under the claim. Close calls it after fencing
+// and writes the lease's reservation at it (never below the floor), so that
+// a successor starts right above it: lowered, as a generator never issues
+// above the reservation, or raised, when issuers outside it stamped IDs with
+// a clock that ran past the reservation (see WithReserveClock). Without one,
+// Close keeps the reservation.
+//
+// The generator that knows the answer is built from the claim (its node ID,
+// floor and reservation), after Acquire: f may read a variable set later,
+// as package node's does (it reads the generator it stores once built, and
+// returns 0, the floor, before: nothing was issued). Close may call f from
+// within Acquire too, when Acquire gives the claim up (ErrClockBehind, or
+// ctx ending while it waits for the floor).
+func WithIssuedFunc(f func() int64) ClaimOption {
+	return func(o *claimOptions) { o.issued = f }
+}
+
+// WithReserveClock gives the clock of issuers outside the claim's own
+// generator: an application that stamps its IDs with the host's real-time
+// clock, which may step, where the Provider's Clock (its Wall) does not.
+// Every renewal reserves up to the later of the two clocks plus the lease,
+// so that the reservation covers the timestamps those issuers stamp too (the
+// take reserves on the Provider's Wall). A zero Time counts as no reading:
+// now may return it while there is no such issuer.
+func WithReserveClock(now func() time.Time) ClaimOption {
+	return func(o *claimOptions) { o.reserveClock = now }
+}
+
+// claimOptionsKey carries an Acquire's options in its context to the take
+// that builds the claim, many calls down: the one value every path of a
+// round passes on. Only Acquire sets it.
+type claimOptionsKey struct{}
+
+// withClaimOptions returns ctx carrying the options opts set.
+func withClaimOptions(ctx context.Context, opts []ClaimOption) context.Context {
+	var o claimOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return context.WithValue(ctx, claimOptionsKey{}, o)
+}
+
+// claimOptionsOf returns the options ctx carries (none when it carries none).
+func claimOptionsOf(ctx context.Context) claimOptions {
+	o, _ := ctx.Value(claimOptionsKey{}).(claimOptions)
+	return o
+}
