@@ -5,12 +5,15 @@
 package bench
 
 import (
+	"context"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
+	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
 	"github.com/sony/sonyflake/v2"
 )
@@ -91,16 +94,23 @@ func sonyGen(b *testing.B, l snowflake.Layout) *sonyflake.Sonyflake {
 	return sf
 }
 
-// leaseFence is a fence as nodeid's Claim implements it: an atomic flag and
-// a monotonic deadline.
-type leaseFence struct {
-	lost     atomic.Bool
-	start    time.Time
-	deadline atomic.Int64 // nanoseconds since start
-}
-
-func (f *leaseFence) Valid() bool {
-	return !f.lost.Load() && int64(time.Since(f.start)) < f.deadline.Load()
+// heldClaim returns a Claim as node holds one: taken by a nodeid.Provider
+// (on its default, system Clock) from an in-memory store, with a lease long
+// enough (60 s, renewed every 20 s) that no benchmark sees it fall. It is
+// closed when b ends. It returns the claim and its Provider's Clock.
+func heldClaim(b *testing.B) (*nodeid.Claim, nodeid.Clock) {
+	cfg := nodeid.DefaultConfig()
+	cfg.TaskID, cfg.ClusterSize, cfg.LeaseDuration = "bench", 8, 60*time.Second
+	p, err := nodeid.New(storetest.NewMemStore(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := p.Acquire(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c, p.Config().Clock
 }
 
 // nodeidGen returns a generator for l; with lease set, it has a fence and a
@@ -123,12 +133,14 @@ func nodeidGenClock(b *testing.B, l snowflake.Layout, lease bool, clk snowflake.
 	cfg.NodeID = 1
 	cfg.Clock = clk
 	if lease {
-		f := &leaseFence{start: time.Now()}
-		f.deadline.Store(int64(time.Hour))
-		cfg.Fence = f
-		var res atomic.Int64
-		res.Store(time.Now().Add(time.Hour).UnixMilli())
-		cfg.Reservation = res.Load
+		// As node wires a claim (node.activate): its fence and the node's
+		// own stop flag, its reservation, the clock its reservations are
+		// stamped with.
+		c, clock := heldClaim(b)
+		var stopping atomic.Bool
+		cfg.Fence = snowflake.FenceFunc(func() bool { return !stopping.Load() && c.Valid() })
+		cfg.Reservation = c.Reservation
+		cfg.Clock = nodeid.SnowflakeClock(clock)
 	}
 	g, err := snowflake.New(cfg)
 	if err != nil {
