@@ -113,6 +113,23 @@ func heldClaim(b *testing.B) (*nodeid.Claim, nodeid.Clock) {
 	return c, p.Config().Clock
 }
 
+// claimFence is node's fence of a claim's generator (node.claimFence): the
+// claim's Valid behind the node's stop flag, and ValidNow, which hands the
+// generator the claim's clock reading (snowflake.ClockedFence).
+type claimFence struct {
+	stopping atomic.Bool
+	claim    *nodeid.Claim
+}
+
+func (f *claimFence) Valid() bool { return !f.stopping.Load() && f.claim.Valid() }
+
+func (f *claimFence) ValidNow() (int64, bool) {
+	if f.stopping.Load() {
+		return 0, false
+	}
+	return f.claim.ValidNow()
+}
+
 // nodeidGen returns a generator for l; with lease set, it has a fence and a
 // reservation as it would under a lease (both far in the future).
 func nodeidGen(b *testing.B, l snowflake.Layout, lease bool) *snowflake.Generator {
@@ -137,8 +154,7 @@ func nodeidGenClock(b *testing.B, l snowflake.Layout, lease bool, clk snowflake.
 		// own stop flag, its reservation, the clock its reservations are
 		// stamped with.
 		c, clock := heldClaim(b)
-		var stopping atomic.Bool
-		cfg.Fence = snowflake.FenceFunc(func() bool { return !stopping.Load() && c.Valid() })
+		cfg.Fence = &claimFence{claim: c}
 		cfg.Reservation = c.Reservation
 		cfg.Clock = nodeid.SnowflakeClock(clock)
 	}
