@@ -144,6 +144,21 @@ func nodeidCoarseGen(b *testing.B, l snowflake.Layout) *snowflake.Generator {
 	return nodeidGenClock(b, l, false, clk)
 }
 
+// nodeidValidGen returns a generator for l fenced on a held claim's Valid
+// alone (snowflake.FenceFunc, as cmd/nodeid-bench's failover wires it): the
+// fence reads the clock and the generator reads it again.
+func nodeidValidGen(b *testing.B, l snowflake.Layout) *snowflake.Generator {
+	cfg := snowflake.DefaultConfig()
+	cfg.Layout, cfg.NodeID = l, 1
+	c, clock := heldClaim(b)
+	cfg.Fence, cfg.Reservation, cfg.Clock = snowflake.FenceFunc(c.Valid), c.Reservation, nodeid.SnowflakeClock(clock)
+	g, err := snowflake.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
 func nodeidGenClock(b *testing.B, l snowflake.Layout, lease bool, clk snowflake.Clock) *snowflake.Generator {
 	cfg := snowflake.DefaultConfig()
 	cfg.Layout = l
@@ -201,6 +216,7 @@ func impls(b *testing.B, l snowflake.Layout) []struct {
 		{"nodeid", nodeidNext(b, nodeidGen(b, l, false))},
 		{"nodeid-coarse", nodeidNext(b, nodeidCoarseGen(b, l))},
 		{"nodeid-lease", nodeidNext(b, nodeidGen(b, l, true))},
+		{"nodeid-lease-valid", nodeidNext(b, nodeidValidGen(b, l))},
 	}
 }
 
@@ -227,6 +243,28 @@ func BenchmarkUnthrottled(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkClock reads the clock as bwmarrin and nodeid's generator do
+// (time.Since: the monotonic reading, one vDSO call) and as a claim's fence
+// does (time.Now: the real-time and the monotonic readings, two calls): the
+// floor under each generator's per-ID cost.
+func BenchmarkClock(b *testing.B) {
+	start := time.Now()
+	b.Run("impl=clock-since", func(b *testing.B) {
+		var x int64
+		for i := 0; i < b.N; i++ {
+			x ^= int64(time.Since(start))
+		}
+		sink.Add(x)
+	})
+	b.Run("impl=clock-now", func(b *testing.B) {
+		var x int64
+		for i := 0; i < b.N; i++ {
+			x ^= time.Now().UnixNano()
+		}
+		sink.Add(x)
+	})
 }
 
 // BenchmarkBatch takes 4096 IDs per op on the wide layout: with NextN (and
