@@ -1,6 +1,8 @@
 package nodeid
 
 import (
+	"math"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,6 +65,38 @@ func TestWallAtIsWall(t *testing.T) {
 			if ns < before || ns > after {
 				t.Fatalf("offset %v: wallNsAt %d outside the Walls around it, %d and %d", offset, ns, before, after)
 			}
+		}
+	}
+}
+
+// TestFenceForGoodWinsARace: a fence dropped for good (Close, a loss) and a
+// write that lands at the same moment, in either order, and a Valid folding
+// meanwhile: the fence stays down, on both readings, whichever replaced the
+// fence state first.
+func TestFenceForGoodWinsARace(t *testing.T) {
+	e := newEnv(t)
+	clk := &suspendingClock{Clock: e.clk}
+	cfg := e.config("a")
+	cfg.Clock, cfg.ClusterSize = clk, 1
+	c := e.acquire(e.provider(cfg))
+	// The real-time deadline 5 ms nearer than the monotonic one: a Valid
+	// folds it.
+	sus := clk.suspendReading(c.p.base) + int64(time.Hour-5*time.Millisecond)
+	for i := range 200 {
+		c.snap.Store(&fenceState{until: int64(time.Hour), suspendUntil: sus}) // up, far out
+		var wg sync.WaitGroup
+		wg.Add(3)
+		go func() { defer wg.Done(); c.fence() }()
+		go func() {
+			defer wg.Done()
+			c.mu.Lock()
+			c.arm(int64(time.Hour)+int64(i), sus)
+			c.mu.Unlock()
+		}()
+		go func() { defer wg.Done(); c.Valid() }()
+		wg.Wait()
+		if s := c.snap.Load(); c.Valid() || s.until != math.MinInt64 || s.suspendUntil != math.MinInt64 {
+			t.Fatalf("round %d: valid %v, fence %+v after fence and a landing write: want down for good", i, c.Valid(), *s)
 		}
 	}
 }
