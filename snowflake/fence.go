@@ -4,9 +4,10 @@ package snowflake
 // asks it at the start of every Next and NextN and while it waits, and fails
 // with ErrFenced as soon as it reports false.
 //
-// nodeid's *Claim is a Fence: Valid is an atomic load and a comparison with
-// the monotonic clock (the lease's local deadline). Valid is on the hot path,
-// so it must be that cheap, and safe for concurrent use.
+// nodeid's *Claim is a Fence: Valid is an atomic load and a comparison of
+// one clock reading with the lease's local deadlines (and a ClockedFence,
+// which hands the generator that reading). Valid is on the hot path, so it
+// must be that cheap, and safe for concurrent use.
 //
 // A fence only stops new calls: a call that passed the check may still
 // complete. To stop for good before releasing a node ID, call
