@@ -5,12 +5,15 @@
 package bench
 
 import (
+	"context"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
+	"github.com/nodeid/nodeid/lease/storetest"
+	"github.com/nodeid/nodeid/nodeid"
 	"github.com/nodeid/nodeid/snowflake"
 	"github.com/sony/sonyflake/v2"
 )
@@ -91,16 +94,40 @@ func sonyGen(b *testing.B, l snowflake.Layout) *sonyflake.Sonyflake {
 	return sf
 }
 
-// leaseFence is a fence as nodeid's Claim implements it: an atomic flag and
-// a monotonic deadline.
-type leaseFence struct {
-	lost     atomic.Bool
-	start    time.Time
-	deadline atomic.Int64 // nanoseconds since start
+// heldClaim returns a Claim as node holds one: taken by a nodeid.Provider
+// (on its default, system Clock) from an in-memory store, with a lease long
+// enough (60 s, renewed every 20 s) that no benchmark sees it fall. It is
+// closed when b ends. It returns the claim and its Provider's Clock.
+func heldClaim(b *testing.B) (*nodeid.Claim, nodeid.Clock) {
+	cfg := nodeid.DefaultConfig()
+	cfg.TaskID, cfg.ClusterSize, cfg.LeaseDuration = "bench", 8, 60*time.Second
+	p, err := nodeid.New(storetest.NewMemStore(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := p.Acquire(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c, p.Config().Clock
 }
 
-func (f *leaseFence) Valid() bool {
-	return !f.lost.Load() && int64(time.Since(f.start)) < f.deadline.Load()
+// claimFence is node's fence of a claim's generator (node.claimFence): the
+// claim's Valid behind the node's stop flag, and ValidNow, which hands the
+// generator the claim's clock reading (snowflake.ClockedFence).
+type claimFence struct {
+	stopping atomic.Bool
+	claim    *nodeid.Claim
+}
+
+func (f *claimFence) Valid() bool { return !f.stopping.Load() && f.claim.Valid() }
+
+func (f *claimFence) ValidNow() (int64, bool) {
+	if f.stopping.Load() {
+		return 0, false
+	}
+	return f.claim.ValidNow()
 }
 
 // nodeidGen returns a generator for l; with lease set, it has a fence and a
@@ -117,18 +144,34 @@ func nodeidCoarseGen(b *testing.B, l snowflake.Layout) *snowflake.Generator {
 	return nodeidGenClock(b, l, false, clk)
 }
 
+// nodeidValidGen returns a generator for l fenced on a held claim's Valid
+// alone (snowflake.FenceFunc, as cmd/nodeid-bench's failover wires it): the
+// fence reads the clock and the generator reads it again.
+func nodeidValidGen(b *testing.B, l snowflake.Layout) *snowflake.Generator {
+	cfg := snowflake.DefaultConfig()
+	cfg.Layout, cfg.NodeID = l, 1
+	c, clock := heldClaim(b)
+	cfg.Fence, cfg.Reservation, cfg.Clock = snowflake.FenceFunc(c.Valid), c.Reservation, nodeid.SnowflakeClock(clock)
+	g, err := snowflake.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
 func nodeidGenClock(b *testing.B, l snowflake.Layout, lease bool, clk snowflake.Clock) *snowflake.Generator {
 	cfg := snowflake.DefaultConfig()
 	cfg.Layout = l
 	cfg.NodeID = 1
 	cfg.Clock = clk
 	if lease {
-		f := &leaseFence{start: time.Now()}
-		f.deadline.Store(int64(time.Hour))
-		cfg.Fence = f
-		var res atomic.Int64
-		res.Store(time.Now().Add(time.Hour).UnixMilli())
-		cfg.Reservation = res.Load
+		// As node wires a claim (node.activate): its fence and the node's
+		// own stop flag, its reservation, the clock its reservations are
+		// stamped with.
+		c, clock := heldClaim(b)
+		cfg.Fence = &claimFence{claim: c}
+		cfg.Reservation = c.Reservation
+		cfg.Clock = nodeid.SnowflakeClock(clock)
 	}
 	g, err := snowflake.New(cfg)
 	if err != nil {
@@ -173,6 +216,7 @@ func impls(b *testing.B, l snowflake.Layout) []struct {
 		{"nodeid", nodeidNext(b, nodeidGen(b, l, false))},
 		{"nodeid-coarse", nodeidNext(b, nodeidCoarseGen(b, l))},
 		{"nodeid-lease", nodeidNext(b, nodeidGen(b, l, true))},
+		{"nodeid-lease-valid", nodeidNext(b, nodeidValidGen(b, l))},
 	}
 }
 
@@ -199,6 +243,28 @@ func BenchmarkUnthrottled(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkClock reads the clock as bwmarrin and nodeid's generator do
+// (time.Since: the monotonic reading, one vDSO call) and as a claim's fence
+// does (time.Now: the real-time and the monotonic readings, two calls): the
+// floor under each generator's per-ID cost.
+func BenchmarkClock(b *testing.B) {
+	start := time.Now()
+	b.Run("impl=clock-since", func(b *testing.B) {
+		var x int64
+		for i := 0; i < b.N; i++ {
+			x ^= int64(time.Since(start))
+		}
+		sink.Add(x)
+	})
+	b.Run("impl=clock-now", func(b *testing.B) {
+		var x int64
+		for i := 0; i < b.N; i++ {
+			x ^= time.Now().UnixNano()
+		}
+		sink.Add(x)
+	})
 }
 
 // BenchmarkBatch takes 4096 IDs per op on the wide layout: with NextN (and

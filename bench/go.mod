@@ -8,4 +8,10 @@ require (
 	github.com/sony/sonyflake/v2 v2.2.0
 )
 
+require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
+
 replace github.com/nodeid/nodeid => ../

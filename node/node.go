@@ -284,6 +284,26 @@ func (n *Node) startGossip() (*gossip.Node, error) {
 	return g, nil
 }
 
+// claimFence is the fence of a node's generator: the claim's, and the
+// node's own stop flag (Close fences before the release is written). It is
+// a snowflake.ClockedFence, as the claim is, so that the claim's clock
+// reading on its way to an ID stamps it too: one reading per ID.
+type claimFence struct {
+	stopping *atomic.Bool
+	claim    *nodeid.Claim
+}
+
+// Valid implements snowflake.Fence.
+func (f claimFence) Valid() bool { return !f.stopping.Load() && f.claim.Valid() }
+
+// ValidNow implements snowflake.ClockedFence.
+func (f claimFence) ValidNow() (int64, bool) {
+	if f.stopping.Load() {
+		return 0, false
+	}
+	return f.claim.ValidNow()
+}
+
 // activate builds the generator for claim and starts serving: health turns
 // 200 and gossip advertises the claim.
 func (n *Node) activate(claim *nodeid.Claim) {
@@ -294,7 +314,7 @@ func (n *Node) activate(claim *nodeid.Claim) {
 		NodeID: int64(claim.NodeID()),
 		// The claim's monotonic fence, and the node's own: Close fences
 		// before the release is written.
-		Fence:              snowflake.FenceFunc(func() bool { return !n.stopping.Load() && claim.Valid() }),
+		Fence:              claimFence{stopping: &n.stopping, claim: claim},
 		FloorMs:            claim.Floor(),
 		Reservation:        claim.Reservation,
 		Clock:              nodeid.SnowflakeClock(pc.Clock), // the clock the reservations are stamped with

@@ -21,21 +21,12 @@ type Claim struct {
 	key     string
 	from    lease.State // state of the lease when taken: free or expired
 
-	// validUntil is the fence: nanoseconds after p.base (monotonic) until which
-	// the claim may issue IDs; math.MinInt64 once fenced.
-	validUntil atomic.Int64
-	// suspendUntil is the same deadline on the Clock's suspend-counting
-	// reading (see suspendClock), math.MinInt64 once fenced; unused when the
-	// Clock has none.
-	suspendUntil atomic.Int64
-	reservation  atomic.Int64
+	// snap is the fence as Valid reads it: one immutable fenceState,
+	// replaced whole (setFence) by whoever moves the fence.
+	snap         atomic.Pointer[fenceState]
 	issued       func() int64     // WithIssuedFunc's; nil: none
 	reserveClock func() time.Time // WithReserveClock's; nil: none
 	closing      atomic.Bool      // Close has begun: the release is being written
-	// jeopardy: the renewals gave up with no evidence of another writer:
-	// fenced, renewing on the last ETag until a write lands (recovered) or
-	// the loss is final (see jeopardy.go).
-	jeopardy atomic.Bool
 	// wake ends the renewal loop's current or next wait (read mode: a poll
 	// saw the ETag change; see wakeRenewal); buffered, one pending wake.
 	wake chan struct{}
@@ -86,10 +77,8 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 		done: make(chan struct{}), loopDone: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	c.rec, c.etag, c.lastSent, c.lastSuspendFence = rec, etag, sent, c.suspendDeadline(sent)
-	c.reservation.Store(rec.ReservedUntilMs)
 	c.provenUntil, c.provenSuspendUntil = int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent)
-	c.validUntil.Store(c.provenUntil)
-	c.suspendUntil.Store(c.provenSuspendUntil)
+	c.snap.Store(&fenceState{until: c.provenUntil, suspendUntil: c.provenSuspendUntil, reservation: rec.ReservedUntilMs})
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	p.hooks.newClaimed(c)
@@ -120,7 +109,7 @@ func (c *Claim) Floor() int64 { return c.floor }
 
 // Reservation returns the highest Snowflake timestamp (Unix ms) the last
 // successful write allows. It rises with each renewal.
-func (c *Claim) Reservation() int64 { return c.reservation.Load() }
+func (c *Claim) Reservation() int64 { return c.snap.Load().reservation }
 
 // Valid reports whether IDs may be issued now: the claim is not fenced (nor in
 // jeopardy) and its own monotonic clock has not reached t0 + LeaseDuration -
@@ -132,25 +121,65 @@ func (c *Claim) Reservation() int64 { return c.reservation.Load() }
 // the real-time clock has run ahead (see foldSlack), so a later step back of
 // that clock (NTP after a suspension, a strobe) can neither lift a fence that
 // fell nor put off one that a suspension brought nearer: only a write that
-// lands moves the fence out. It is cheap enough for every ID: one clock
-// reading.
+// lands moves the fence out. It is cheap enough for every ID: one load of
+// the fence (fenceState) and one clock reading, Clock.Now, which on the
+// system clock (time.Now) carries both readings.
 func (c *Claim) Valid() bool {
-	if c.jeopardy.Load() {
-		return c.p.rules.validInJeopardy && c.validUntil.Load() != math.MinInt64
+	s := c.snap.Load()
+	if s.jeopardy {
+		return c.validInJeopardy(s)
 	}
-	now := c.p.clock.Now()
-	elapsed, until := int64(now.Sub(c.p.base)), c.validUntil.Load()
-	if elapsed >= until {
+	return c.validAt(s, c.p.clock.Now())
+}
+
+// ValidNow is Valid, and the time on the claim's Snowflake clock
+// (SnowflakeClock of the Provider's Clock: its Wall) at the same instant, in
+// Unix nanoseconds: a snowflake.ClockedFence. On the system clock both come
+// from one reading, time.Now, whose monotonic part the fence and the Wall
+// are measured on and whose real-time part is the suspend-counting reading:
+// a generator that stamps its IDs with it reads the clock once per ID, not
+// twice. On another Clock the time is its Wall, read after the fence.
+func (c *Claim) ValidNow() (unixNs int64, valid bool) {
+	s, now := c.snap.Load(), c.p.clock.Now()
+	if !c.validOn(s, now) {
+		return 0, false
+	}
+	if sc, ok := c.p.clock.(*systemClock); ok {
+		return sc.wallNsAt(now), true
+	}
+	return c.p.clock.Wall().UnixNano(), true
+}
+
+// validOn is Valid judged on the fence s at now (Clock.Now).
+func (c *Claim) validOn(s *fenceState, now time.Time) bool {
+	if s.jeopardy {
+		return c.validInJeopardy(s)
+	}
+	return c.validAt(s, now)
+}
+
+// validInJeopardy is Valid in jeopardy, on the fence s: false.
+func (c *Claim) validInJeopardy(s *fenceState) bool {
+	return c.p.rules.validInJeopardy && s.until != math.MinInt64
+}
+
+// validAt is Valid out of jeopardy, judged on the fence s at now
+// (Clock.Now).
+func (c *Claim) validAt(s *fenceState, now time.Time) bool {
+	elapsed := int64(now.Sub(c.p.base))
+	if elapsed >= s.until {
 		return false
 	}
-	left, ok := c.suspendLeft(now)
+	left, ok := c.suspendLeft(s, now)
 	if !ok {
 		return true
 	}
-	if left <= 0 || until-elapsed-left > int64(foldSlack) {
+	if left <= 0 || s.until-elapsed-left > int64(foldSlack) {
 		// Bring the monotonic fence to the real-time one. A write that
-		// landed meanwhile moved until: the swap fails and leaves it.
-		c.validUntil.CompareAndSwap(until, elapsed+max(left, 0))
+		// landed meanwhile replaced s: the swap fails and leaves it.
+		folded := *s
+		folded.until = elapsed + max(left, 0)
+		c.snap.CompareAndSwap(s, &folded)
 	}
 	return left > 0
 }
@@ -163,24 +192,62 @@ func (c *Claim) Valid() bool {
 // this much, which the safety margin covers.
 const foldSlack = time.Millisecond
 
+// fenceState is the fence of a claim: what Valid reads, published whole
+// through Claim.snap and never changed once published, so that one load
+// sees both deadlines, jeopardy and the reservation of one instant. Those
+// who move the fence replace it (setFence).
+type fenceState struct {
+	// until is the fence: nanoseconds after p.base (monotonic) until
+	// which the claim may issue IDs; math.MinInt64 once fenced for good.
+	until int64
+	// suspendUntil is the same deadline on the Clock's suspend-counting
+	// reading (see suspendClock), math.MinInt64 once fenced for good;
+	// unused when the Clock has none.
+	suspendUntil int64
+	// jeopardy: the renewals gave up with no evidence of another writer:
+	// fenced, renewing on the last ETag until a write lands (recovered)
+	// or the loss is final (see jeopardy.go).
+	jeopardy bool
+	// reservation is the highest Snowflake timestamp (Unix ms) the last
+	// landed write allows (Reservation).
+	reservation int64
+}
+
+// inJeopardy reports whether the claim is in jeopardy.
+func (c *Claim) inJeopardy() bool { return c.snap.Load().jeopardy }
+
+// setFence replaces the fence with next(cur), cur being the fence now,
+// and returns what it replaced and what it published: a compare and swap,
+// tried again with the new cur when another writer (Valid's fold, a fence
+// that falls) replaced it meanwhile. next must not change what it is
+// handed; when it returns cur itself, nothing is published.
+func (c *Claim) setFence(next func(cur fenceState) fenceState) (old, now fenceState) {
+	for {
+		p := c.snap.Load()
+		n := next(*p)
+		if n == *p || c.snap.CompareAndSwap(p, &n) {
+			return *p, n
+		}
+	}
+}
+
 // suspendLeft returns the time left, in nanoseconds, until the deadline on
-// the suspend-counting reading of now (0 once fenced: fence stores both
-// deadlines, this one last), and false when the Clock has no such reading.
-func (c *Claim) suspendLeft(now time.Time) (int64, bool) {
+// the suspend-counting reading of now in s (0 once fenced), and false when
+// the Clock has no such reading.
+func (c *Claim) suspendLeft(s *fenceState, now time.Time) (int64, bool) {
 	if c.p.suspend == nil {
 		return 0, false
 	}
-	until := c.suspendUntil.Load()
-	if until == math.MinInt64 {
+	if s.suspendUntil == math.MinInt64 {
 		return 0, true
 	}
-	return until - c.p.suspend.suspendReading(now), true
+	return s.suspendUntil - c.p.suspend.suspendReading(now), true
 }
 
 // suspendFallen reports whether the deadline on the suspend-counting reading
-// of now has passed.
-func (c *Claim) suspendFallen(now time.Time) bool {
-	left, ok := c.suspendLeft(now)
+// of now in s has passed.
+func (c *Claim) suspendFallen(s *fenceState, now time.Time) bool {
+	left, ok := c.suspendLeft(s, now)
 	return ok && left <= 0
 }
 
@@ -200,11 +267,11 @@ func (c *Claim) ValidUntilOn(now time.Time) int64 {
 // Valid turns false unless a renewal succeeds first; the zero Time once fenced
 // or in jeopardy.
 func (c *Claim) ValidUntil() time.Time {
-	v := c.validUntil.Load()
-	if v == math.MinInt64 || (c.jeopardy.Load() && !c.p.rules.validInJeopardy) {
+	s := c.snap.Load()
+	if s.until == math.MinInt64 || (s.jeopardy && !c.p.rules.validInJeopardy) {
 		return time.Time{}
 	}
-	return c.p.base.Add(time.Duration(v))
+	return c.p.base.Add(time.Duration(s.until))
 }
 
 // ReadsFailingAt returns, in read mode, the instant (on the provider's
@@ -246,7 +313,7 @@ func (c *Claim) Check() error {
 	if err := c.Err(); err != nil {
 		return err
 	}
-	if c.jeopardy.Load() {
+	if c.inJeopardy() {
 		return ErrJeopardy
 	}
 	if !c.Valid() {
@@ -310,10 +377,11 @@ func (c *Claim) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.p.clock.Now()
+	s := c.snap.Load()
 	st := Status{
-		NodeID: c.id, Version: c.version, Valid: c.Valid(), Floor: c.floor,
-		Reservation: c.reservation.Load(), SinceWrite: now.Sub(c.lastSent), Err: c.err,
-		Jeopardy: c.jeopardy.Load(), Recoveries: c.recoveries, Challenged: c.answering,
+		NodeID: c.id, Version: c.version, Valid: c.validOn(s, now), Floor: c.floor,
+		Reservation: s.reservation, SinceWrite: now.Sub(c.lastSent), Err: c.err,
+		Jeopardy: s.jeopardy, Recoveries: c.recoveries, Challenged: c.answering,
 	}
 	if st.Jeopardy && !c.fellAt.IsZero() {
 		st.Fenced = now.Sub(c.fellAt)
@@ -363,8 +431,10 @@ func (c *Claim) suspendDeadlineFor(sent time.Time, span time.Duration) int64 {
 
 // fence stops the claim from issuing IDs, at once and for good.
 func (c *Claim) fence() {
-	c.validUntil.Store(math.MinInt64)
-	c.suspendUntil.Store(math.MinInt64)
+	c.setFence(func(s fenceState) fenceState {
+		s.until, s.suspendUntil = math.MinInt64, math.MinInt64
+		return s
+	})
 }
 
 // end fences and closes Done with err, once.

@@ -36,12 +36,14 @@ type Clock interface {
 // monotonic clock follows it). A fresh process reads the wall clock again; the
 // Snowflake floor covers the difference between two processes' clocks.
 func SystemClock(wallOffset time.Duration) Clock {
-	return &systemClock{start: time.Now(), offset: wallOffset}
+	start := time.Now()
+	return &systemClock{start: start, startNs: start.UnixNano() + int64(wallOffset), offset: wallOffset}
 }
 
 type systemClock struct {
-	start  time.Time // wall and monotonic reading at creation
-	offset time.Duration
+	start   time.Time // wall and monotonic reading at creation
+	startNs int64     // start's Unix nanoseconds plus offset: Wall at start
+	offset  time.Duration
 }
 
 func (*systemClock) Now() time.Time { return time.Now() }
@@ -49,6 +51,11 @@ func (*systemClock) Now() time.Time { return time.Now() }
 func (c *systemClock) Wall() time.Time {
 	return c.start.Add(time.Since(c.start) + c.offset).Round(0)
 }
+
+// wallNsAt returns Wall at the instant now (a reading of Now) was taken, in
+// Unix nanoseconds: the same as Wall read then, without reading the clock
+// again.
+func (c *systemClock) wallNsAt(now time.Time) int64 { return c.startNs + int64(now.Sub(c.start)) }
 
 func (*systemClock) Sleep(ctx context.Context, d time.Duration) error { return ctxtime.Sleep(ctx, d) }
 

@@ -140,7 +140,7 @@ func (c *Claim) Poll(ctx context.Context) (time.Time, error) { return c.poll(ctx
 func AfterPoll(err error, poll time.Duration) (time.Duration, bool) { return afterPoll(err, poll) }
 
 // InJeopardy reports whether the claim is in jeopardy.
-func (c *Claim) InJeopardy() bool { return c.jeopardy.Load() }
+func (c *Claim) InJeopardy() bool { return c.inJeopardy() }
 
 // NextRenewal returns when the renewal loop renews next: RenewInterval after
 // the last successful write was sent, on the Provider's Clock.

@@ -42,7 +42,10 @@ func (c *Claim) endangered(cause error) {
 	c.mu.Lock()
 	c.fellAt = c.p.clock.Now()
 	c.mu.Unlock()
-	c.jeopardy.Store(true)
+	c.setFence(func(s fenceState) fenceState {
+		s.jeopardy = true
+		return s
+	})
 	c.subs.changed()
 	c.p.log.Warn("lease in jeopardy: stopped issuing IDs; renewing on its last write", "nodeId", c.id, "version", c.version,
 		"lossGrace", c.p.cfg.LossGrace.String(), "cause", cause)
@@ -50,7 +53,8 @@ func (c *Claim) endangered(cause error) {
 }
 
 // recovered records that a landed write lifted a fence that had fallen (in
-// jeopardy, or by time while the write was in flight), and counts it. Callers
+// jeopardy, or by time while the write was in flight), and counts it; arm
+// lifted it, jeopardy with it, in one replacement of the fence. Callers
 // hold c.mu, under which the fence was lifted: Status sees the lift and the
 // count together.
 func (c *Claim) recovered(now time.Time) {
@@ -60,7 +64,6 @@ func (c *Claim) recovered(now time.Time) {
 	}
 	c.fellAt = time.Time{}
 	c.recoveries++
-	c.jeopardy.Store(false)
 	c.p.log.Warn("lease recovered: a write on its last ETag landed; issuing IDs again", "nodeId", c.id, "version", c.version,
 		"fenced", fenced.String())
 	c.p.cfg.Observer.Recovered(c.id, fenced)

@@ -160,9 +160,9 @@ func (c *Claim) proved(sent time.Time) {
 	// The read proves the lease until then, whatever the fence does: a
 	// challenge that a successor may take was written after its send.
 	c.provenUntil, c.provenSuspendUntil = max(c.provenUntil, until), max(c.provenSuspendUntil, suspendUntil)
-	now := c.p.clock.Now()
-	standing := !c.jeopardy.Load() && !c.suspendFallen(now) && int64(now.Sub(c.p.base)) < c.validUntil.Load()
-	if standing && until <= c.validUntil.Load() {
+	now, s := c.p.clock.Now(), c.snap.Load()
+	standing := !s.jeopardy && !c.suspendFallen(s, now) && int64(now.Sub(c.p.base)) < s.until
+	if standing && until <= s.until {
 		return
 	}
 	c.arm(until, suspendUntil)

@@ -196,7 +196,10 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 	c.rec, c.etag, c.lastSent, c.pending, c.answering = rec, etag, sent, nil, false
 	c.lastSuspendFence = c.suspendDeadline(sent)
 	c.provenUntil, c.provenSuspendUntil = int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent)
-	c.reservation.Store(rec.ReservedUntilMs)
+	c.setFence(func(s fenceState) fenceState {
+		s.reservation = rec.ReservedUntilMs
+		return s
+	})
 	c.arm(c.provenUntil, c.provenSuspendUntil)
 	c.subs.changed()
 }
@@ -208,26 +211,24 @@ func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
 func (c *Claim) arm(until, suspendUntil int64) {
 	nowT := c.p.clock.Now()
 	now := int64(nowT.Sub(c.p.base))
-	fallen := c.jeopardy.Load() || c.suspendFallen(nowT) || now >= c.validUntil.Load()
-	if fallen && c.p.cfg.LossGrace == NoLossGrace {
-		return
-	}
-	// The suspend-counting deadline first: Valid, seeing the new fence,
-	// must not judge it on the old one and bring it down (see Valid).
-	c.suspendUntil.Store(suspendUntil)
-	for {
-		cur := c.validUntil.Load()
-		if cur == math.MinInt64 {
-			return // a fence that falls now stored MinInt64 first: Valid stays false
+	var recovery bool
+	c.setFence(func(s fenceState) fenceState {
+		fallen := s.jeopardy || c.suspendFallen(&s, nowT) || now >= s.until
+		recovery = false
+		if (fallen && c.p.cfg.LossGrace == NoLossGrace) || s.until == math.MinInt64 {
+			return s // fell for good (NoLossGrace), or fenced for good (Close, a loss)
 		}
-		if c.validUntil.CompareAndSwap(cur, until) {
-			break
+		s.until, s.suspendUntil = until, suspendUntil
+		// A recovery lifts the fence on both clocks: a write sent before
+		// a suspension longer than the time left lands with its
+		// suspend-counting deadline passed, and Valid brings the fence
+		// down again at once.
+		if fallen && until > now && !c.suspendFallen(&s, nowT) {
+			s.jeopardy, recovery = false, true
 		}
-	}
-	// A recovery lifts the fence on both clocks: a write sent before a
-	// suspension longer than the time left lands with its suspend-counting
-	// deadline passed, and Valid brings the fence down again at once.
-	if fallen && until > now && !c.suspendFallen(nowT) {
+		return s
+	})
+	if recovery {
 		c.recovered(nowT)
 	}
 }

@@ -30,7 +30,9 @@
 //   - The fence (Config.Fence): Valid reports whether the lease is still
 //     held, judged on the holder's monotonic clock so that it goes down
 //     before anyone else can take the lease. While it is down, calls fail
-//     with ErrFenced at once. Generator.Stop fences for good and returns the
+//     with ErrFenced at once. A ClockedFence also hands the generator the
+//     clock reading it judged, which stamps the ID: one reading for both.
+//     Generator.Stop fences for good and returns the
 //     last timestamp issued, the value a release writes back.
 //   - The reservation (Config.Reservation): every lease write promises a
 //     highest timestamp the holder may use, reservedUntilMs. The generator

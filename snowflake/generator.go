@@ -33,6 +33,7 @@ type Generator struct {
 	clock    Clock        // the precise clock: Config.Clock, or the one under a CoarseClock
 	coarse   *CoarseClock // Config.Clock when it is a CoarseClock
 	fence    Fence
+	clocked  ClockedFence // fence, when it is one and the clock is not coarse
 	reserve  func() int64
 
 	seqBits  uint  // Layout.SequenceBits
@@ -101,6 +102,9 @@ func New(cfg Config) (*Generator, error) {
 	}
 	if c, ok := g.clock.(*systemClock); ok {
 		g.sys, g.sysStart, g.sysBase = true, c.start, c.startNs-g.epochNs
+	}
+	if cf, ok := cfg.Fence.(ClockedFence); ok && g.coarse == nil {
+		g.clocked = cf
 	}
 	floor := max(cfg.FloorMs-l.EpochMs, -1) // -1: no floor, issue from timestamp 0
 	g.initial = floor<<g.seqBits | g.seqMask
@@ -224,10 +228,19 @@ func (g *Generator) limit() int64 {
 // take claims k (1 <= k <= n) consecutive sequence numbers in one
 // millisecond and returns the state of the first one.
 func (g *Generator) take(n int64) (first, k int64, err error) {
-	if g.fence != nil && !g.fence.Valid() {
-		return 0, 0, ErrFenced
+	var nowNs int64
+	if g.clocked != nil {
+		ns, valid := g.clocked.ValidNow()
+		if !valid {
+			return 0, 0, ErrFenced
+		}
+		nowNs = ns - g.epochNs
+	} else {
+		if g.fence != nil && !g.fence.Valid() {
+			return 0, 0, ErrFenced
+		}
+		nowNs = g.fastNowNs()
 	}
-	nowNs := g.fastNowNs()
 	entryNs := int64(math.MinInt64) // set at the first wait
 	for {
 		now := floorMs(nowNs)

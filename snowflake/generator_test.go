@@ -397,3 +397,55 @@ func TestSystemClockSleepsAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// clockedFence is a ClockedFence whose reading runs ahead of the
+// generator's Clock by ahead, and which counts the calls of each kind.
+type clockedFence struct {
+	up              atomic.Bool
+	clk             *fakeClock
+	ahead           time.Duration
+	valids, readers atomic.Int64
+}
+
+func (f *clockedFence) Valid() bool { f.valids.Add(1); return f.up.Load() }
+
+func (f *clockedFence) ValidNow() (int64, bool) {
+	f.readers.Add(1)
+	return f.clk.Now().Add(f.ahead).UnixNano(), f.up.Load()
+}
+
+// TestClockedFenceStampsWithItsReading: with a ClockedFence the generator
+// asks ValidNow alone on its way to an ID (not Valid, not its Clock) and
+// stamps the ID with the reading it returns; a fence that says no fails the
+// call at once. On a CoarseClock it asks Valid, and stamps from the clock.
+func TestClockedFenceStampsWithItsReading(t *testing.T) {
+	clk := newFakeClock(t0)
+	f := &clockedFence{clk: clk, ahead: 5 * time.Millisecond}
+	f.up.Store(true)
+	g := newGen(t, clk, func(c *Config) { c.Fence = f })
+	if p := mustDecode(t, DefaultLayout(), mustNext(t, g)); p.TimeMs != t0+5 {
+		t.Fatalf("ID stamped %d, want the fence's reading %d (the clock reads %d)", p.TimeMs, t0+5, t0)
+	}
+	if r, err := g.NextN(3); err != nil || mustDecode(t, DefaultLayout(), r.First).TimeMs != t0+5 {
+		t.Fatalf("NextN = %v, %v: want a range stamped %d", r, err, t0+5)
+	}
+	if f.valids.Load() != 0 || f.readers.Load() != 2 {
+		t.Fatalf("Valid called %d times, ValidNow %d: want 0 and 2", f.valids.Load(), f.readers.Load())
+	}
+	f.up.Store(false)
+	if _, err := g.Next(); !errors.Is(err, ErrFenced) {
+		t.Fatalf("Next with the fence down = %v, want ErrFenced", err)
+	}
+
+	coarse := NewCoarseClock(time.Millisecond)
+	defer coarse.Stop()
+	f = &clockedFence{clk: clk, ahead: time.Hour}
+	f.up.Store(true)
+	g = newGen(t, coarse, func(c *Config) { c.Fence = f })
+	if p := mustDecode(t, DefaultLayout(), mustNext(t, g)); p.TimeMs > time.Now().UnixMilli()+1 {
+		t.Fatalf("ID on a CoarseClock stamped %d, an hour ahead: want the clock's reading", p.TimeMs)
+	}
+	if f.valids.Load() != 1 || f.readers.Load() != 0 {
+		t.Fatalf("on a CoarseClock Valid called %d times, ValidNow %d: want 1 and 0", f.valids.Load(), f.readers.Load())
+	}
+}
