@@ -104,9 +104,9 @@ func (s SimRules) mutated() *rules {
 		}
 	}
 	if s.RecoverChanged {
-		r.conflictFinal = func(c *Claim) bool { return prod.conflictFinal(c) && !c.jeopardy.Load() }
+		r.conflictFinal = func(c *Claim) bool { return prod.conflictFinal(c) && !c.inJeopardy() }
 		r.takenBy = func(c *Claim, rec lease.Record, etag string, seen time.Time) (string, error) {
-			if c.jeopardy.Load() {
+			if c.inJeopardy() {
 				c.committed(c.rec, etag, seen) // another writer's record taken for ours
 				return rec.WriteID, nil
 			}
