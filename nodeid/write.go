@@ -75,7 +75,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	c.mu.Lock()
 	etag, answering := c.etag, c.answering
 	c.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+	wctx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
 	sent := c.p.clock.Now()
 	meta, err := lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
 	cancel()
@@ -106,7 +106,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 		// A 409: ours was not applied, and it says nothing about who
 		// won: read back.
 		return c.resolve(ctx, rec)
-	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && !c.p.cfg.readMode() && !(c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord()):
+	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && !c.p.t.readMode() && !(c.jeopardy.Load() && c.p.hooks.recoversOnAnyRecord()):
 		return lostf("node %d was written by another task (the store answered: %v)", c.id, err)
 	case serverError(err):
 		// A 5xx (500 InternalError, 503 SlowDown): the store saw it and most
@@ -136,7 +136,7 @@ func serverError(err error) bool {
 // unchanged, errChallenged when a challenge of ours is there to answer, an
 // error wrapping ErrLeaseLost when another writer's record is there.
 func (c *Claim) resolve(ctx context.Context, rec lease.Record) error {
-	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
 	defer cancel()
 	adopted, err := c.readBack(rctx)
 	if err == nil && adopted != rec.WriteID {
@@ -206,7 +206,7 @@ func (c *Claim) arm(until, suspendUntil int64) {
 	nowT := c.p.clock.Now()
 	now := int64(nowT.Sub(c.p.base))
 	fallen := c.jeopardy.Load() || c.suspendFallen(nowT) || now >= c.validUntil.Load()
-	if fallen && c.p.cfg.LossGrace == NoLossGrace {
+	if fallen && c.p.t.LossGrace == NoLossGrace {
 		return
 	}
 	// The suspend-counting deadline first: Valid, seeing the new fence,
