@@ -182,10 +182,11 @@ func DefaultLocalConfig() Config {
 }
 
 // Validate checks c the way New does, after filling in the defaults of its
-// zero fields (of Provider, only Logger and Clock: its timings stay as set,
-// nodeid.Config.Timings derives them). Errors of the provider's configuration are the
-// nodeid.FieldErrors of nodeid.Config.Validate; the node's own name their
-// field as "Node.<Field>", those of gossip "Gossip.<Field>".
+// zero fields (of Provider, only Logger, Clock and Observer: its timings
+// stay as set, nodeid.Config.Timings derives them). Errors of the
+// provider's configuration are the nodeid.FieldErrors of
+// nodeid.Config.Validate; the node's own name their field as
+// "Node.<Field>", those of gossip "Gossip.<Field>".
 func (c *Config) Validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -195,6 +196,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Provider.Clock == nil { // the node's clock too
 		c.Provider.Clock = nodeid.SystemClock(0)
+	}
+	if c.Provider.Observer == nil { // the node adds its own to it
+		c.Provider.Observer = nodeid.NopObserver{}
 	}
 	var errs []error
 	if err := c.Provider.Validate(); err != nil {

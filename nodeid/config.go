@@ -400,8 +400,9 @@ func (c Config) ValidateFor(store lease.Store) error {
 }
 
 // Pinned is what the cluster manifest pins of a configuration: the first task
-// writes its own (manifestFor), and a task configured otherwise is refused
-// (ErrManifestMismatch). ClusterSize is written too, but the manifest's wins.
+// writes its own into the manifest, and a task configured otherwise is
+// refused (ErrManifestMismatch). ClusterSize is written too, but the
+// manifest's wins.
 type Pinned struct {
 	Layout      Layout
 	FirstNodeID int
