@@ -49,6 +49,9 @@ func New(store lease.Store, cfg nodeid.Config) (*Elections, error) {
 	if err := cfg.ValidateFor(store); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
 	}
+	if cfg.Clock == nil { // Observe's, as nodeid.New defaults it
+		cfg.Clock = nodeid.SystemClock(0)
+	}
 	return &Elections{store: store, cfg: cfg}, nil
 }
 

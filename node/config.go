@@ -95,14 +95,14 @@ type Config struct {
 
 	// MaxReservationWait is how long an ID request may wait for a renewal
 	// to raise the reservation once the clock has passed it. Default: the
-	// lesser of 5 s and Provider.RenewDeadline.
+	// lesser of 5 s and Provider.Timings().RenewDeadline.
 	MaxReservationWait time.Duration
 
 	// MaxIssueStall is how long the generator may fail to issue IDs (for
 	// any reason but a fence: a clock behind the floor, an exhausted
 	// reservation) before health and readiness fail, so that the
 	// orchestrator replaces a task that cannot serve. Default: the
-	// lesser of 30 s and 2 * Provider.LeaseDuration.
+	// lesser of 30 s and 2 * Provider.Timings().Lease (the backstop in read mode).
 	MaxIssueStall time.Duration
 
 	// SkipProbe skips the store probe Start runs before taking an ID
@@ -182,15 +182,23 @@ func DefaultLocalConfig() Config {
 }
 
 // Validate checks c the way New does, after filling in the defaults of its
-// zero fields. Errors of the provider's configuration are the
-// nodeid.FieldErrors of nodeid.Config.Validate; the node's own name their
-// field as "Node.<Field>", those of gossip "Gossip.<Field>".
+// zero fields (of Provider, only Logger, Clock and Observer: its timings
+// stay as set, nodeid.Config.Timings derives them). Errors of the
+// provider's configuration are the nodeid.FieldErrors of
+// nodeid.Config.Validate; the node's own name their field as
+// "Node.<Field>", those of gossip "Gossip.<Field>".
 func (c *Config) Validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Provider.Logger == nil {
 		c.Provider.Logger = c.Logger.With("component", "nodeid") // the provider adds the task itself
+	}
+	if c.Provider.Clock == nil { // the node's clock too
+		c.Provider.Clock = nodeid.SystemClock(0)
+	}
+	if c.Provider.Observer == nil { // the node adds its own to it
+		c.Provider.Observer = nodeid.NopObserver{}
 	}
 	var errs []error
 	if err := c.Provider.Validate(); err != nil {
@@ -219,10 +227,10 @@ func (c *Config) Validate() error {
 		c.ShutdownTimeout = DefaultConfig().ShutdownTimeout
 	}
 	if c.MaxReservationWait == 0 {
-		c.MaxReservationWait = min(5*time.Second, c.Provider.RenewDeadline)
+		c.MaxReservationWait = min(5*time.Second, c.Provider.Timings().RenewDeadline)
 	}
 	if c.MaxIssueStall == 0 {
-		c.MaxIssueStall = min(30*time.Second, 2*c.Provider.LeaseDuration)
+		c.MaxIssueStall = min(30*time.Second, 2*c.Provider.Timings().Lease)
 	}
 	if c.Gossip != nil {
 		g := *c.Gossip // the caller's stays as it was

@@ -54,7 +54,7 @@ func TestIDFileDecidedOnTheHostClock(t *testing.T) {
 			if err := n.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			pc := n.provider.Load().Config()
+			pc := n.provider.Load().Timings()
 			first := readIDFile(t, path)
 			// Wait for a renewal's rewrite: its reservation covers the host's clock.
 			deadline := time.Now().Add(5 * time.Second)
@@ -68,7 +68,7 @@ func TestIDFileDecidedOnTheHostClock(t *testing.T) {
 			now := host.ms()
 			res := readRecord(t, store, 0).ReservedUntilMs
 			switch {
-			case c.ValidUntilMs > now+(pc.LeaseDuration-pc.SafetyMargin).Milliseconds():
+			case c.ValidUntilMs > now+(pc.Lease-pc.SafetyMargin).Milliseconds():
 				t.Errorf("validUntilMs %d is %v past the host's clock %d: beyond the fence", c.ValidUntilMs, time.Duration(c.ValidUntilMs-now)*time.Millisecond, now)
 			case c.ValidUntilMs <= now:
 				t.Errorf("validUntilMs %d not ahead of the host's clock %d after a renewal: the reader cannot use the ID", c.ValidUntilMs, now)

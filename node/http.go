@@ -220,7 +220,7 @@ func (n *Node) Status() StatusResponse {
 		s.Error = err.Error()
 	}
 	s.StoreProbe = n.probeStatus()
-	s.KeepAlive = keepAliveStatus(&n.cfg.Provider)
+	s.KeepAlive = keepAliveStatus(n.cfg.Provider.Timings())
 	c := n.claim.Load()
 	if af := n.waiting.Load().awaitingFloor(); c == nil && af != nil {
 		s.AwaitingFloor = &AwaitingFloorStatus{NodeID: af.NodeID, Version: af.Version, FloorMs: af.FloorMs, WaitMs: af.Wait.Milliseconds()}
@@ -254,11 +254,10 @@ func (n *Node) Status() StatusResponse {
 	return s
 }
 
-// keepAliveStatus reports the keep-alive of pc, validated (its timings
-// derived).
-func keepAliveStatus(pc *nodeid.Config) KeepAliveStatus {
-	if pc.KeepAlive.Mode() != nodeid.KeepAliveRead {
-		return KeepAliveStatus{Mode: string(nodeid.KeepAliveWrite), LeaseMs: pc.LeaseDuration.Milliseconds(),
+// keepAliveStatus reports the keep-alive of the provider's timings pc.
+func keepAliveStatus(pc nodeid.Timings) KeepAliveStatus {
+	if pc.KeepAlive != nodeid.KeepAliveRead {
+		return KeepAliveStatus{Mode: string(nodeid.KeepAliveWrite), LeaseMs: pc.Lease.Milliseconds(),
 			RenewIntervalMs: pc.RenewInterval.Milliseconds()}
 	}
 	return KeepAliveStatus{Mode: string(nodeid.KeepAliveRead), WindowMs: pc.Window.Milliseconds(), BackstopMs: pc.Backstop.Milliseconds(),

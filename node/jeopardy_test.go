@@ -127,7 +127,7 @@ func TestNodeJeopardyEndsLostAfterTheGrace(t *testing.T) {
 	t.Cleanup(func() { _ = n.Close(closeCtx(t)) })
 	fs.Kill(nil)
 	stepUntil(t, clk, 5*time.Second, "in jeopardy", func() bool { return n.Status().State == StateJeopardy })
-	stepUntil(t, clk, 2*n.cfg.Provider.LossGrace, "lost", func() bool { return n.Status().State == StateLost })
+	stepUntil(t, clk, 2*n.cfg.Provider.Timings().LossGrace, "lost", func() bool { return n.Status().State == StateLost })
 	select {
 	case <-n.Done():
 	case <-time.After(5 * time.Second):

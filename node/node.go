@@ -229,7 +229,7 @@ func (n *Node) acquire(ctx context.Context) (*nodeid.Claim, error) {
 	}
 	n.provider.Store(p)
 	n.acquireStart = n.clock.Now()
-	n.log.Info("acquiring a node ID", "clusterSize", pc.ClusterSize, "leaseDuration", pc.LeaseDuration.String())
+	n.log.Info("acquiring a node ID", "clusterSize", pc.ClusterSize, "leaseDuration", p.Timings().Lease.String())
 	claim, err := p.Acquire(ctx, nodeid.WithIssuedFunc(n.lastIssued), nodeid.WithReserveClock(n.reserveClock))
 	if err != nil {
 		return nil, fmt.Errorf("acquire a node ID: %w", err)
@@ -455,7 +455,7 @@ func (n *Node) resignContext(ctx context.Context) (context.Context, context.Canc
 	if claim == nil || !errors.Is(claim.Err(), nodeid.ErrLeaseLost) {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, n.provider.Load().Config().StoreTimeout)
+	return context.WithTimeout(ctx, n.provider.Load().Timings().StoreTimeout)
 }
 
 // resign stops the elector, if any, in the background (its leadership is a

@@ -55,7 +55,7 @@ func (n *Node) gossipSeeds(ctx context.Context) []string {
 		return nil
 	}
 	b.last = now
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.Provider.StoreTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Provider.Timings().StoreTimeout)
 	defer cancel()
 	l, err := n.store.List(ctx)
 	if err != nil {

@@ -80,7 +80,7 @@ func (n *Node) stateRecoveries() (string, int64, error) {
 		return StateFenced, st.Recoveries, ErrShuttingDown
 	case st.Jeopardy:
 		return StateJeopardy, st.Recoveries, fmt.Errorf("%w for %v: renewing on its last write until it recovers or the loss grace (%v) ends",
-			nodeid.ErrJeopardy, st.Fenced.Round(time.Millisecond), n.cfg.Provider.LossGrace)
+			nodeid.ErrJeopardy, st.Fenced.Round(time.Millisecond), n.cfg.Provider.Timings().LossGrace)
 	case !st.Valid:
 		return StateFenced, st.Recoveries, ErrFenced
 	}

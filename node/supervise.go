@@ -79,9 +79,9 @@ func DefaultChildConfig() ChildConfig {
 }
 
 // Validate fills in the defaults of c's zero fields and checks c against nc,
-// a validated node configuration (Config.Validate fills in its provider's
-// derived timings): after a loss, the child must have some time between the
-// SIGTERM and the kill. Errors are nodeid.FieldErrors on "Child.<Field>".
+// a validated node configuration (its loss window is
+// nc.Provider.LossWindow): after a loss, the child must have some time
+// between the SIGTERM and the kill. Errors are nodeid.FieldErrors on "Child.<Field>".
 func (c *ChildConfig) Validate(nc Config) error {
 	d := DefaultChildConfig()
 	if c.StopTimeout == 0 {
@@ -108,9 +108,10 @@ func (c *ChildConfig) Validate(nc Config) error {
 	return nil
 }
 
-// stopBudget is what the child has after a SIGTERM for a lease loss, at most.
-func (c *ChildConfig) stopBudget(pc nodeid.Config) time.Duration {
-	return min(c.StopTimeout, pc.LossWindow()-c.KillMargin)
+// stopBudget is what the child has after a SIGTERM for a lease loss, at most,
+// under a claim whose loss window is lossWindow (Claim.LossWindow).
+func (c *ChildConfig) stopBudget(lossWindow time.Duration) time.Duration {
+	return min(c.StopTimeout, lossWindow-c.KillMargin)
 }
 
 // ChildExitError is how a supervised child ended when it did not exit 0 and
@@ -316,7 +317,7 @@ func (r *childRun) run(ctx context.Context) error {
 	}
 	r.pid = r.cmd.Process.Pid
 	n.log.Info("child started", "pid", r.pid, "path", r.cmd.Path, "nodeId", c.NodeID(), "version", c.Version(),
-		"stopTimeout", r.cfg.StopTimeout.String(), "stopTimeoutOnLoss", r.cfg.stopBudget(n.cfg.Provider).String())
+		"stopTimeout", r.cfg.StopTimeout.String(), "stopTimeoutOnLoss", r.cfg.stopBudget(c.LossWindow()).String())
 
 	tick := time.NewTicker(deadlinePoll)
 	defer tick.Stop()

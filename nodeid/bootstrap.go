@@ -114,10 +114,10 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 // manifestFor returns the manifest this task would create.
 func (p *Provider) manifestFor() lease.Manifest {
 	m := lease.Manifest{
-		ClusterSize: p.cfg.ClusterSize, FirstNodeID: p.cfg.FirstNodeID, Layout: p.cfg.Layout, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
+		ClusterSize: p.cfg.ClusterSize, FirstNodeID: p.t.FirstNodeID, Layout: p.t.Layout, CreatedAt: p.clock.Wall(), WriteID: lease.NewWriteID(),
 	}
-	if p.cfg.readMode() {
-		m.KeepAlive, m.WindowMillis, m.BackstopMillis = KeepAliveRead, p.cfg.Window.Milliseconds(), p.cfg.Backstop.Milliseconds()
+	if p.t.readMode() {
+		m.KeepAlive, m.WindowMillis, m.BackstopMillis = KeepAliveRead, p.t.Window.Milliseconds(), p.t.Backstop.Milliseconds()
 	}
 	return m
 }
@@ -165,7 +165,7 @@ func (p *Provider) recentManifest() (lease.Manifest, bool) {
 	p.clockMu.Lock()
 	defer p.clockMu.Unlock()
 	c := p.manifest
-	if c == nil || p.clock.Now().Sub(c.seen) > p.cfg.RenewInterval {
+	if c == nil || p.clock.Now().Sub(c.seen) > p.t.RenewInterval {
 		return lease.Manifest{}, false
 	}
 	return c.manifest, true

@@ -140,7 +140,7 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 			return classNeverCreated
 		case seen && h.etag == o.ETag && lease.ListedExpired(o, v.listing.Date, h.lease, p.cfg.ClockMargin):
 			return classExpiring
-		case lease.ListedExpired(o, v.listing.Date, p.cfg.MaxLeaseDuration, p.cfg.ClockMargin):
+		case lease.ListedExpired(o, v.listing.Date, p.t.MaxLeaseDuration, p.cfg.ClockMargin):
 			return classStale
 		case seen && h.etag != o.ETag && shrunk(o, h.size),
 			listedBefore && before.ETag != o.ETag && shrunk(o, before.Size):
@@ -215,7 +215,7 @@ func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64, lon
 		return false
 	}
 	o, exists := v.objects[id]
-	return exists && !lease.ListedExpired(o, v.listing.Date, p.cfg.LeaseDuration, p.cfg.ClockMargin) && !shrunk(o, longest)
+	return exists && !lease.ListedExpired(o, v.listing.Date, p.t.Lease, p.cfg.ClockMargin) && !shrunk(o, longest)
 }
 
 // spreadByRank reorders the first group of order (the best candidates, those

@@ -80,7 +80,7 @@ type suspect struct {
 // + Window (a backstop missed), or a challenge that stands unconfirmed
 // (staleChallenge); never a confirm.
 func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int64, w *watched) bool {
-	if !p.cfg.readMode() || r.meta.Liveness.Judged() {
+	if !p.t.readMode() || r.meta.Liveness.Judged() {
 		return false
 	}
 	age, ok := lease.StoreAge(r.meta.LastModified, r.meta.Date)
@@ -100,12 +100,12 @@ func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int6
 // challenge names the same write (challenge), and is confirmed only after
 // its own 2xx, as ever.
 func (p *Provider) staleChallenge(ch *lease.Challenge, age time.Duration) bool {
-	return !ch.Confirmed && (ch.By == p.cfg.TaskID || age > p.cfg.Window)
+	return !ch.Confirmed && (ch.By == p.cfg.TaskID || age > p.t.Window)
 }
 
 // backstopLate is the age, on the store's clock, past which a plain record
 // of read mode has missed a backstop write: RenewInterval + Window.
-func (p *Provider) backstopLate() time.Duration { return p.cfg.RenewInterval + p.cfg.Window }
+func (p *Provider) backstopLate() time.Duration { return p.t.RenewInterval + p.t.Window }
 
 // lookAgain is how long after its last write a lease read held is worth
 // reading again: when it may be taken (Record.TakeableAfter), or in read
@@ -114,11 +114,11 @@ func (p *Provider) backstopLate() time.Duration { return p.cfg.RenewInterval + p
 // stood Window (staleChallenge).
 func (p *Provider) lookAgain(rec lease.Record) time.Duration {
 	switch {
-	case !p.cfg.readMode():
+	case !p.t.readMode():
 	case rec.Challenge == nil:
 		return min(rec.TakeableAfter(), p.backstopLate())
 	case !rec.Challenge.Confirmed:
-		return min(rec.TakeableAfter(), p.cfg.Window)
+		return min(rec.TakeableAfter(), p.t.Window)
 	}
 	return rec.TakeableAfter()
 }
@@ -129,7 +129,7 @@ func (p *Provider) lookAgain(rec lease.Record) time.Duration {
 // challenged that version, gossip's word alone no longer counts: a holder
 // that answered lives, whatever gossip says.
 func (p *Provider) deadByGossip(id int, holder string, version int64, known map[int]int64, w *watched) bool {
-	if v, ok := w.challenged[id]; !p.cfg.readMode() || (ok && v == version) {
+	if v, ok := w.challenged[id]; !p.t.readMode() || (ok && v == version) {
 		return false
 	}
 	_, held := known[id]
@@ -177,7 +177,7 @@ func (p *Provider) challenge(ctx context.Context, s suspect, w *watched) bool {
 	if s.prev.Challenge != nil {
 		of = s.prev.Challenge.Of // a challenge again over a stale one: the holder's write it names
 	}
-	ch.Challenge = &lease.Challenge{Of: of, By: p.cfg.TaskID, WindowMillis: p.cfg.Window.Milliseconds()}
+	ch.Challenge = &lease.Challenge{Of: of, By: p.cfg.TaskID, WindowMillis: p.t.Window.Milliseconds()}
 	ch.WriteID = lease.NewWriteID()
 	w.challenged[s.r.id] = s.prev.Version
 	_, meta, err := p.writeChallenge(ctx, key, ch, s.r.meta.ETag)
@@ -214,7 +214,7 @@ func (p *Provider) writeChallenge(ctx context.Context, key string, rec lease.Rec
 	if err != nil {
 		return nil, lease.Meta{}, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, p.cfg.StoreTimeout)
+	wctx, cancel := context.WithTimeout(ctx, p.t.StoreTimeout)
 	defer cancel()
 	meta, err := lease.UpdateLive(wctx, p.store, key, body, etag, rec.LiveFor())
 	return body, meta, err

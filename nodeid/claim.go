@@ -285,16 +285,21 @@ func (c *Claim) ValidUntil() time.Time {
 // It is kept once the fence fell. The zero Time in write mode, whose
 // renewals give up (jeopardy, or a loss) before the fence.
 func (c *Claim) ReadsFailingAt() time.Time {
-	cfg := c.p.cfg
-	if !cfg.readMode() {
+	t := c.p.t
+	if !t.readMode() {
 		return time.Time{}
 	}
 	c.mu.Lock()
 	proven := c.provenUntil
 	c.mu.Unlock()
-	sent := c.p.base.Add(time.Duration(proven) - (cfg.Window - cfg.SafetyMargin))
-	return sent.Add(cfg.PollInterval + cfg.PollInterval/4 + cfg.StoreTimeout)
+	sent := c.p.base.Add(time.Duration(proven) - (t.Window - t.SafetyMargin))
+	return sent.Add(t.PollInterval + t.PollInterval/4 + t.StoreTimeout)
 }
+
+// LossWindow returns the provider's Timings.LossWindow: the time, at most,
+// between the moment this claim gives up renewing and its fence, which a
+// process that uses the ID outside the claim has to stop after a loss.
+func (c *Claim) LossWindow() time.Duration { return c.p.t.LossWindow() }
 
 // Done is closed when the claim ends: lost, or closed by its owner.
 func (c *Claim) Done() <-chan struct{} { return c.done }
@@ -394,30 +399,30 @@ func (c *Claim) Status() Status {
 // mode it is that write's fence; in read mode (lease = Backstop) it is the
 // cap no read moves the fence past (see keepalive.go).
 func (c *Claim) deadline(sent time.Time) time.Duration {
-	return c.deadlineFor(sent, c.p.cfg.LeaseDuration)
+	return c.deadlineFor(sent, c.p.t.Lease)
 }
 
 // suspendDeadline is deadline on the Clock's suspend-counting reading (see
 // suspendClock); MaxInt64 when it has none.
 func (c *Claim) suspendDeadline(sent time.Time) int64 {
-	return c.suspendDeadlineFor(sent, c.p.cfg.LeaseDuration)
+	return c.suspendDeadlineFor(sent, c.p.t.Lease)
 }
 
 // armedDeadline returns the fence a landed write sent at sent arms, in
 // nanoseconds after p.base: deadline in write mode, sent + Window -
 // SafetyMargin in read mode (below the cap, Window < Backstop).
 func (c *Claim) armedDeadline(sent time.Time) time.Duration {
-	return c.deadlineFor(sent, c.p.cfg.armSpan())
+	return c.deadlineFor(sent, c.p.t.armSpan())
 }
 
 // armedSuspendDeadline is armedDeadline on the suspend-counting reading.
 func (c *Claim) armedSuspendDeadline(sent time.Time) int64 {
-	return c.suspendDeadlineFor(sent, c.p.cfg.armSpan())
+	return c.suspendDeadlineFor(sent, c.p.t.armSpan())
 }
 
 // deadlineFor returns sent + span - SafetyMargin, in nanoseconds after p.base.
 func (c *Claim) deadlineFor(sent time.Time, span time.Duration) time.Duration {
-	return sent.Sub(c.p.base) + c.p.rules.fenceSpan(span, c.p.cfg.SafetyMargin)
+	return sent.Sub(c.p.base) + c.p.rules.fenceSpan(span, c.p.t.SafetyMargin)
 }
 
 // suspendDeadlineFor is deadlineFor on the Clock's suspend-counting reading;
@@ -426,7 +431,7 @@ func (c *Claim) suspendDeadlineFor(sent time.Time, span time.Duration) int64 {
 	if c.p.suspend == nil {
 		return math.MaxInt64
 	}
-	return c.p.suspend.suspendReading(sent) + int64(c.p.rules.fenceSpan(span, c.p.cfg.SafetyMargin))
+	return c.p.suspend.suspendReading(sent) + int64(c.p.rules.fenceSpan(span, c.p.t.SafetyMargin))
 }
 
 // fence stops the claim from issuing IDs, at once and for good.

@@ -100,8 +100,8 @@ type Config struct {
 
 	// LeaseDuration is how long a lease lasts after each write, as judged on
 	// the store's clock by other tasks. Longer leases mean fewer writes and
-	// slower failover. Default 15 s. In read mode (KeepAlive) it is
-	// Backstop, whatever it was set to: Validate sets it, and every rule
+	// slower failover. Default 15 s. In read mode (KeepAlive) the lease is
+	// Backstop, whatever this is set to (Timings.Lease), and every rule
 	// below written for LeaseDuration applies to the backstop.
 	LeaseDuration time.Duration
 
@@ -128,14 +128,14 @@ type Config struct {
 
 	// Backstop is B in read mode: the lease every record states
 	// (leaseMillis), so that other tasks take a silent holder's ID only B
-	// after its last write (LeaseDuration is set to it); the claim writes a
-	// backstop renewal every RenewInterval (B/3 unless set) to keep it
-	// ahead. Longer means fewer writes and slower failover; at most
+	// after its last write (it is the lease, not LeaseDuration); the claim
+	// writes a backstop renewal every RenewInterval (B/3 unless set) to keep
+	// it ahead. Longer means fewer writes and slower failover; at most
 	// MaxLeaseDuration, a whole number of milliseconds, and at least
 	// RenewDeadline + Window, so that a backstop renewal still retrying never
 	// stops the reads from keeping the claim valid. Zero: DefaultBackstop
 	// (10 min) in read mode; it must be zero in write mode. MaxLeaseDuration
-	// is raised to it when below: every record of the cluster states it.
+	// is taken as at least it (Timings): every record of the cluster states it.
 	Backstop time.Duration
 
 	// PollInterval is P in read mode: the time between two conditional
@@ -253,7 +253,7 @@ type Config struct {
 // DefaultConfig returns the defaults documented on each Config field. The
 // timings that derive from LeaseDuration (RenewInterval, RenewDeadline,
 // SafetyMargin, StoreTimeout) are left zero, so that setting LeaseDuration
-// alone is enough: Validate (and New) derive them.
+// alone is enough: Config.Timings derives them, for Validate and New.
 func DefaultConfig() Config {
 	return Config{
 		TaskID:           DefaultTaskID(),
@@ -330,13 +330,12 @@ func FieldErrors(err error) []*FieldError {
 	return out
 }
 
-// Validate fills in the timings left zero (see each field) and the optional
-// fields, and checks the configuration; New calls it (through ValidateFor).
-// The error joins one *FieldError per broken rule (see FieldErrors).
-func (c *Config) Validate() error {
-	c.deriveReadMode()
-	c.deriveTimings()
-	c.derivePoll()
+// Validate checks the configuration, with the timings left zero derived as
+// Timings derives them, and changes nothing; New calls it (through
+// ValidateFor). The error joins one *FieldError per broken rule (see
+// FieldErrors).
+func (c Config) Validate() error {
+	t := c.Timings()
 	var errs []error
 	check := func(ok bool, field, format string, args ...any) {
 		if !ok {
@@ -356,39 +355,30 @@ func (c *Config) Validate() error {
 	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID", "must be 1..1024 bytes")
 	check(len(c.Value) <= lease.MaxValueLen, "Value", "%d bytes, more than %d", len(c.Value), lease.MaxValueLen)
 	check(c.GossipAddr == "" || lease.ValidGossip(c.GossipAddr), "GossipAddr", "%q is not host:port of at most %d bytes", c.GossipAddr, lease.MaxGossipLen)
-	check(c.LeaseDuration >= time.Second, c.leaseField(), "%v below 1s", c.LeaseDuration)
-	check(c.LeaseDuration <= c.MaxLeaseDuration, c.leaseField(), "%v above MaxLeaseDuration %v", c.LeaseDuration, c.MaxLeaseDuration)
-	check(c.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration", "%v above 24h", c.MaxLeaseDuration)
-	check(c.SafetyMargin > 0 && c.SafetyMargin < c.LeaseDuration, "SafetyMargin", "%v must be in (0, LeaseDuration %v)", c.SafetyMargin, c.LeaseDuration)
+	check(t.Lease >= time.Second, c.leaseField(), "%v below 1s", t.Lease)
+	check(t.Lease <= t.MaxLeaseDuration, c.leaseField(), "%v above MaxLeaseDuration %v", t.Lease, t.MaxLeaseDuration)
+	check(t.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration", "%v above 24h", t.MaxLeaseDuration)
+	check(t.SafetyMargin > 0 && t.SafetyMargin < t.Lease, "SafetyMargin", "%v must be in (0, LeaseDuration %v)", t.SafetyMargin, t.Lease)
 	check(c.ClockMargin >= 0, "ClockMargin", "%v is negative", c.ClockMargin)
-	check(c.RenewInterval > 0 && c.RenewInterval < c.RenewDeadline,
-		"RenewInterval", "%v must be positive and below RenewDeadline %v", c.RenewInterval, c.RenewDeadline)
-	check(c.RenewDeadline <= c.LeaseDuration-c.SafetyMargin,
-		"RenewDeadline", "%v above LeaseDuration - SafetyMargin (%v)", c.RenewDeadline, c.LeaseDuration-c.SafetyMargin)
+	check(t.RenewInterval > 0 && t.RenewInterval < t.RenewDeadline,
+		"RenewInterval", "%v must be positive and below RenewDeadline %v", t.RenewInterval, t.RenewDeadline)
+	check(t.RenewDeadline <= t.Lease-t.SafetyMargin,
+		"RenewDeadline", "%v above LeaseDuration - SafetyMargin (%v)", t.RenewDeadline, t.Lease-t.SafetyMargin)
 	check(c.Order == OrderSpread || c.Order == OrderLowestFirst, "Order", "%q is not %q or %q", c.Order, OrderSpread, OrderLowestFirst)
 	check(c.MaxReadsInFlight >= 1, "MaxReadsInFlight", "%d below 1", c.MaxReadsInFlight)
 	check(c.AcquireTimeout >= 0, "AcquireTimeout", "%v is negative", c.AcquireTimeout)
 	check(c.AcquireBackoff > 0, "AcquireBackoff", "%v must be positive", c.AcquireBackoff)
 	check(c.MaxClockWait >= 0, "MaxClockWait", "%v is negative", c.MaxClockWait)
 	check(c.BootstrapWindow >= 0, "BootstrapWindow", "%v is negative", c.BootstrapWindow)
-	if w := c.RenewDeadline - c.RenewInterval; w > 0 {
-		check(c.StoreTimeout > 0 && c.StoreTimeout <= maxStoreTimeout(w), "StoreTimeout",
+	if w := t.RenewDeadline - t.RenewInterval; w > 0 {
+		check(t.StoreTimeout > 0 && t.StoreTimeout <= maxStoreTimeout(w), "StoreTimeout",
 			"%v leaves room for fewer than three renewal attempts between RenewInterval %v and RenewDeadline %v: at most %v",
-			c.StoreTimeout, c.RenewInterval, c.RenewDeadline, maxStoreTimeout(w))
+			t.StoreTimeout, t.RenewInterval, t.RenewDeadline, maxStoreTimeout(w))
 	}
-	check(c.LossGrace >= 0 || c.LossGrace == NoLossGrace, "LossGrace", "%v is negative (NoLossGrace, -1ns, turns jeopardy off)", c.LossGrace)
-	c.checkKeepAlive(check)
+	check(t.LossGrace >= 0 || t.LossGrace == NoLossGrace, "LossGrace", "%v is negative (NoLossGrace, -1ns, turns jeopardy off)", t.LossGrace)
+	c.checkKeepAlive(t, check)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("nodeid: invalid config: %w", err)
-	}
-	if c.Clock == nil {
-		c.Clock = SystemClock(0)
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Observer == nil {
-		c.Observer = NopObserver{}
 	}
 	return nil
 }
@@ -397,62 +387,115 @@ func (c *Config) Validate() error {
 // sustains one write per object only every so often (a [lease.WriteSpacer]:
 // Google Cloud Storage, about one a second) needs RenewInterval at least that
 // long, else its renewals are throttled. [New] calls it.
-func (c *Config) ValidateFor(store lease.Store) error {
+func (c Config) ValidateFor(store lease.Store) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if least := lease.MinWriteInterval(store); c.RenewInterval < least {
+	if least, t := lease.MinWriteInterval(store), c.Timings(); t.RenewInterval < least {
 		return fmt.Errorf("nodeid: invalid config: %w", &FieldError{Field: "RenewInterval",
 			Reason: fmt.Sprintf("%v is below %v, the shortest interval between two writes of one object that %s sustains: raise RenewInterval (or LeaseDuration, which derives it)",
-				c.RenewInterval, least, lease.Describe(store))})
+				t.RenewInterval, least, lease.Describe(store))})
 	}
 	return nil
 }
 
-// deriveTimings fills in the timings left zero from LeaseDuration.
-func (c *Config) deriveTimings() {
-	if c.LeaseDuration <= 0 {
-		return // Validate reports it
+// Pinned is what the cluster manifest pins of a configuration: the first task
+// writes its own into the manifest, and a task configured otherwise is
+// refused (ErrManifestMismatch). ClusterSize is written too, but the
+// manifest's wins.
+type Pinned struct {
+	Layout      Layout
+	FirstNodeID int
+	// KeepAlive is the mode (KeepAlive.Mode: never ""); Window and Backstop
+	// are read mode's, their defaults filled in, and zero in write mode.
+	KeepAlive        KeepAlive
+	Window, Backstop time.Duration
+}
+
+// Timings are a Config resolved: what the manifest pins, and this task's own
+// timings, each one the Config left zero derived as its field documents
+// (from LeaseDuration; in read mode from Backstop, which is the lease). They
+// are derived in one place, Config.Timings: Validate checks them, a Provider
+// runs by them (Provider.Timings), and a claim reports what they imply
+// (Claim.LossWindow, Claim.ReadsFailingAt).
+type Timings struct {
+	Pinned
+	// Lease is the lease every record states: LeaseDuration, or Backstop in
+	// read mode.
+	Lease time.Duration
+	// The Config fields of these names, or their derived values.
+	RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout, PollInterval, LossGrace time.Duration
+	// MaxLeaseDuration is Config.MaxLeaseDuration, raised to Backstop in
+	// read mode.
+	MaxLeaseDuration time.Duration
+}
+
+// Timings returns c resolved: c's timings, with those left zero derived
+// (see each Config field). It changes nothing in c.
+func (c Config) Timings() Timings {
+	t := Timings{Pinned: Pinned{Layout: c.Layout, FirstNodeID: c.FirstNodeID, KeepAlive: c.KeepAlive.Mode(), Window: c.Window, Backstop: c.Backstop},
+		Lease: c.LeaseDuration, RenewInterval: c.RenewInterval, RenewDeadline: c.RenewDeadline, SafetyMargin: c.SafetyMargin,
+		StoreTimeout: c.StoreTimeout, PollInterval: c.PollInterval, LossGrace: c.LossGrace, MaxLeaseDuration: c.MaxLeaseDuration}
+	if c.readMode() {
+		if t.Window == 0 {
+			t.Window = DefaultWindow
+		}
+		if t.Backstop == 0 {
+			t.Backstop = DefaultBackstop
+		}
+		t.Lease, t.MaxLeaseDuration = t.Backstop, max(t.MaxLeaseDuration, t.Backstop)
 	}
-	if c.SafetyMargin == 0 {
-		c.SafetyMargin = min(time.Second, c.LeaseDuration/4)
+	if t.Lease > 0 { // Validate reports it
+		if t.SafetyMargin == 0 {
+			t.SafetyMargin = min(time.Second, t.Lease/4)
+		}
+		if t.RenewInterval == 0 {
+			t.RenewInterval = t.Lease / 3
+		}
+		if t.RenewDeadline == 0 {
+			t.RenewDeadline = min(t.Lease*2/3, t.Lease-t.SafetyMargin)
+		}
+		if t.StoreTimeout == 0 && t.RenewDeadline > t.RenewInterval {
+			t.StoreTimeout = min(2*time.Second, maxStoreTimeout(t.RenewDeadline-t.RenewInterval))
+		}
+		if t.LossGrace == 0 {
+			t.LossGrace = t.Lease
+		}
 	}
-	if c.RenewInterval == 0 {
-		c.RenewInterval = c.LeaseDuration / 3
+	if c.readMode() && t.PollInterval == 0 {
+		t.PollInterval = min(t.Window/2, (t.Window-t.SafetyMargin-t.StoreTimeout)*3/4)
 	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = min(c.LeaseDuration*2/3, c.LeaseDuration-c.SafetyMargin)
-	}
-	if c.StoreTimeout == 0 && c.RenewDeadline > c.RenewInterval {
-		c.StoreTimeout = min(2*time.Second, maxStoreTimeout(c.RenewDeadline-c.RenewInterval))
-	}
-	if c.LossGrace == 0 {
-		c.LossGrace = c.LeaseDuration
-	}
+	return t
 }
 
 // readMode reports whether the claim keeps its lease alive by reads.
 func (c *Config) readMode() bool { return c.KeepAlive.Mode() == KeepAliveRead }
 
+// readMode reports whether the claim keeps its lease alive by reads.
+func (t *Timings) readMode() bool { return t.KeepAlive == KeepAliveRead }
+
 // armSpan is how long, less SafetyMargin, a landed write keeps the claim
 // valid after its send: Window in read mode, the lease otherwise.
-func (c *Config) armSpan() time.Duration {
-	if c.readMode() {
-		return c.Window
+func (t *Timings) armSpan() time.Duration {
+	if t.readMode() {
+		return t.Window
 	}
-	return c.LeaseDuration
+	return t.Lease
 }
 
-// LossWindow is, on a Config that Validate filled in, the time between the
-// moment a claim gives up renewing (RenewDeadline after its last landed
-// write) and the latest fence that write allows (LeaseDuration -
-// SafetyMargin after it; in read mode the cap, Backstop - SafetyMargin):
-// what a process that uses the ID outside the claim (package node's
-// supervised child) has, at most, to stop after a loss. In read mode the
-// fence falls sooner when reads fail: see Claim.ReadsFailingAt.
-func (c Config) LossWindow() time.Duration {
-	return c.LeaseDuration - c.SafetyMargin - c.RenewDeadline
+// LossWindow is the time between the moment a claim gives up renewing
+// (RenewDeadline after its last landed write) and the latest fence that
+// write allows (Lease - SafetyMargin after it; in read mode the cap,
+// Backstop - SafetyMargin): what a process that uses the ID outside the
+// claim (package node's supervised child) has, at most, to stop after a
+// loss. In read mode the fence falls sooner when reads fail: see
+// Claim.ReadsFailingAt.
+func (t Timings) LossWindow() time.Duration {
+	return t.Lease - t.SafetyMargin - t.RenewDeadline
 }
+
+// LossWindow is c.Timings().LossWindow(): see Timings.LossWindow.
+func (c Config) LossWindow() time.Duration { return c.Timings().LossWindow() }
 
 // leaseField names the field LeaseDuration comes from: Backstop in read mode.
 func (c *Config) leaseField() string {
@@ -472,32 +515,9 @@ const (
 	DefaultBackstop = 10 * time.Minute
 )
 
-// deriveReadMode fills in Window and Backstop left zero in read mode, and
-// makes the backstop the lease.
-func (c *Config) deriveReadMode() {
-	if !c.readMode() {
-		return
-	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
-	if c.Backstop == 0 {
-		c.Backstop = DefaultBackstop
-	}
-	c.LeaseDuration = c.Backstop
-	c.MaxLeaseDuration = max(c.MaxLeaseDuration, c.Backstop)
-}
-
-// derivePoll fills in PollInterval left zero in read mode.
-func (c *Config) derivePoll() {
-	if c.readMode() && c.PollInterval == 0 {
-		c.PollInterval = min(c.Window/2, (c.Window-c.SafetyMargin-c.StoreTimeout)*3/4)
-	}
-}
-
 // checkKeepAlive checks the mode and, in read mode, its timings: the rules
 // of docs/evidence/design.md section 11.
-func (c *Config) checkKeepAlive(check func(ok bool, field, format string, args ...any)) {
+func (c *Config) checkKeepAlive(t Timings, check func(ok bool, field, format string, args ...any)) {
 	switch c.KeepAlive.Mode() {
 	case KeepAliveWrite:
 		check(c.Window == 0 && c.Backstop == 0 && c.PollInterval == 0, "KeepAlive",
@@ -508,13 +528,13 @@ func (c *Config) checkKeepAlive(check func(ok bool, field, format string, args .
 		check(false, "KeepAlive", "%q is not %q or %q", c.KeepAlive, KeepAliveWrite, KeepAliveRead)
 		return
 	}
-	check(c.Window >= time.Second && c.Window%time.Millisecond == 0 && c.Window > c.SafetyMargin, "Window",
-		"%v must be a whole number of ms, at least 1s and above SafetyMargin %v", c.Window, c.SafetyMargin)
-	check(c.Backstop%time.Millisecond == 0, "Backstop", "%v is not a whole number of ms", c.Backstop)
-	check(c.Backstop >= c.RenewDeadline+c.Window, "Backstop",
-		"%v below RenewDeadline %v + Window %v: a backstop renewal still retrying would stop the reads from keeping the claim valid", c.Backstop, c.RenewDeadline, c.Window)
-	check(c.PollInterval > 0 && c.PollInterval+c.StoreTimeout < c.Window-c.SafetyMargin, "PollInterval",
-		"%v must be positive, and with StoreTimeout %v below Window - SafetyMargin (%v)", c.PollInterval, c.StoreTimeout, c.Window-c.SafetyMargin)
+	check(t.Window >= time.Second && t.Window%time.Millisecond == 0 && t.Window > t.SafetyMargin, "Window",
+		"%v must be a whole number of ms, at least 1s and above SafetyMargin %v", t.Window, t.SafetyMargin)
+	check(t.Backstop%time.Millisecond == 0, "Backstop", "%v is not a whole number of ms", t.Backstop)
+	check(t.Backstop >= t.RenewDeadline+t.Window, "Backstop",
+		"%v below RenewDeadline %v + Window %v: a backstop renewal still retrying would stop the reads from keeping the claim valid", t.Backstop, t.RenewDeadline, t.Window)
+	check(t.PollInterval > 0 && t.PollInterval+t.StoreTimeout < t.Window-t.SafetyMargin, "PollInterval",
+		"%v must be positive, and with StoreTimeout %v below Window - SafetyMargin (%v)", t.PollInterval, t.StoreTimeout, t.Window-t.SafetyMargin)
 }
 
 // maxStoreTimeout is the longest renewal attempt that lets three attempts

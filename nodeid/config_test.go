@@ -1,10 +1,20 @@
 package nodeid
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 )
+
+// resolvedConfig returns c with each timing it left zero set to the value
+// Timings derives for it: the config the edits of TestConfigValidation
+// refer to.
+func resolvedConfig(c Config) Config {
+	t := c.Timings()
+	c.RenewInterval, c.RenewDeadline, c.SafetyMargin, c.StoreTimeout = t.RenewInterval, t.RenewDeadline, t.SafetyMargin, t.StoreTimeout
+	return c
+}
 
 func TestConfigValidation(t *testing.T) {
 	tests := []struct {
@@ -46,8 +56,8 @@ func TestConfigValidation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
-			if err := c.Validate(); err != nil { // derive the timings the edits refer to
+			c := resolvedConfig(DefaultConfig())
+			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
 			tc.edit(&c)
@@ -59,6 +69,54 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatalf("error = %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestValidateChangesNothing: Validate checks a configuration and leaves it
+// as it was, in either mode, valid or not: the timings it checks are
+// Timings', never written back.
+func TestValidateChangesNothing(t *testing.T) {
+	read := DefaultConfig()
+	read.KeepAlive, read.LeaseDuration = KeepAliveRead, 20*time.Second
+	bad := DefaultConfig()
+	bad.Order = "x"
+	for name, c := range map[string]Config{"write": DefaultConfig(), "read": read, "invalid": bad, "local": DefaultLocalConfig()} {
+		was := c
+		err := c.Validate()
+		if (err != nil) != (name == "invalid") {
+			t.Fatalf("%s: Validate() = %v", name, err)
+		}
+		if err := c.ValidateFor(nil); (err != nil) != (name == "invalid") {
+			t.Fatalf("%s: ValidateFor() = %v", name, err)
+		}
+		if !reflect.DeepEqual(c, was) {
+			t.Errorf("%s: Validate changed the config:\n%+v\nwas\n%+v", name, c, was)
+		}
+	}
+}
+
+// TestProviderKeepsTimings: a Provider runs by its Config's Timings, and
+// Config returns the configuration it was given, the timings left zero
+// still zero; a claim reports the loss window of those timings.
+func TestProviderKeepsTimings(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("a")
+	cfg.LeaseDuration, cfg.RenewInterval, cfg.RenewDeadline, cfg.SafetyMargin = 6*time.Second, 0, 0, 0
+	p := e.provider(cfg)
+	if got := p.Config(); got.RenewInterval != 0 || got.RenewDeadline != 0 || got.SafetyMargin != 0 || got.StoreTimeout != 0 ||
+		got.LossGrace != 0 || got.Observer == nil || got.Logger == nil {
+		t.Fatalf("Config() = %+v: want the timings as given (zero), the Observer and Logger filled in", got)
+	}
+	tm := p.Timings()
+	if tm != cfg.Timings() || tm.Lease != 6*time.Second || tm.RenewInterval != 2*time.Second || tm.RenewDeadline != 4*time.Second {
+		t.Fatalf("Timings() = %+v, want %+v", tm, cfg.Timings())
+	}
+	c := e.acquire(p)
+	if got, want := c.LossWindow(), 6*time.Second-time.Second-4*time.Second; got != want || cfg.LossWindow() != want {
+		t.Fatalf("LossWindow: claim %v, config %v; want %v", got, cfg.LossWindow(), want)
+	}
+	if !c.ReadsFailingAt().IsZero() {
+		t.Fatalf("ReadsFailingAt in write mode: %v, want zero", c.ReadsFailingAt())
 	}
 }
 
@@ -82,14 +140,25 @@ func TestConfigDerivesTimingsFromLease(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("LeaseDuration %v alone: %v", tc.lease, err)
 		}
-		got := []time.Duration{c.RenewInterval, c.RenewDeadline, c.SafetyMargin, c.StoreTimeout}
-		want := []time.Duration{tc.interval, tc.deadline, tc.safety, tc.storeTO}
+		tm := c.Timings()
+		got := []time.Duration{tm.Lease, tm.RenewInterval, tm.RenewDeadline, tm.SafetyMargin, tm.StoreTimeout, tm.LossGrace, tm.MaxLeaseDuration, tm.PollInterval, tm.Window, tm.Backstop}
+		want := []time.Duration{tc.lease, tc.interval, tc.deadline, tc.safety, tc.storeTO, tc.lease, c.MaxLeaseDuration, 0, 0, 0}
 		for i := range got {
 			if got[i] != want[i] {
-				t.Errorf("LeaseDuration %v: RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout = %v, want %v", tc.lease, got, want)
+				t.Errorf("LeaseDuration %v: Lease, RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout, LossGrace, MaxLeaseDuration, PollInterval, Window, Backstop = %v, want %v", tc.lease, got, want)
 				break
 			}
 		}
+		if lw := tm.LossWindow(); lw != tc.lease-tc.safety-tc.deadline || c.LossWindow() != lw {
+			t.Errorf("LeaseDuration %v: LossWindow %v (Config's %v), want %v", tc.lease, lw, c.LossWindow(), tc.lease-tc.safety-tc.deadline)
+		}
+	}
+	// A timing that is set is kept; NoLossGrace too.
+	c := DefaultConfig()
+	c.RenewInterval, c.RenewDeadline, c.SafetyMargin, c.StoreTimeout, c.LossGrace = 2*time.Second, 9*time.Second, 3*time.Second, time.Second, NoLossGrace
+	if tm := c.Timings(); tm.RenewInterval != 2*time.Second || tm.RenewDeadline != 9*time.Second || tm.SafetyMargin != 3*time.Second ||
+		tm.StoreTimeout != time.Second || tm.LossGrace != NoLossGrace || tm.KeepAlive != KeepAliveWrite || tm.Layout != c.Layout {
+		t.Errorf("Timings of a config with every timing set: %+v", tm)
 	}
 }
 
@@ -120,15 +189,16 @@ func TestConfigReadMode(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("read mode with the defaults: %v", err)
 	}
-	got := []time.Duration{c.Window, c.Backstop, c.LeaseDuration, c.MaxLeaseDuration, c.PollInterval, c.RenewInterval, c.RenewDeadline, c.SafetyMargin, c.StoreTimeout}
-	want := []time.Duration{15 * time.Second, 10 * time.Minute, 10 * time.Minute, 10 * time.Minute, 7500 * time.Millisecond, 200 * time.Second, 400 * time.Second, time.Second, 2 * time.Second}
+	tm := c.Timings()
+	got := []time.Duration{tm.Window, tm.Backstop, tm.Lease, tm.MaxLeaseDuration, tm.PollInterval, tm.RenewInterval, tm.RenewDeadline, tm.SafetyMargin, tm.StoreTimeout, tm.LossGrace}
+	want := []time.Duration{15 * time.Second, 10 * time.Minute, 10 * time.Minute, 10 * time.Minute, 7500 * time.Millisecond, 200 * time.Second, 400 * time.Second, time.Second, 2 * time.Second, 10 * time.Minute}
 	for i := range got {
 		if got[i] != want[i] {
-			t.Fatalf("Window, Backstop, LeaseDuration, MaxLeaseDuration, PollInterval, RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout = %v, want %v", got, want)
+			t.Fatalf("Window, Backstop, Lease, MaxLeaseDuration, PollInterval, RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout, LossGrace = %v, want %v", got, want)
 		}
 	}
-	if err := c.Validate(); err != nil || c.LeaseDuration != 10*time.Minute {
-		t.Fatalf("validating twice: %v, LeaseDuration %v", err, c.LeaseDuration)
+	if c.LeaseDuration != 15*time.Second || c.Window != 0 || c.Backstop != 0 || c.MaxLeaseDuration != time.Minute || tm.KeepAlive != KeepAliveRead {
+		t.Fatalf("validated: LeaseDuration %v, Window %v, Backstop %v, MaxLeaseDuration %v (mode %q): want them as set", c.LeaseDuration, c.Window, c.Backstop, c.MaxLeaseDuration, tm.KeepAlive)
 	}
 	tests := []struct {
 		name  string

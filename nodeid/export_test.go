@@ -147,7 +147,7 @@ func (c *Claim) InJeopardy() bool { return c.inJeopardy() }
 func (c *Claim) NextRenewal() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lastSent.Add(c.p.cfg.RenewInterval)
+	return c.lastSent.Add(c.p.t.RenewInterval)
 }
 
 // Lose ends the claim as lost, as the renewal loop does when a round fails.

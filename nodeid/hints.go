@@ -71,7 +71,7 @@ func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time, lo
 			return nil
 		}
 		now := p.clock.Now()
-		until := lastLook.Add(p.cfg.RenewInterval)
+		until := lastLook.Add(p.t.RenewInterval)
 		if !now.Before(until) {
 			return nil
 		}

@@ -48,7 +48,7 @@ func (c *Claim) endangered(cause error) {
 	})
 	c.subs.changed()
 	c.p.log.Warn("lease in jeopardy: stopped issuing IDs; renewing on its last write", "nodeId", c.id, "version", c.version,
-		"lossGrace", c.p.cfg.LossGrace.String(), "cause", cause)
+		"lossGrace", c.p.t.LossGrace.String(), "cause", cause)
 	c.p.cfg.Observer.Jeopardy(c.id, cause)
 }
 
@@ -74,10 +74,10 @@ func (c *Claim) recovered(now time.Time) {
 // passes since the fence fell (an error wrapping ErrLeaseLost), or ctx ends.
 // Each attempt is bounded by StoreTimeout and paced as a renewal round's.
 func (c *Claim) recover(ctx context.Context, cause error) error {
-	clock, cfg := c.p.clock, c.p.cfg
+	clock, cfg, t := c.p.clock, c.p.cfg, c.p.t
 	c.endangered(cause)
-	end := clock.Now().Add(cfg.LossGrace)
-	pace := c.p.newBackoff(renewPause(cfg.RenewDeadline-cfg.RenewInterval), renewPause(cfg.RenewDeadline-cfg.RenewInterval))
+	end := clock.Now().Add(t.LossGrace)
+	pace := c.p.newBackoff(renewPause(t.RenewDeadline-t.RenewInterval), renewPause(t.RenewDeadline-t.RenewInterval))
 	last := cause
 	for {
 		err := c.attempt(ctx)
@@ -94,7 +94,7 @@ func (c *Claim) recover(ctx context.Context, cause error) error {
 		}
 		wait := pace.next()
 		if left := end.Sub(clock.Now()); wait >= left {
-			return lostf("no write of node %d landed in the loss grace (%v) after its renewals gave up: %v", c.id, cfg.LossGrace, last)
+			return lostf("no write of node %d landed in the loss grace (%v) after its renewals gave up: %v", c.id, t.LossGrace, last)
 		}
 		if err := c.await(ctx, wait); err != nil {
 			return err

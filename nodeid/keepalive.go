@@ -43,7 +43,7 @@ var errAnswering = errors.New("nodeid: answering a challenge")
 // startPolling starts the read loop of a claim in read mode, and returns the
 // function that waits for it to end (after ctx ends).
 func (c *Claim) startPolling(ctx context.Context) (wait func()) {
-	if !c.p.cfg.readMode() {
+	if !c.p.t.readMode() {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -66,11 +66,11 @@ func (c *Claim) startPolling(ctx context.Context) (wait func()) {
 // the renewal loop's next write.
 func (c *Claim) pollLoop(ctx context.Context) {
 	clock := c.p.clock
-	sent, every := clock.Now(), c.p.cfg.PollInterval
+	sent, every := clock.Now(), c.p.t.PollInterval
 	for {
 		if c.fellForGood() {
 			c.lose(lostf("node %d: its fence fell (no read or write proved the lease for Window - SafetyMargin, %v) and LossGrace is NoLossGrace: the first fence is final",
-				c.id, c.p.cfg.Window-c.p.cfg.SafetyMargin))
+				c.id, c.p.t.Window-c.p.t.SafetyMargin))
 			return
 		}
 		due := sent.Add(every)
@@ -89,7 +89,7 @@ func (c *Claim) pollLoop(ctx context.Context) {
 			return
 		}
 		var wake bool
-		if every, wake = afterPoll(err, c.p.cfg.PollInterval); wake {
+		if every, wake = afterPoll(err, c.p.t.PollInterval); wake {
 			c.wakeRenewal()
 		}
 	}
@@ -123,7 +123,7 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 	if answering && !c.p.rules.readsProveChallenge {
 		return c.p.clock.Now(), errAnswering // the renewal loop writes the answer; a read on the challenge proves nothing
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
 	sent := c.p.clock.Now()
 	_, meta, err := lease.ReadOwn(rctx, c.p.store, c.key, etag, c.p.plainReads.Load())
 	cancel()
@@ -173,7 +173,7 @@ func (c *Claim) proved(sent time.Time) {
 // ETag proves the lease, on both readings: sent + Window - SafetyMargin,
 // capped by the last landed write's deadline. Callers hold c.mu.
 func (c *Claim) readProves(sent time.Time) (until, suspendUntil int64) {
-	return int64(min(c.deadlineFor(sent, c.p.cfg.Window), c.deadline(c.lastSent))), min(c.suspendDeadlineFor(sent, c.p.cfg.Window), c.lastSuspendFence)
+	return int64(min(c.deadlineFor(sent, c.p.t.Window), c.deadline(c.lastSent))), min(c.suspendDeadlineFor(sent, c.p.t.Window), c.lastSuspendFence)
 }
 
 // finalFall returns when the fence falls for good unless a write or a read
@@ -181,7 +181,7 @@ func (c *Claim) readProves(sent time.Time) (until, suspendUntil int64) {
 // Clock; past once it fell); false when a fence that falls may be lifted
 // again (LossGrace), or once the claim is fenced for good.
 func (c *Claim) finalFall() (time.Time, bool) {
-	if c.p.cfg.LossGrace != NoLossGrace {
+	if c.p.t.LossGrace != NoLossGrace {
 		return time.Time{}, false
 	}
 	until := c.ValidUntil()
@@ -193,5 +193,5 @@ func (c *Claim) finalFall() (time.Time, bool) {
 // which fences first (closing is stored before the fence falls, and loaded
 // here after Valid).
 func (c *Claim) fellForGood() bool {
-	return c.p.cfg.LossGrace == NoLossGrace && !c.Valid() && !c.closing.Load()
+	return c.p.t.LossGrace == NoLossGrace && !c.Valid() && !c.closing.Load()
 }

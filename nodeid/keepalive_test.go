@@ -256,7 +256,7 @@ func TestReadsFailingAt(t *testing.T) {
 	e := newEnv(t)
 	t0 := e.clk.Now()
 	c, s := e.readClaim(nil)
-	cfg := c.p.cfg
+	cfg := c.p.t
 	after := cfg.PollInterval + cfg.PollInterval/4 + cfg.StoreTimeout
 	if got := c.ReadsFailingAt(); !got.Equal(t0.Add(after)) {
 		t.Fatalf("after the take: %v, want the take's send + %v", got.Sub(t0), after)

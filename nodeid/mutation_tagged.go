@@ -32,7 +32,7 @@ func mutantRules(m string) *rules {
 	case "nofence":
 		fence, deadline := r.fenceSpan, r.renewDeadline
 		r.fenceSpan = func(span, margin time.Duration) time.Duration { return fence(span, margin) + 24*time.Hour }
-		r.renewDeadline = func(cfg Config) time.Duration { return deadline(cfg) + 24*time.Hour }
+		r.renewDeadline = func(t Timings) time.Duration { return deadline(t) + 24*time.Hour }
 	case "nofloor":
 		r.floor = func(lease.Record) int64 { return 0 }
 	default:

@@ -19,6 +19,9 @@ import (
 type Provider struct {
 	store lease.Store
 	cfg   Config
+	// t is cfg resolved (Config.Timings): every derived timing is read
+	// here, never from cfg, whose fields keep what the caller set.
+	t     Timings
 	log   *slog.Logger
 	clock Clock
 	// suspend is clock when it also counts suspended time (nil otherwise):
@@ -69,6 +72,15 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	if err := cfg.ValidateFor(store); err != nil {
 		return nil, err
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
 	if _, ok := store.(lease.ConditionalReader); cfg.readMode() && !ok {
 		return nil, fmt.Errorf("nodeid: KeepAlive %q needs a store with conditional reads (lease.ConditionalReader); %s has none", KeepAliveRead, lease.Describe(store))
 	}
@@ -76,7 +88,7 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	_, _ = h.Write([]byte(cfg.TaskID))
 	seed := h.Sum64()
 	p := &Provider{
-		store: store, cfg: cfg, clock: cfg.Clock, base: cfg.Clock.Now(),
+		store: store, cfg: cfg, t: cfg.Timings(), clock: cfg.Clock, base: cfg.Clock.Now(),
 		log:  cfg.Logger.With("task", cfg.TaskID),
 		rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
@@ -94,8 +106,13 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	return p, nil
 }
 
-// Config returns the validated configuration.
+// Config returns the configuration New was given, with its defaults for a
+// nil Clock, Logger and Observer filled in; its timings are as given (zero
+// where derived): Timings has them resolved.
 func (p *Provider) Config() Config { return p.cfg }
+
+// Timings returns the timings this Provider runs by: Config().Timings().
+func (p *Provider) Timings() Timings { return p.t }
 
 // Acquire bootstraps the cluster if needed and takes a free or expired node ID.
 // When none is free it retries with jittered backoff until Config.AcquireTimeout,

@@ -82,3 +82,39 @@ func TestReadModeNeedsConditionalReads(t *testing.T) {
 		t.Fatalf("write mode needs none: %v", err)
 	}
 }
+
+// In read mode the backstop is the lease, on the claim's Timings, never
+// written into the Config: a LeaseDuration set stays as set, every record
+// states the backstop, and the manifest pins the window and backstop
+// derived when left zero.
+func TestReadModeTimings(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.readConfig("a")
+	cfg.LeaseDuration = 5 * time.Second
+	p := e.provider(cfg)
+	if got := p.Config(); got.LeaseDuration != 5*time.Second || got.RenewInterval != 0 || got.PollInterval != 0 {
+		t.Fatalf("Config(): LeaseDuration %v, RenewInterval %v, PollInterval %v; want them as set", got.LeaseDuration, got.RenewInterval, got.PollInterval)
+	}
+	// 12 s backstop: margin 1 s, renewals every 4 s given up at 8 s,
+	// StoreTimeout 4/15 of 4 s; the 3 s window's polls every 3/4 of
+	// 3 s - 1 s - StoreTimeout (below W/2).
+	st := 4 * time.Second * 4 / 15
+	want := Timings{Pinned: Pinned{Layout: cfg.Layout, KeepAlive: KeepAliveRead, Window: 3 * time.Second, Backstop: 12 * time.Second},
+		Lease: 12 * time.Second, RenewInterval: 4 * time.Second, RenewDeadline: 8 * time.Second, SafetyMargin: time.Second,
+		StoreTimeout: st, PollInterval: (2*time.Second - st) * 3 / 4, LossGrace: 12 * time.Second, MaxLeaseDuration: 12 * time.Second}
+	if got := p.Timings(); got != want {
+		t.Fatalf("Timings() = %+v\nwant %+v", got, want)
+	}
+	c := e.acquire(p)
+	if r, _ := e.record(c.NodeID()); r.LeaseMillis != 12000 {
+		t.Fatalf("record leaseMillis %d, want the backstop 12000", r.LeaseMillis)
+	}
+	if got := c.LossWindow(); got != 12*time.Second-time.Second-8*time.Second {
+		t.Fatalf("LossWindow %v, want backstop - margin - deadline = 3s", got)
+	}
+	d := DefaultConfig()
+	d.KeepAlive = KeepAliveRead
+	if m := e.provider(d).manifestFor(); m.KeepAlive != KeepAliveRead || m.WindowMillis != DefaultWindow.Milliseconds() || m.BackstopMillis != DefaultBackstop.Milliseconds() {
+		t.Fatalf("manifest of the read-mode defaults: %+v, want window %v and backstop %v", m, DefaultWindow, DefaultBackstop)
+	}
+}

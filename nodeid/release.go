@@ -44,7 +44,7 @@ func (c *Claim) release(ctx context.Context) error {
 		// a renewal that lands now only delays the expiry.
 		c.end(ErrClosed)
 		return fmt.Errorf("nodeid: release of node %d not confirmed (%w while a renewal was in flight): the claim is fenced; the lease expires after %v",
-			c.id, ctx.Err(), c.p.cfg.LeaseDuration)
+			c.id, ctx.Err(), c.p.t.Lease)
 	}
 	if err := c.Err(); err != nil {
 		return nil // lost before: nothing of ours to release
@@ -79,7 +79,7 @@ func (c *Claim) release(ctx context.Context) error {
 		case ctx.Err() != nil:
 			c.end(ErrClosed)
 			return fmt.Errorf("nodeid: release of node %d not confirmed (%w): the lease expires after %v",
-				c.id, ctx.Err(), c.p.cfg.LeaseDuration)
+				c.id, ctx.Err(), c.p.t.Lease)
 		case errors.Is(err, errEarlierWriteLanded):
 			continue // an earlier renewal landed: write the release again, on its ETag, at once
 		case errors.Is(err, errChallenged):

@@ -20,7 +20,7 @@ func (c *Claim) renewLoop(ctx context.Context) {
 	clock := c.p.clock
 	for {
 		c.mu.Lock()
-		next := c.lastSent.Add(c.p.cfg.RenewInterval)
+		next := c.lastSent.Add(c.p.t.RenewInterval)
 		c.mu.Unlock()
 		if c.await(ctx, next.Sub(clock.Now())) != nil {
 			return
@@ -44,7 +44,7 @@ func (c *Claim) renewStep(ctx context.Context) error {
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return err
-	case !errors.As(err, &ge) || c.p.cfg.LossGrace == NoLossGrace:
+	case !errors.As(err, &ge) || c.p.t.LossGrace == NoLossGrace:
 		return giveUp(err)
 	}
 	return c.recover(ctx, err)
@@ -56,11 +56,11 @@ func (c *Claim) renewStep(ctx context.Context) error {
 // passed (or had passed when the round began: the process was paused) with no
 // write landed and no such evidence.
 func (c *Claim) renewRound(ctx context.Context) error {
-	clock, cfg := c.p.clock, c.p.cfg
+	clock, cfg, t := c.p.clock, c.p.cfg, c.p.t
 	c.mu.Lock()
-	deadline := c.lastSent.Add(c.p.rules.renewDeadline(cfg))
+	deadline := c.lastSent.Add(c.p.rules.renewDeadline(t))
 	c.mu.Unlock()
-	pace := c.p.newBackoff(renewPause(cfg.RenewDeadline-cfg.RenewInterval), renewPause(cfg.RenewDeadline-cfg.RenewInterval))
+	pace := c.p.newBackoff(renewPause(t.RenewDeadline-t.RenewInterval), renewPause(t.RenewDeadline-t.RenewInterval))
 	for attempt := 1; ; attempt++ {
 		if now := clock.Now(); !now.Before(deadline) {
 			return gaveUpf("renewal of node %d overdue by %v (process paused or starved?)", c.id, now.Sub(deadline))
@@ -82,7 +82,7 @@ func (c *Claim) renewRound(ctx context.Context) error {
 		c.p.log.Warn("lease renewal failed, retrying", "nodeId", c.id, "attempt", attempt, "err", err)
 		wait := pace.next()
 		if left := deadline.Sub(clock.Now()); wait >= left {
-			return gaveUpf("renewal of node %d failed until the renew deadline (%v after the last write): %v", c.id, cfg.RenewDeadline, err)
+			return gaveUpf("renewal of node %d failed until the renew deadline (%v after the last write): %v", c.id, t.RenewDeadline, err)
 		}
 		if err := c.await(ctx, wait); err != nil {
 			return err
@@ -116,11 +116,11 @@ func (c *Claim) attempt(ctx context.Context) error {
 	case <-c.wake: // this attempt is the write the wake asks for
 	default:
 	}
-	actx, cancel := context.WithTimeout(ctx, c.p.cfg.StoreTimeout)
+	actx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
 	defer cancel()
 	err := c.renewOnce(actx)
 	if err != nil && ctx.Err() == nil && actx.Err() != nil {
-		return fmt.Errorf("renewal attempt of node %d: no answer within StoreTimeout %v: %w", c.id, c.p.cfg.StoreTimeout, err)
+		return fmt.Errorf("renewal attempt of node %d: no answer within StoreTimeout %v: %w", c.id, c.p.t.StoreTimeout, err)
 	}
 	return err
 }

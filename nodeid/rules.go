@@ -26,7 +26,7 @@ type rules struct {
 	fenceSpan func(span, safetyMargin time.Duration) time.Duration
 	// renewDeadline is how long after the last landed write's send a
 	// renewal round gives up: Config.RenewDeadline.
-	renewDeadline func(cfg Config) time.Duration
+	renewDeadline func(t Timings) time.Duration
 	// floor is the floor a successor of prev reports: prev's reservation.
 	floor func(prev lease.Record) int64
 	// adoptedAt is the send time that a pending write sent at sent, found
@@ -89,7 +89,7 @@ func productionRules() rules {
 	return rules{
 		stateOf:        lease.StateOf,
 		fenceSpan:      func(span, margin time.Duration) time.Duration { return span - margin },
-		renewDeadline:  func(cfg Config) time.Duration { return cfg.RenewDeadline },
+		renewDeadline:  func(t Timings) time.Duration { return t.RenewDeadline },
 		floor:          func(prev lease.Record) int64 { return prev.ReservedUntilMs },
 		adoptedAt:      atSend,
 		readArmedAt:    atSend,

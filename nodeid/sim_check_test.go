@@ -152,9 +152,9 @@ func (k *simChecker) fenceBacked(t *simTask, c *nodeid.Claim) {
 // lands, and its fence falls within the window.
 func (k *simChecker) windowBacked(t *simTask, c *nodeid.Claim, key string, fence time.Duration) {
 	shown := max(k.applied[key], k.proved[key])
-	if fence > shown+t.cfg.Window {
+	if fence > shown+t.tm.Window {
 		k.fail(violationRule, "%s: node %d version %d: its fence falls %v after the store last showed it the record, window %v",
-			t.name, c.NodeID(), c.Version(), fence-shown, t.cfg.Window)
+			t.name, c.NodeID(), c.Version(), fence-shown, t.tm.Window)
 	}
 }
 

@@ -31,7 +31,7 @@ func (ss simStore) call(op storetest.Op, key string, do func() error, land func(
 	}
 	if t.partitionedUntil > s.now {
 		s.counts["partitioned "+string(op)]++
-		s.wait(t, t.cfg.StoreTimeout, nil)
+		s.wait(t, t.tm.StoreTimeout, nil)
 		return storetest.Unknown(op, key)
 	}
 	write := op == storetest.OpCreate || op == storetest.OpUpdate
@@ -52,7 +52,7 @@ func (ss simStore) call(op storetest.Op, key string, do func() error, land func(
 	case write && r < 0.10:
 		s.counts["late write"]++
 		s.holdLate(t, key, land)
-		s.wait(t, t.cfg.StoreTimeout, nil)
+		s.wait(t, t.tm.StoreTimeout, nil)
 		return storetest.Unknown(op, key)
 	case write && r < 0.105:
 		s.counts["409"]++

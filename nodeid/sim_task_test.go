@@ -24,6 +24,7 @@ type simTask struct {
 	s        *sim
 	name     string
 	cfg      nodeid.Config
+	tm       nodeid.Timings      // cfg's, resolved
 	p        *nodeid.Provider    // node-ID mode
 	e        *election.Elections // election mode
 	claim    *nodeid.Claim
@@ -96,10 +97,10 @@ func (s *sim) startTask(at time.Duration) {
 		}
 	}
 	cfg = nodeid.WithSimRules(nodeid.WithSimHooks(cfg, hooks), rules)
-	if err := cfg.Validate(); err != nil { // derives the timings the simulation reads
+	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	t.cfg = cfg
+	t.cfg, t.tm = cfg, cfg.Timings() // the timings the simulation reads
 	var err error
 	if s.params.election {
 		t.e, err = election.New(simStore{t}, cfg)
@@ -157,7 +158,7 @@ func (t *simTask) acquire() {
 	}
 	t.scheduleRenewal()
 	if t.cfg.KeepAlive == nodeid.KeepAliveRead {
-		t.s.schedule(t.s.now+t.realFor(t.cfg.PollInterval), t, true, func() { t.poll(c) })
+		t.s.schedule(t.s.now+t.realFor(t.tm.PollInterval), t, true, func() { t.poll(c) })
 	}
 	if t.p != nil {
 		t.startGenerator(c)
@@ -240,7 +241,7 @@ func (t *simTask) poll(c *nodeid.Claim) {
 		return
 	}
 	sent, err := c.Poll(context.Background())
-	every, wake := nodeid.AfterPoll(err, t.cfg.PollInterval)
+	every, wake := nodeid.AfterPoll(err, t.tm.PollInterval)
 	switch {
 	case wake:
 		t.s.counts["poll saw a change"]++

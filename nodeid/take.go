@@ -13,7 +13,7 @@ import (
 // version 1 and no floor (no one ever issued IDs with it).
 func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Gossip: p.cfg.GossipAddr, Version: 1,
-		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), KnownNodes: p.knownNodes()}
+		LeaseMillis: p.t.Lease.Milliseconds(), KnownNodes: p.knownNodes()}
 	p.stamp(&next, p.clock.Wall())
 	body, err := next.Encode()
 	if err != nil {
@@ -43,8 +43,8 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 func (p *Provider) judge(r readResult) (lease.Record, lease.State, error) {
 	key := lease.RecordKey(r.id)
 	prev, err := lease.DecodeRecord(r.body, r.id)
-	if err == nil && prev.Lease() > p.cfg.MaxLeaseDuration {
-		err = fmt.Errorf("%w: leaseMillis %d above the maximum lease %v", lease.ErrCorrupt, prev.LeaseMillis, p.cfg.MaxLeaseDuration)
+	if err == nil && prev.Lease() > p.t.MaxLeaseDuration {
+		err = fmt.Errorf("%w: leaseMillis %d above the maximum lease %v", lease.ErrCorrupt, prev.LeaseMillis, p.t.MaxLeaseDuration)
 	}
 	if err != nil {
 		p.log.Error("skipping a lease object that is not a valid lease; repair it with nodeidctl repair", "key", key, "err", err)
@@ -70,7 +70,7 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 	key := lease.RecordKey(r.id)
 	next := lease.Record{
 		NodeID: r.id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Gossip: p.cfg.GossipAddr, Version: prev.Version + 1,
-		LeaseMillis: p.cfg.LeaseDuration.Milliseconds(), ReservedUntilMs: prev.ReservedUntilMs,
+		LeaseMillis: p.t.Lease.Milliseconds(), ReservedUntilMs: prev.ReservedUntilMs,
 		KnownNodes: p.knownNodes(),
 	}
 	p.stamp(&next, p.clock.Wall())
@@ -110,7 +110,7 @@ func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag strin
 	}
 	err := fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, more than MaxClockWait %v",
 		ErrClockBehind, next.NodeID, prev.ReservedUntilMs, behind, p.cfg.MaxClockWait)
-	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.RenewDeadline)
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.t.RenewDeadline)
 	defer cancel()
 	_ = c.Close(closeCtx)
 	return nil, err
@@ -139,8 +139,8 @@ func (p *Provider) readBackTake(ctx context.Context, key, writeID string) (lease
 // raised when the claim issues no IDs, Config.IssuesNoIDs).
 func (p *Provider) stamp(r *lease.Record, wall time.Time) {
 	r.WriteID = lease.NewWriteID()
-	r.RenewedAt, r.ExpiresAt = wall, wall.Add(p.cfg.LeaseDuration)
+	r.RenewedAt, r.ExpiresAt = wall, wall.Add(p.t.Lease)
 	if !p.cfg.IssuesNoIDs {
-		r.ReservedUntilMs = max(r.ReservedUntilMs, wall.UnixMilli()+p.cfg.LeaseDuration.Milliseconds())
+		r.ReservedUntilMs = max(r.ReservedUntilMs, wall.UnixMilli()+p.t.Lease.Milliseconds())
 	}
 }

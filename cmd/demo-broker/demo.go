@@ -93,12 +93,13 @@ type timeline struct {
 // nodeid.DefaultLocalConfig (3 s, renewed every second).
 func normalTimeline() timeline {
 	c := nodeid.DefaultLocalConfig()
-	if err := c.Validate(); err != nil { // derives StoreTimeout
+	if err := c.Validate(); err != nil {
 		panic(err)
 	}
+	t := c.Timings() // StoreTimeout derived
 	return timeline{
-		lease: c.LeaseDuration, renew: c.RenewInterval, renewDeadline: c.RenewDeadline,
-		safety: c.SafetyMargin, storeTimeout: c.StoreTimeout,
+		lease: t.Lease, renew: t.RenewInterval, renewDeadline: t.RenewDeadline,
+		safety: t.SafetyMargin, storeTimeout: t.StoreTimeout,
 		acquireBackoff: c.AcquireBackoff, acquireTimeout: 20 * time.Second,
 		warmup: 6 * time.Second, settle: 5 * time.Second, skew: 3 * time.Second,
 		redraw: 500 * time.Millisecond, pace: 5 * time.Millisecond, batch: 1000,

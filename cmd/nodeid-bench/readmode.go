@@ -34,19 +34,18 @@ func addKeepAliveFlags(fs *flag.FlagSet, k *keepAliveOpts) {
 }
 
 // apply puts cfg in read mode with these timings. LeaseDuration and the
-// timings derived from it are left for Validate to derive from the backstop.
+// timings derived from it are left for nodeid to derive from the backstop.
 func (k keepAliveOpts) apply(cfg *nodeid.Config) {
 	cfg.KeepAlive, cfg.Window, cfg.Backstop, cfg.PollInterval = nodeid.KeepAliveRead, k.window, k.backstop, k.poll
 	cfg.RenewInterval, cfg.RenewDeadline, cfg.SafetyMargin, cfg.StoreTimeout = k.backstopInterval, 0, 0, 0
 }
 
-// derived returns a read-mode configuration as Validate derives it: the
+// derived returns the read-mode timings of k as nodeid derives them: the
 // timings a run actually uses (poll interval, backstop interval).
-func (k keepAliveOpts) derived() (nodeid.Config, error) {
+func (k keepAliveOpts) derived() (nodeid.Timings, error) {
 	cfg := nodeid.DefaultConfig()
 	k.apply(&cfg)
-	err := cfg.Validate()
-	return cfg, err
+	return cfg.Timings(), cfg.Validate()
 }
 
 // keepAliveInfo is read mode's timings as a run used them, for reports.

@@ -99,8 +99,8 @@ func runSteady(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 // steadyGroups parses the modes and lease durations: the write-mode leases
-// (none without write) and, with read, read mode's derived configuration.
-func steadyGroups(o steadyOpts) (leases []time.Duration, read *nodeid.Config, err error) {
+// (none without write) and, with read, read mode's derived timings.
+func steadyGroups(o steadyOpts) (leases []time.Duration, read *nodeid.Timings, err error) {
 	for m := range strings.SplitSeq(o.keepAlive, ",") {
 		switch strings.TrimSpace(m) {
 		case "write":
@@ -133,7 +133,7 @@ func steadyGroups(o steadyOpts) (leases []time.Duration, read *nodeid.Config, er
 // defaultSteadyWindow is 3 renew intervals of the longest write-mode lease
 // and, in read mode, one backstop interval plus two poll intervals (so that
 // each node's take-to-backstop interval is measured) + 1 s.
-func defaultSteadyWindow(leases []time.Duration, read *nodeid.Config) time.Duration {
+func defaultSteadyWindow(leases []time.Duration, read *nodeid.Timings) time.Duration {
 	var w time.Duration
 	if len(leases) > 0 {
 		w = slices.Max(leases) + time.Second // 3 renew intervals of lease/3
@@ -153,7 +153,7 @@ type steadyGroup struct {
 	cfg   func(task string) nodeid.Config
 }
 
-func steady(ctx context.Context, b *backend, o steadyOpts, leases []time.Duration, read *nodeid.Config, args []string) (*steadyReport, error) {
+func steady(ctx context.Context, b *backend, o steadyOpts, leases []time.Duration, read *nodeid.Timings, args []string) (*steadyReport, error) {
 	rep := &steadyReport{header: newHeader("steady", b, args), Prices: priceSource}
 	var groups []steadyGroup
 	for _, l := range leases {

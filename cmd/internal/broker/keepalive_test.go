@@ -12,20 +12,20 @@ import (
 	"github.com/nodeid/nodeid/nodeid"
 )
 
-// parseValidated parses serve's flags and validates the node's
-// configuration as New will (the timings left zero derived).
-func parseValidated(t *testing.T, args []string, vars ...string) (nodeid.Config, error) {
+// parseValidated parses serve's flags, validates the node's configuration
+// as New will, and returns the provider's timings (those left zero derived).
+func parseValidated(t *testing.T, args []string, vars ...string) (nodeid.Timings, error) {
 	t.Helper()
 	c, err := parseServeFlags("nodeid-broker", append([]string{"--bucket", "b"}, args...), env(vars...), io.Discard)
 	if err != nil {
-		return nodeid.Config{}, err
+		return nodeid.Timings{}, err
 	}
 	nc := c.node
 	nc.Provider.TaskID = "task"
 	if err := nc.Validate(); err != nil {
 		t.Fatalf("%v: parsed, then refused by Validate: %v", args, err)
 	}
-	return nc.Provider, nil
+	return nc.Provider.Timings(), nil
 }
 
 // TestParseKeepAlive: --keepalive read sets read mode with nodeid's
@@ -59,10 +59,10 @@ func TestParseKeepAlive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pc.KeepAlive.Mode() != tc.mode || pc.Window != tc.window || pc.Backstop != tc.backstop || pc.LeaseDuration != tc.lease ||
+			if pc.KeepAlive.Mode() != tc.mode || pc.Window != tc.window || pc.Backstop != tc.backstop || pc.Lease != tc.lease ||
 				pc.RenewInterval != tc.renew || pc.PollInterval != tc.poll || pc.MaxLeaseDuration != tc.maxLease {
 				t.Errorf("mode %q window %v backstop %v lease %v renew %v poll %v max lease %v;\nwant %q %v %v %v %v %v %v",
-					pc.KeepAlive, pc.Window, pc.Backstop, pc.LeaseDuration, pc.RenewInterval, pc.PollInterval, pc.MaxLeaseDuration,
+					pc.KeepAlive, pc.Window, pc.Backstop, pc.Lease, pc.RenewInterval, pc.PollInterval, pc.MaxLeaseDuration,
 					tc.mode, tc.window, tc.backstop, tc.lease, tc.renew, tc.poll, tc.maxLease)
 			}
 		})

@@ -170,9 +170,9 @@ func checkRunConfig(prog string, cfg serveConfig, cc *node.ChildConfig, found bo
 		return envflag.Usagef("%v", err)
 	}
 	if err := cc.Validate(nc); err != nil {
-		w := nc.Provider.LossWindow()
+		t := nc.Provider.Timings()
 		return envflag.Usagef("%s", envflag.HumanDurations(fmt.Sprintf("--lease-duration %v - --safety-margin %v - --renew-deadline %v leaves %v between a lease loss and the fence: "+
-			"too little for the child to stop (want above %v)", nc.Provider.LeaseDuration, nc.Provider.SafetyMargin, nc.Provider.RenewDeadline, w, cc.KillMargin)))
+			"too little for the child to stop (want above %v)", t.Lease, t.SafetyMargin, t.RenewDeadline, t.LossWindow(), cc.KillMargin)))
 	}
 	if _, err := exec.LookPath(command[0]); err != nil { // before an ID is taken for nothing
 		return envflag.Usagef("CMD %q cannot be run: %v", command[0], err)

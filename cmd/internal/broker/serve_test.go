@@ -36,16 +36,16 @@ func TestParseServeFlagsDefaults(t *testing.T) {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
 		nc := c.node
-		nc.Provider.TaskID = "task"           // resolved at start
-		if err := nc.Validate(); err != nil { // derives the timings left zero
+		nc.Provider.TaskID = "task" // resolved at start
+		if err := nc.Validate(); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		pc := nc.Provider
+		pc := nc.Provider.Timings() // the timings left zero derived
 		if pc.RenewInterval != tc.interval || pc.RenewDeadline != tc.deadline || pc.SafetyMargin != tc.margin {
 			t.Errorf("%v: interval %v deadline %v margin %v; want %v %v %v", tc.args,
 				pc.RenewInterval, pc.RenewDeadline, pc.SafetyMargin, tc.interval, tc.deadline, tc.margin)
 		}
-		if c.httpAddr != ":8080" || c.gossipOn() || c.prefix != "nodeid/" || pc.ClusterSize != 1024 || c.logLevel != slog.LevelInfo {
+		if c.httpAddr != ":8080" || c.gossipOn() || c.prefix != "nodeid/" || nc.Provider.ClusterSize != 1024 || c.logLevel != slog.LevelInfo {
 			t.Errorf("%v: unexpected defaults %+v", tc.args, c)
 		}
 	}
@@ -234,8 +234,8 @@ func TestParseLossGrace(t *testing.T) {
 		}
 		nc := c.node
 		nc.Provider.TaskID = "task"
-		if err := nc.Validate(); err != nil || nc.Provider.LossGrace != tc.want {
-			t.Errorf("%v: LossGrace %v (%v), want %v", tc.args, nc.Provider.LossGrace, err, tc.want)
+		if err := nc.Validate(); err != nil || nc.Provider.Timings().LossGrace != tc.want {
+			t.Errorf("%v: LossGrace %v (%v), want %v", tc.args, nc.Provider.Timings().LossGrace, err, tc.want)
 		}
 	}
 }
