@@ -47,11 +47,11 @@ func (c *Claim) startPolling(ctx context.Context) (wait func()) {
 		return func() {}
 	}
 	done := make(chan struct{})
-	go func() {
+	c.p.goRun(func() {
 		defer close(done)
 		c.pollLoop(ctx)
-	}()
-	return func() { <-done }
+	})
+	return func() { _ = c.p.waitDone(context.Background(), done) }
 }
 
 // pollLoop reads every PollInterval after the previous read's send (the

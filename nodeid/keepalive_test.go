@@ -38,18 +38,26 @@ func (s *slowReads) GetIfChanged(ctx context.Context, key, etag string) ([]byte,
 }
 
 // readClaim acquires a claim in read mode (3 s window, 12 s backstop, 1 s
-// margin, 600 ms polls) on one goroutine: no renewal or read loop, the test
-// calls poll and renewStep itself.
+// margin, 600 ms polls) and stops its loops (withoutLoops): the test calls
+// poll and renewStep itself.
 func (e *env) readClaim(mod func(*Config)) (*Claim, *slowReads) {
 	e.t.Helper()
 	cfg := e.readConfig("a")
 	if mod != nil {
 		mod(&cfg)
 	}
-	cfg.hooks = &testHooks{sequential: true}
+	cfg.hooks = &testHooks{} // for the tests that break a rule
 	s := &slowReads{Store: e.store, e: e}
-	c := e.acquire(e.providerOn(s, cfg))
+	c := withoutLoops(e.acquire(e.providerOn(s, cfg)))
 	return c, s
+}
+
+// withoutLoops stops the renewal loop of c (and its read loop) and waits
+// until they ended: the test drives the claim's steps itself.
+func withoutLoops(c *Claim) *Claim {
+	c.stopLoop()
+	<-c.loopDone
+	return c
 }
 
 // since returns how far after t0 the claim's fence stands.

@@ -35,9 +35,7 @@ func (c *Claim) release(ctx context.Context) error {
 	c.closing.Store(true)
 	c.fence()
 	c.stopLoop()
-	select {
-	case <-c.loopDone:
-	case <-ctx.Done():
+	if c.p.waitDone(ctx, c.loopDone) != nil {
 		// The renewal loop is stuck in a store call that ignores its
 		// cancellation. The claim is fenced: nothing is issued any more, and
 		// a renewal that lands now only delays the expiry.

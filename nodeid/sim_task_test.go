@@ -28,13 +28,13 @@ type simTask struct {
 	claim    *nodeid.Claim
 	lead     *election.Leadership
 	pending  *nodeid.Claim // the claim the Provider just created (SimHooks.OnClaim)
-	renewals int           // renewal events scheduled: only the latest one runs
 	drift    float64
 	skew     time.Duration // the node's wall clock minus real time
 	hostSkew time.Duration // the host's clock minus real time
 	monoBase time.Time
 
 	busy, crashed, stopped bool
+	closing                bool // a graceful stop closes the claim: its end is no loss
 	started                bool // its first acquire ran
 	pausedUntil            time.Duration
 	partitionedUntil       time.Duration
@@ -121,7 +121,9 @@ func (s *sim) startTask(at time.Duration) {
 }
 
 // acquire takes a node ID (or campaigns), and on success starts the claim's
-// life: renewals, the generator, the application, gossip.
+// life: the generator, the application, gossip, and the watch for its loss.
+// The claim's own renewal loop (and read loop) runs as procs of the task
+// (simTask.Go).
 func (t *simTask) acquire() {
 	s := t.s
 	t.started = true
@@ -153,10 +155,7 @@ func (t *simTask) acquire() {
 	if s.params.gossip {
 		s.gossip.advertise(t, gossipEntry{id: c.NodeID(), version: c.Version(), held: true}, false)
 	}
-	t.scheduleRenewal()
-	if t.cfg.KeepAlive == nodeid.KeepAliveRead {
-		t.s.schedule(t.s.now+t.realFor(t.cfg.PollInterval), t, true, func() { t.poll(c) })
-	}
+	s.schedule(s.now, t, false, func() { t.watch(c) })
 	if t.p != nil {
 		t.startGenerator(c)
 	}
@@ -192,73 +191,18 @@ func (t *simTask) startGenerator(c *nodeid.Claim) {
 	t.s.schedule(t.s.now, t, false, t.issue)
 }
 
-// scheduleRenewal does what renewLoop does: renew RenewInterval after the last
-// successful write, measured on the task's monotonic clock.
-func (t *simTask) scheduleRenewal() {
-	t.renewIn(time.Duration(float64(t.claim.NextRenewal().Sub(t.mono())) / (1 + t.drift)))
-}
-
-// renewIn schedules the renewal d of real time from now, in place of the
-// one scheduled before (a poll that saw the ETag change wakes it early).
-func (t *simTask) renewIn(d time.Duration) {
-	t.renewals++
-	gen := t.renewals
-	t.s.schedule(t.s.now+d, t, true, func() {
-		if gen == t.renewals {
-			t.renew()
-		}
-	})
-}
-
-func (t *simTask) renew() {
-	c := t.claim
-	if c == nil {
+// watch parks until the claim ends, as package node waits on Done: a loss
+// (by its renewal or read loop, or fenced by gossip) ends the process.
+func (t *simTask) watch(c *nodeid.Claim) {
+	for !isDone(c) {
+		_ = t.SleepOrWake(context.Background(), time.Hour, c.Done())
+	}
+	if t.closing || c != t.claim {
 		return
 	}
-	if !isDone(c) {
-		if err := c.RenewStep(context.Background()); err != nil {
-			c.Lose(err)
-		}
-	}
-	if isDone(c) { // lost: by the round, or fenced by gossip meanwhile
-		t.s.tracef("%s: lost node %d: %v", t.name, c.NodeID(), c.Err())
-		t.s.counts["lost"]++
-		t.exit()
-		return
-	}
-	if t.app != nil {
-		t.app.renewed(c)
-	}
-	t.scheduleRenewal()
-}
-
-// poll does what the claim's read loop does in read mode: a conditional read
-// of its own lease object every PollInterval after the previous one's send
-// (a quarter of it after a failed one), on the task's monotonic clock, while
-// the claim lasts. A read that sees the ETag change (a challenge, another
-// writer, a write of ours that landed late) wakes the renewal.
-func (t *simTask) poll(c *nodeid.Claim) {
-	if c != t.claim || isDone(c) || t.stopped || t.crashed {
-		return
-	}
-	sent, err := c.Poll(context.Background())
-	every, wake := nodeid.AfterPoll(err, t.cfg.PollInterval)
-	switch {
-	case wake:
-		t.s.counts["poll saw a change"]++
-		t.renewIn(0)
-	case err != nil:
-		t.s.counts["poll failed"]++
-	default:
-		t.s.counts["poll proved"]++
-	}
-	next := sent.Add(every).Sub(t.mono())
-	t.s.schedule(t.s.now+t.realFor(next), t, true, func() { t.poll(c) })
-}
-
-// realFor is the real time d of the task's monotonic clock takes.
-func (t *simTask) realFor(d time.Duration) time.Duration {
-	return time.Duration(float64(d) / (1 + t.drift))
+	t.s.tracef("%s: lost node %d: %v", t.name, c.NodeID(), c.Err())
+	t.s.counts["lost"]++
+	t.exit()
 }
 
 // exit ends the process after a lost lease (node.Node removes the id file and
@@ -314,6 +258,7 @@ func (t *simTask) issue() {
 // first, then the release (or the resignation).
 func (t *simTask) gracefulStop() {
 	if t.claim != nil {
+		t.closing = true
 		if t.app != nil {
 			t.app.stop()
 		}
@@ -421,6 +366,14 @@ func (s *sim) run() {
 type simObserver struct {
 	nodeid.NopObserver
 	t *simTask
+}
+
+// Renewed tells the application of a renewal, which it rewrites its id file
+// after.
+func (o simObserver) Renewed(int, time.Duration) {
+	if c := o.t.claim; o.t.app != nil && c != nil && !isDone(c) {
+		o.t.app.renewed(c)
+	}
 }
 
 func (o simObserver) Jeopardy(int, error) {

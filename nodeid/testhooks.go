@@ -7,13 +7,11 @@ import (
 )
 
 // testHooks is the one seam through which tests change how a Provider runs: the
-// deterministic simulation (sim_test.go) runs it on one goroutine and breaks
-// safety rules on purpose to show that its checker catches them, and the
-// nodeid_mutation build (mutation_tagged.go) does the latter for the fault
-// suite. Provider.hooks is nil in production; every method is safe on a nil
+// deterministic simulation (sim_test.go) breaks safety rules on purpose to
+// show that its checker catches them, and the nodeid_mutation build
+// (mutation_tagged.go) does the same for the fault suite. Provider.hooks is nil in production; every method is safe on a nil
 // *testHooks and then gives the production behaviour.
 type testHooks struct {
-	sequential bool          // no goroutines: reads and creates one by one, no renewal loop
 	fenceExtra time.Duration // bug: the fence stays up this much longer
 	// renewDeadlineExtra (a bug): the renewals give up this much later than
 	// RenewDeadline, so that a holder only stops on evidence of a takeover.
@@ -102,9 +100,6 @@ func (h *testHooks) gossipUnchecked() bool { return h != nil && h.rawGossip }
 // recentFloorOld reports whether the far-floor rule is the one before issue
 // 28 (a bug).
 func (h *testHooks) recentFloorOld() bool { return h != nil && h.oldRecentFloor }
-
-// isSequential reports whether the Provider must not start goroutines.
-func (h *testHooks) isSequential() bool { return h != nil && h.sequential }
 
 // extraFence returns how much longer than the rule the fence stays up: 0.
 func (h *testHooks) extraFence() time.Duration {
