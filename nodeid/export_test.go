@@ -28,6 +28,11 @@ type SimHooks struct {
 	IssueInJeopardy bool
 	ReadArmAtAnswer bool
 	ReadArmBackstop bool
+	// The liveness mutants (simrules_test.go): a retry pause no wake ends
+	// (UnwokenRetries), a fence fallen for good that the read loop does not
+	// end (UnendedFall), a stale challenge never challenged again
+	// (StaleChallengeLeft).
+	UnwokenRetries, UnendedFall, StaleChallengeLeft bool
 }
 
 // WithSimHooks returns cfg with h set, for a Provider made from it
@@ -40,6 +45,17 @@ func WithSimHooks(cfg Config, h SimHooks) Config {
 		recoverChanged: h.RecoverChanged, issueInJeopardy: h.IssueInJeopardy,
 		readArmAtAnswer: h.ReadArmAtAnswer, readArmBackstop: h.ReadArmBackstop,
 	}
+	r := productionRules()
+	if h.UnwokenRetries {
+		r.retryPause = unwokenRetryPause
+	}
+	if h.UnendedFall {
+		r.fellForGood, r.finalFall = neverFellForGood, noFinalFall
+	}
+	if h.StaleChallengeLeft {
+		r.staleChallenge = noStaleChallenge
+	}
+	cfg.rules = &r
 	return cfg
 }
 

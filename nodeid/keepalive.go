@@ -68,13 +68,13 @@ func (c *Claim) pollLoop(ctx context.Context) {
 	clock := c.p.clock
 	sent, every := clock.Now(), c.p.cfg.PollInterval
 	for {
-		if c.fellForGood() {
+		if c.p.rules.fellForGood(c) {
 			c.lose(lostf("node %d: its fence fell (no read or write proved the lease for Window - SafetyMargin, %v) and LossGrace is NoLossGrace: the first fence is final",
 				c.id, c.p.cfg.Window-c.p.cfg.SafetyMargin))
 			return
 		}
 		due := sent.Add(every)
-		if fall, ok := c.finalFall(); ok && fall.Before(due) {
+		if fall, ok := c.p.rules.finalFall(c); ok && fall.Before(due) {
 			due = fall
 		}
 		if err := clock.Sleep(ctx, due.Sub(clock.Now())); err != nil {
