@@ -335,3 +335,32 @@ func TestReadLoopKeepsTheClaim(t *testing.T) {
 		t.Fatalf("after a takeover: %v, %v later (record before: %+v)", c.Err(), e.clk.Now().Sub(taken), r)
 	}
 }
+
+// While the claim answers a challenge, a poll that shows the challenge's
+// ETag proves nothing (errAnswering), and one that shows another ETag (the
+// answer landed though its outcome was unknown, a challenge again) wakes
+// the renewal loop (errETagChanged): otherwise a retry pause of the answer
+// outlasts the window of the next challenge, which the read loop cannot
+// report. The simulation's check keptByHealthy found it (seed 24 of
+// TestSimulationLiveness).
+func TestPollWhileAnsweringSeesAChange(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.readClaim(e.oneID)
+	r, m := e.record(0)
+	c.mu.Lock()
+	c.etag, c.answering = m.ETag, true // as challengedBy leaves it
+	c.mu.Unlock()
+	before := c.ValidUntil()
+	if _, err := c.poll(context.Background()); !errors.Is(err, errAnswering) || !c.ValidUntil().Equal(before) {
+		t.Fatalf("poll on the challenge's ETag while answering: %v, fence moved %v; want errAnswering, no proof", err, c.ValidUntil().Sub(before))
+	}
+	r.WriteID = lease.NewWriteID()
+	body, _ := r.Encode()
+	if _, err := e.mem.Update(context.Background(), lease.RecordKey(0), body, m.ETag); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.poll(context.Background())
+	if _, wake := afterPoll(err, c.p.cfg.PollInterval); !errors.Is(err, errETagChanged) || !wake {
+		t.Fatalf("poll after the object changed while answering: %v (wake %v); want errETagChanged and a wake", err, wake)
+	}
+}

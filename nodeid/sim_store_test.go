@@ -18,11 +18,21 @@ var _ lease.LiveWriter = simStore{}
 
 // call runs one request: do performs it on the store when it arrives. A write
 // may instead stay on the wire (late): land, called later, applies it then.
-func (ss simStore) call(op storetest.Op, key string, do func() error, land func()) error {
+func (ss simStore) call(op storetest.Op, key string, do func() error, land func()) (err error) {
 	t, s := ss.t, ss.t.s
 	if t.crashed {
 		panic(errProcessDead)
 	}
+	sent := s.now
+	defer func() {
+		// A fault, an answer later than StoreTimeout, or a write that met
+		// another's (a 412: see keptByHealthy's gap in
+		// docs/evidence/simulation.md); not a read's 304 or 404.
+		if err != nil && !errors.Is(err, lease.ErrNotModified) && !errors.Is(err, lease.ErrNotFound) ||
+			s.now-sent > t.cfg.StoreTimeout {
+			t.trouble(s.now)
+		}
+	}()
 	s.tracef("%s: %s %s", t.name, op, key)
 	// The request is on the wire: it arrives even if its sender dies or
 	// pauses meanwhile.
@@ -61,7 +71,7 @@ func (ss simStore) call(op storetest.Op, key string, do func() error, land func(
 		s.counts["read error"]++
 		return errors.New("sim: read failed")
 	}
-	err := do()
+	err = do()
 	s.wait(t, s.latency())
 	return err
 }

@@ -34,7 +34,10 @@ type simTask struct {
 	monoBase time.Time
 
 	busy, crashed, stopped bool
-	closing                bool // a graceful stop closes the claim: its end is no loss
+	closing                bool          // a graceful stop closes the claim: its end is no loss
+	troubleUntil           time.Duration // its last trouble (sim_live_test.go) ended then
+	jeopardyAt             time.Duration // when jeopardyClaim went into jeopardy; -1: not in jeopardy
+	jeopardyClaim          *nodeid.Claim
 	started                bool // its first acquire ran
 	pausedUntil            time.Duration
 	partitionedUntil       time.Duration
@@ -57,7 +60,8 @@ func (s *sim) startTask(at time.Duration) {
 		// The host's clock and the node's agree at start (nodeid.SystemClock
 		// reads the host's); faults step them apart.
 		skew: skew, hostSkew: skew,
-		monoBase: time.Unix(0, 0).Add(time.Duration(s.rng.Int64N(int64(time.Hour)))),
+		monoBase:   time.Unix(0, 0).Add(time.Duration(s.rng.Int64N(int64(time.Hour)))),
+		jeopardyAt: -1,
 	}
 	cfg := nodeid.DefaultConfig()
 	if !s.params.production {
@@ -70,10 +74,17 @@ func (s *sim) startTask(at time.Duration) {
 		b := s.params.backstop
 		cfg.KeepAlive, cfg.Backstop, cfg.Window, cfg.PollInterval = nodeid.KeepAliveRead, b, (b / 3).Truncate(time.Millisecond), 300*time.Millisecond
 		cfg.RenewInterval, cfg.RenewDeadline = b/3, b*2/3
+		if s.params.liveTimings {
+			cfg.Backstop, cfg.MaxLeaseDuration, cfg.Window = 90*time.Second, 90*time.Second, 1200*time.Millisecond
+			cfg.RenewInterval, cfg.RenewDeadline, cfg.StoreTimeout = 2*time.Second, 88*time.Second, 500*time.Millisecond
+		}
 	}
 	cfg.TaskID, cfg.ClusterSize, cfg.FirstNodeID, cfg.Clock = t.name, s.params.ids, s.params.firstID, t
 	if s.rng.Float64() < s.params.shortWait {
 		cfg.MaxClockWait = 500 * time.Millisecond
+	}
+	if s.params.liveTimings {
+		cfg.MaxClockWait = 2 * time.Minute // a successor takes, then waits for a floor a backstop ahead
 	}
 	if s.params.gossip {
 		cfg.Peers = s.gossip.hints(t)
@@ -276,6 +287,7 @@ func (t *simTask) gracefulStop() {
 // crash kills the process: no release, and gossip finds it dead a while
 // later. An id-file reader, a process of its own, goes on.
 func (t *simTask) crash() {
+	t.s.check.crashed(t)
 	t.crashed = true
 	if t.app != nil && t.app.child {
 		t.app.running, t.app.stopped = false, true // the parent-death signal
@@ -318,10 +330,14 @@ func (s *sim) fault() {
 			t.crash()
 		case 1:
 			s.counts["pause"]++
-			t.pausedUntil = s.now + s.between(lease/2, 3*lease)
+			// A pause during a pause ends at the later end: the procs held
+			// by the first resume at its end, not before.
+			t.pausedUntil = max(t.pausedUntil, s.now+s.between(lease/2, 3*lease))
+			t.trouble(t.pausedUntil)
 		case 2:
 			s.counts["partition"]++
 			t.partitionedUntil = s.now + s.between(lease/2, 3*lease)
+			t.trouble(t.partitionedUntil)
 		case 3:
 			s.counts["graceful stop"]++
 			s.schedule(s.now, t, true, t.gracefulStop)
@@ -378,6 +394,7 @@ func (o simObserver) Renewed(int, time.Duration) {
 
 func (o simObserver) Jeopardy(int, error) {
 	o.t.s.counts["jeopardy"]++
+	o.t.jeopardyAt, o.t.jeopardyClaim = o.t.s.now, o.t.claim
 	o.t.s.tracef("%s: in jeopardy", o.t.name)
 	if o.t.app != nil {
 		o.t.app.fenced()
@@ -386,6 +403,7 @@ func (o simObserver) Jeopardy(int, error) {
 
 func (o simObserver) Recovered(int, time.Duration) {
 	o.t.s.counts["recovered"]++
+	o.t.jeopardyAt = -1
 	o.t.s.tracef("%s: recovered", o.t.name)
 	if o.t.app != nil {
 		o.t.app.recovered()

@@ -90,6 +90,14 @@ type simParams struct {
 	// backstop is the backstop of a read-mode run, the same for every task
 	// (the manifest fixes it), in [minLease, maxLease), whole ms.
 	backstop time.Duration
+	// liveTimings: read mode's timings stretched as production's are (a
+	// backstop of 90 s against a window of 1.2 s; renewals every 2 s,
+	// retried until 88 s; StoreTimeout 500 ms), where a retry pause (4.3
+	// to 8.6 s) outlasts a confirm's window and a stale challenge holds an
+	// ID for 90 s: the world of the liveness mutants. A successor
+	// waits for a floor (a backstop ahead of its predecessor's clock)
+	// instead of passing it over.
+	liveTimings bool
 	// mutation breaks a rule on purpose (nil: none).
 	mutation *simMutation
 }
