@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nodeid/nodeid/lease"
@@ -36,17 +35,7 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 		}
 		out[i] = readResult{id: id, body: body, meta: meta, err: err}
 	}
-	if p.hooks.isSequential() {
-		for i, id := range ids {
-			read(i, id)
-		}
-		return out
-	}
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { read(i, id) })
-	}
-	wg.Wait()
+	p.goEach(len(ids), len(ids), func(i int) { read(i, ids[i]) })
 	return out
 }
 

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/nodeid/nodeid/lease"
 )
 
@@ -397,10 +395,8 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 	var (
 		mu    sync.Mutex
 		errs  []error // every failure, not only the first: joined below
-		g     errgroup.Group
 		raced atomic.Bool
 	)
-	g.SetLimit(bootstrapParallelism)
 	create := func(id int) {
 		info, err := p.createFree(ctx, id)
 		mu.Lock()
@@ -415,20 +411,11 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 			v.createdIDs = append(v.createdIDs, id)
 		}
 	}
-	for _, id := range missing {
-		if raced.Load() {
-			break
+	p.goEach(len(missing), bootstrapParallelism, func(i int) {
+		if !raced.Load() {
+			create(missing[i])
 		}
-		if p.hooks.isSequential() {
-			create(id)
-			continue
-		}
-		g.Go(func() error {
-			create(id)
-			return nil
-		})
-	}
-	_ = g.Wait()
+	})
 	if raced.Load() {
 		errs = append(errs, errFillRaced)
 	}

@@ -85,7 +85,7 @@ func (p *Provider) suspected(r readResult, prev lease.Record, known map[int]int6
 	}
 	age, ok := lease.StoreAge(r.meta.LastModified, r.meta.Date)
 	if prev.Challenge != nil {
-		return ok && p.staleChallenge(prev.Challenge, age)
+		return ok && p.rules.staleChallenge(p, prev.Challenge, age)
 	}
 	return ok && (p.deadByGossip(r.id, prev.Holder, prev.Version, known, w) || age > p.backstopLate())
 }

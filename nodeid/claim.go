@@ -82,11 +82,7 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	p.hooks.newClaimed(c)
-	if p.hooks.isSequential() {
-		close(c.loopDone) // the simulation calls renewRound (and poll) itself
-		return c
-	}
-	go c.renewLoop(ctx)
+	p.goRun(func() { c.renewLoop(ctx) })
 	return c
 }
 

@@ -2,6 +2,7 @@ package nodeid
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/ctxtime"
@@ -72,6 +73,70 @@ type wakeClock interface {
 	// SleepOrWake is Sleep that also ends, returning nil, when wake is
 	// closed.
 	SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error
+}
+
+// goClock is a Clock that runs the Provider's goroutines itself: the
+// simulation's, where each is a coroutine that runs only while the others
+// wait. On it every wait of one goroutine for another is a sleep that the
+// other's end wakes (waitDone), so that a wait is one more thing the clock
+// schedules. On any other Clock (the system clock, a test's) the Provider
+// starts them with the go statement and waits in a select.
+type goClock interface {
+	wakeClock
+	// Go runs f on a goroutine of the clock's.
+	Go(f func())
+}
+
+// goRun runs f on a goroutine of its own: the Clock's (goClock), or a new
+// one.
+func (p *Provider) goRun(f func()) {
+	if gc, ok := p.clock.(goClock); ok {
+		gc.Go(f)
+		return
+	}
+	go f()
+}
+
+// waitDone waits until done is closed (nil), or ctx ends (its error): on a
+// goClock asleep on it, woken by done; elsewhere in a select.
+func (p *Provider) waitDone(ctx context.Context, done <-chan struct{}) error {
+	if gc, ok := p.clock.(goClock); ok {
+		for {
+			select {
+			case <-done:
+				return nil
+			default:
+			}
+			if err := gc.SleepOrWake(ctx, time.Hour, done); err != nil {
+				return err
+			}
+		}
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// goEach runs f(0) ... f(n-1) on at most limit goroutines of goRun's, and
+// waits until all have returned.
+func (p *Provider) goEach(n, limit int, f func(i int)) {
+	var next atomic.Int64
+	dones := make([]chan struct{}, min(n, limit))
+	for w := range dones {
+		dones[w] = make(chan struct{})
+		p.goRun(func() {
+			defer close(dones[w])
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	for _, done := range dones {
+		_ = p.waitDone(context.Background(), done)
+	}
 }
 
 // sleepOrWake sleeps d on clock, or less when wake delivers (a value sent on

@@ -12,16 +12,17 @@ import (
 // package nodeid_test, so that it drives package election (Campaign, Resign,
 // Scope) as users do, and these names exist only in this package's tests.
 
-// SimHooks make a Provider run on the simulation's one goroutine (no renewal
-// loop: the simulation calls RenewRound) and report each claim it creates.
+// SimHooks report each claim a Provider creates. (The simulation runs the
+// Provider's goroutines as its own through the Clock it hands in: see
+// goClock.)
 type SimHooks struct {
 	OnClaim func(*Claim)
 }
 
-// WithSimHooks returns cfg with h set: a Provider made from it (nodeid.New,
-// or election.New and Campaign) runs sequentially.
+// WithSimHooks returns cfg with h set, for a Provider made from it
+// (nodeid.New, or election.New and Campaign).
 func WithSimHooks(cfg Config, h SimHooks) Config {
-	cfg.hooks = &testHooks{sequential: true, onClaim: h.OnClaim}
+	cfg.hooks = &testHooks{onClaim: h.OnClaim}
 	return cfg
 }
 
@@ -46,6 +47,11 @@ type SimRules struct {
 	// ReadProvesChallenge: a read that shows the challenge being answered
 	// re-arms the fence.
 	ReadProvesChallenge bool
+	// The liveness mutants (simrules_test.go): a retry pause no wake ends
+	// (UnwokenRetries), a fence fallen for good that the read loop does not
+	// end (UnendedFall), a stale challenge never challenged again
+	// (StaleChallengeLeft).
+	UnwokenRetries, UnendedFall, StaleChallengeLeft bool
 }
 
 // WithSimRules returns cfg with the rules s breaks broken in every Provider
@@ -124,20 +130,17 @@ func (s SimRules) mutated() *rules {
 		r.answers = func(string, string) bool { return true }
 	}
 	r.readsProveChallenge = s.ReadProvesChallenge
+	if s.UnwokenRetries {
+		r.retryPause = unwokenRetryPause
+	}
+	if s.UnendedFall {
+		r.fellForGood, r.finalFall = neverFellForGood, noFinalFall
+	}
+	if s.StaleChallengeLeft {
+		r.staleChallenge = noStaleChallenge
+	}
 	return &r
 }
-
-// RenewStep is the renewal loop's one turn (renewStep): a round, and
-// jeopardy until a recovery or a loss when it gives up.
-func (c *Claim) RenewStep(ctx context.Context) error { return c.renewStep(ctx) }
-
-// Poll is the read loop's one read (poll), in read mode: it returns its send
-// time, and nil when its answer proved the claim's ETag.
-func (c *Claim) Poll(ctx context.Context) (time.Time, error) { return c.poll(ctx) }
-
-// AfterPoll is what the read loop does after a Poll that returned err
-// (afterPoll): the time to the next, and whether to wake the renewal.
-func AfterPoll(err error, poll time.Duration) (time.Duration, bool) { return afterPoll(err, poll) }
 
 // InJeopardy reports whether the claim is in jeopardy.
 func (c *Claim) InJeopardy() bool { return c.inJeopardy() }
@@ -149,9 +152,6 @@ func (c *Claim) NextRenewal() time.Time {
 	defer c.mu.Unlock()
 	return c.lastSent.Add(c.p.t.RenewInterval)
 }
-
-// Lose ends the claim as lost, as the renewal loop does when a round fails.
-func (c *Claim) Lose(err error) { c.lose(err) }
 
 // Provider returns the Provider of the claim.
 func (c *Claim) Provider() *Provider { return c.p }

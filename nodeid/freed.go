@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/nodeid/nodeid/lease"
 )
@@ -110,8 +109,8 @@ func gossipFree(known map[int]int64, first, size int) []int {
 }
 
 // readFreed reads the lease object of id and, unless cached says that m is
-// the manifest, the manifest beside it (concurrently, except in sequential test
-// runs), and checks that. It returns the read and the manifest.
+// the manifest, the manifest beside it (concurrently), and checks that. It
+// returns the read and the manifest.
 func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.Manifest) (readResult, lease.Manifest, error) {
 	if cached {
 		r := p.readAll(ctx, []int{id})[0]
@@ -130,15 +129,13 @@ func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.M
 		}
 		v, mErr = p.checkManifest(body, meta)
 	}
-	if p.hooks.isSequential() {
+	read := make(chan struct{})
+	p.goRun(func() {
+		defer close(read)
 		readManifest()
-		r = p.readAll(ctx, []int{id})[0]
-	} else {
-		var wg sync.WaitGroup
-		wg.Go(readManifest)
-		r = p.readAll(ctx, []int{id})[0]
-		wg.Wait()
-	}
+	})
+	r = p.readAll(ctx, []int{id})[0]
+	_ = p.waitDone(context.Background(), read)
 	if err := errors.Join(mErr, r.err); err != nil {
 		return r, m, err
 	}
@@ -155,6 +152,7 @@ func (p *Provider) floorTooFar(prev lease.Record) bool {
 // earlyManifest is a GET of the manifest sent beside a bootstrap's LIST
 // (readManifestEarly).
 type earlyManifest struct {
+	p    *Provider
 	done chan struct{}
 	body []byte
 	meta lease.Meta
@@ -184,18 +182,15 @@ func (p *Provider) readManifestEarly(ctx context.Context) *earlyManifest {
 		defer close(e.done)
 		e.body, e.meta, e.err = p.store.Get(ctx, lease.ManifestKey)
 	}
-	if p.hooks.isSequential() {
-		read()
-	} else {
-		go read()
-	}
+	p.goRun(read)
+	e.p = p
 	return e
 }
 
 // wait waits for the GET to end; nothing when e is nil.
 func (e *earlyManifest) wait() {
 	if e != nil {
-		<-e.done
+		_ = e.p.waitDone(context.Background(), e.done)
 	}
 }
 

@@ -96,7 +96,7 @@ func (c *Claim) recover(ctx context.Context, cause error) error {
 		if left := end.Sub(clock.Now()); wait >= left {
 			return lostf("no write of node %d landed in the loss grace (%v) after its renewals gave up: %v", c.id, t.LossGrace, last)
 		}
-		if err := c.await(ctx, wait); err != nil {
+		if err := c.p.rules.retryPause(c, ctx, wait); err != nil {
 			return err
 		}
 	}

@@ -36,8 +36,9 @@ import (
 // meanwhile. The renewal loop tells which.
 var errETagChanged = errors.New("nodeid: the lease object's ETag changed")
 
-// errAnswering is a poll not sent: the claim's ETag is a challenge's that the
-// renewal loop is answering (challenge.go).
+// errAnswering is a poll that showed the claim's ETag while it is a
+// challenge's that the renewal loop is answering (challenge.go): it proves
+// nothing.
 var errAnswering = errors.New("nodeid: answering a challenge")
 
 // startPolling starts the read loop of a claim in read mode, and returns the
@@ -47,11 +48,11 @@ func (c *Claim) startPolling(ctx context.Context) (wait func()) {
 		return func() {}
 	}
 	done := make(chan struct{})
-	go func() {
+	c.p.goRun(func() {
 		defer close(done)
 		c.pollLoop(ctx)
-	}()
-	return func() { <-done }
+	})
+	return func() { _ = c.p.waitDone(context.Background(), done) }
 }
 
 // pollLoop reads every PollInterval after the previous read's send (the
@@ -68,13 +69,13 @@ func (c *Claim) pollLoop(ctx context.Context) {
 	clock := c.p.clock
 	sent, every := clock.Now(), c.p.t.PollInterval
 	for {
-		if c.fellForGood() {
+		if c.p.rules.fellForGood(c) {
 			c.lose(lostf("node %d: its fence fell (no read or write proved the lease for Window - SafetyMargin, %v) and LossGrace is NoLossGrace: the first fence is final",
 				c.id, c.p.t.Window-c.p.t.SafetyMargin))
 			return
 		}
 		due := sent.Add(every)
-		if fall, ok := c.finalFall(); ok && fall.Before(due) {
+		if fall, ok := c.p.rules.finalFall(c); ok && fall.Before(due) {
 			due = fall
 		}
 		if err := clock.Sleep(ctx, due.Sub(clock.Now())); err != nil {
@@ -120,9 +121,11 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 	c.mu.Lock()
 	etag, answering := c.etag, c.answering
 	c.mu.Unlock()
-	if answering && !c.p.rules.readsProveChallenge {
-		return c.p.clock.Now(), errAnswering // the renewal loop writes the answer; a read on the challenge proves nothing
-	}
+	// While the renewal loop answers a challenge, a read that shows the
+	// challenge proves nothing; one that shows another ETag (the answer
+	// landed though its outcome was unknown, or a challenge again) wakes
+	// the loop as ever, so that no retry pause of it outlasts the window.
+	proves := !answering || c.p.rules.readsProveChallenge
 	rctx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
 	sent := c.p.clock.Now()
 	_, meta, err := lease.ReadOwn(rctx, c.p.store, c.key, etag, c.p.plainReads.Load())
@@ -132,6 +135,8 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 			"nodeId", c.id, "err", err)
 	}
 	switch {
+	case (errors.Is(err, lease.ErrNotModified) && meta.ETag == etag || err == nil && meta.ETag == etag) && !proves:
+		return sent, errAnswering
 	case errors.Is(err, lease.ErrNotModified) && meta.ETag == etag, err == nil && meta.ETag == etag:
 		answered := c.p.clock.Now()
 		c.proved(c.p.rules.readArmedAt(sent, answered))

@@ -38,18 +38,26 @@ func (s *slowReads) GetIfChanged(ctx context.Context, key, etag string) ([]byte,
 }
 
 // readClaim acquires a claim in read mode (3 s window, 12 s backstop, 1 s
-// margin, 600 ms polls) on one goroutine: no renewal or read loop, the test
-// calls poll and renewStep itself.
+// margin, 600 ms polls) and stops its loops (withoutLoops): the test calls
+// poll and renewStep itself.
 func (e *env) readClaim(mod func(*Config)) (*Claim, *slowReads) {
 	e.t.Helper()
 	cfg := e.readConfig("a")
 	if mod != nil {
 		mod(&cfg)
 	}
-	cfg.hooks = &testHooks{sequential: true}
+	cfg.hooks = &testHooks{} // for the tests that break a rule
 	s := &slowReads{Store: e.store, e: e}
-	c := e.acquire(e.providerOn(s, cfg))
+	c := withoutLoops(e.acquire(e.providerOn(s, cfg)))
 	return c, s
+}
+
+// withoutLoops stops the renewal loop of c (and its read loop) and waits
+// until they ended: the test drives the claim's steps itself.
+func withoutLoops(c *Claim) *Claim {
+	c.stopLoop()
+	<-c.loopDone
+	return c
 }
 
 // since returns how far after t0 the claim's fence stands.
@@ -325,5 +333,34 @@ func TestReadLoopKeepsTheClaim(t *testing.T) {
 	e.advanceUntilDone(c, 4*time.Second)
 	if !errors.Is(c.Err(), ErrLeaseLost) || e.clk.Now().Sub(taken) > time.Second {
 		t.Fatalf("after a takeover: %v, %v later (record before: %+v)", c.Err(), e.clk.Now().Sub(taken), r)
+	}
+}
+
+// While the claim answers a challenge, a poll that shows the challenge's
+// ETag proves nothing (errAnswering), and one that shows another ETag (the
+// answer landed though its outcome was unknown, a challenge again) wakes
+// the renewal loop (errETagChanged): otherwise a retry pause of the answer
+// outlasts the window of the next challenge, which the read loop cannot
+// report. The simulation's check keptByHealthy found it (seed 24 of
+// TestSimulationLiveness).
+func TestPollWhileAnsweringSeesAChange(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.readClaim(e.oneID)
+	r, m := e.record(0)
+	c.mu.Lock()
+	c.etag, c.answering = m.ETag, true // as challengedBy leaves it
+	c.mu.Unlock()
+	before := c.ValidUntil()
+	if _, err := c.poll(context.Background()); !errors.Is(err, errAnswering) || !c.ValidUntil().Equal(before) {
+		t.Fatalf("poll on the challenge's ETag while answering: %v, fence moved %v; want errAnswering, no proof", err, c.ValidUntil().Sub(before))
+	}
+	r.WriteID = lease.NewWriteID()
+	body, _ := r.Encode()
+	if _, err := e.mem.Update(context.Background(), lease.RecordKey(0), body, m.ETag); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.poll(context.Background())
+	if _, wake := afterPoll(err, c.p.cfg.PollInterval); !errors.Is(err, errETagChanged) || !wake {
+		t.Fatalf("poll after the object changed while answering: %v (wake %v); want errETagChanged and a wake", err, wake)
 	}
 }

@@ -36,9 +36,7 @@ func (c *Claim) release(ctx context.Context) error {
 	c.fence()
 	c.subs.stop(ErrClosed, false)
 	c.stopLoop()
-	select {
-	case <-c.loopDone:
-	case <-ctx.Done():
+	if c.p.waitDone(ctx, c.loopDone) != nil {
 		// The renewal loop is stuck in a store call that ignores its
 		// cancellation. The claim is fenced: nothing is issued any more, and
 		// a renewal that lands now only delays the expiry.

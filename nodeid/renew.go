@@ -84,7 +84,7 @@ func (c *Claim) renewRound(ctx context.Context) error {
 		if left := deadline.Sub(clock.Now()); wait >= left {
 			return gaveUpf("renewal of node %d failed until the renew deadline (%v after the last write): %v", c.id, t.RenewDeadline, err)
 		}
-		if err := c.await(ctx, wait); err != nil {
+		if err := c.p.rules.retryPause(c, ctx, wait); err != nil {
 			return err
 		}
 	}

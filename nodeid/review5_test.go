@@ -121,9 +121,8 @@ func TestReview5ReleaseReportsATakeByChallengeAsReleased(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.readConfig("a")
 	e.oneID(&cfg)
-	cfg.hooks = &testHooks{sequential: true}
 	hs := storetest.NewFaultStore(e.mem) // the holder's own connection to the store
-	holder := e.acquire(e.providerOn(hs, cfg))
+	holder := withoutLoops(e.acquire(e.providerOn(hs, cfg)))
 	var cut atomic.Bool
 	cut.Store(true)
 	hs.SetInjector(func(op storetest.Op, key string) storetest.Fault {

@@ -82,6 +82,18 @@ type rules struct {
 	// (*Provider).dropped, a lease still held by the listing's lights or
 	// live by gossip.
 	dropped func(p *Provider, id int, v *clusterView, w *watched, known map[int]int64, longest int64) bool
+	// retryPause is a renewal round's (and jeopardy's) wait between
+	// attempts: await, which the read loop's wake ends, so that a challenge
+	// seen meanwhile is answered at once.
+	retryPause func(c *Claim, ctx context.Context, d time.Duration) error
+	// fellForGood and finalFall are how the read loop sees the fence fall
+	// for good (NoLossGrace) and when it wakes for that fall, so that it
+	// ends such a claim at the fall.
+	fellForGood func(c *Claim) bool
+	finalFall   func(c *Claim) (time.Time, bool)
+	// staleChallenge is whether a standing challenge is challenged again
+	// (read mode), so that an unconfirmed one does not strand an ID.
+	staleChallenge func(p *Provider, ch *lease.Challenge, age time.Duration) bool
 }
 
 // productionRules returns the rules as designed.
@@ -104,6 +116,10 @@ func productionRules() rules {
 		take:           (*Provider).take,
 		suspected:      (*Provider).suspected,
 		dropped:        (*Provider).dropped,
+		retryPause:     (*Claim).await,
+		fellForGood:    (*Claim).fellForGood,
+		finalFall:      (*Claim).finalFall,
+		staleChallenge: (*Provider).staleChallenge,
 	}
 }
 

@@ -208,7 +208,7 @@ func (a *simApp) stop() {
 	wasUp := a.up
 	a.up, a.retired = false, true
 	if wasUp {
-		a.t.s.wait(a.t, simIDFileGrace, nil)
+		a.t.s.wait(a.t, simIDFileGrace)
 		a.graceDone = true
 	}
 }

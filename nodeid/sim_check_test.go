@@ -59,12 +59,15 @@ type simChecker struct {
 	stuckWhat  string
 	maxStuck   time.Duration
 	reported   bool
+
+	live liveness // the liveness rules (sim_live_test.go)
 }
 
 func newSimChecker(s *sim) *simChecker {
 	return &simChecker{s: s, ids: map[snowflake.ID]string{}, maxIssued: map[[2]int64]int64{},
 		floors: map[[2]int64]int64{}, versions: map[[2]int64]string{}, last: map[string]lease.Record{},
-		applied: map[string]time.Duration{}, proved: map[string]time.Duration{}, bound: progressBound(s.params), stuckSince: -1}
+		applied: map[string]time.Duration{}, proved: map[string]time.Duration{}, bound: progressBound(s.params), stuckSince: -1,
+		live: newLiveness()}
 }
 
 // progressBound is how long a task may wait while a node ID it could take is
@@ -90,6 +93,7 @@ func (k *simChecker) after() {
 	k.steps++
 	k.holders()
 	k.progress()
+	k.liveAfter()
 }
 
 // holders: at most one running task holds a valid claim per node ID, and every
@@ -271,6 +275,12 @@ func (k *simChecker) written(key string, body []byte) {
 	case r.Challenge != nil:
 		k.challenge(key, r, prev, seen)
 	}
+	switch {
+	case r.Challenge != nil && !r.Challenge.Confirmed:
+		k.challenged(key)
+	case seen && prev.Challenge != nil && prev.Challenge.Confirmed && r.Version > prev.Version:
+		k.takenByChallenge(key, prev)
+	}
 	k.countChallenge(r, prev, seen)
 	k.last[key] = r
 	k.applied[key] = k.s.now
@@ -439,7 +449,8 @@ func (k *simChecker) acquireFailed(w *simTask, began time.Duration, err error) {
 
 func (k *simChecker) summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d checks, %d IDs issued, %d by applications on the host's clock, longest wait %v", k.steps, k.issuedIDs, k.outsideIDs, k.maxStuck)
+	fmt.Fprintf(&b, "%d checks, %d IDs issued, %d by applications on the host's clock, longest wait %v, crashed holder's ID taken at most %v past its design bound",
+		k.steps, k.issuedIDs, k.outsideIDs, k.maxStuck, k.live.maxOver)
 	for _, name := range []string{"acquired", "lost", "crash", "pause", "partition", "graceful stop", "wall step", "host step",
 		"ambiguous landed", "ambiguous lost", "late write", "late write landing", "409", "read error", "issue waited", "issue fenced",
 		"acquire failed", "child killed", "bad peer", "jeopardy", "recovered", "poll proved", "poll failed", "poll saw a change", "challenge", "confirm", "challenge answered", "challenge taken", "challenge released"} {

@@ -30,13 +30,16 @@ type simTask struct {
 	claim    *nodeid.Claim
 	lead     *election.Leadership
 	pending  *nodeid.Claim // the claim the Provider just created (SimHooks.OnClaim)
-	renewals int           // renewal events scheduled: only the latest one runs
 	drift    float64
 	skew     time.Duration // the node's wall clock minus real time
 	hostSkew time.Duration // the host's clock minus real time
 	monoBase time.Time
 
 	busy, crashed, stopped bool
+	closing                bool          // a graceful stop closes the claim: its end is no loss
+	troubleUntil           time.Duration // its last trouble (sim_live_test.go) ended then
+	jeopardyAt             time.Duration // when jeopardyClaim went into jeopardy; -1: not in jeopardy
+	jeopardyClaim          *nodeid.Claim
 	started                bool // its first acquire ran
 	pausedUntil            time.Duration
 	partitionedUntil       time.Duration
@@ -59,7 +62,8 @@ func (s *sim) startTask(at time.Duration) {
 		// The host's clock and the node's agree at start (nodeid.SystemClock
 		// reads the host's); faults step them apart.
 		skew: skew, hostSkew: skew,
-		monoBase: time.Unix(0, 0).Add(time.Duration(s.rng.Int64N(int64(time.Hour)))),
+		monoBase:   time.Unix(0, 0).Add(time.Duration(s.rng.Int64N(int64(time.Hour)))),
+		jeopardyAt: -1,
 	}
 	cfg := nodeid.DefaultConfig()
 	if !s.params.production {
@@ -72,10 +76,17 @@ func (s *sim) startTask(at time.Duration) {
 		b := s.params.backstop
 		cfg.KeepAlive, cfg.Backstop, cfg.Window, cfg.PollInterval = nodeid.KeepAliveRead, b, (b / 3).Truncate(time.Millisecond), 300*time.Millisecond
 		cfg.RenewInterval, cfg.RenewDeadline = b/3, b*2/3
+		if s.params.liveTimings {
+			cfg.Backstop, cfg.MaxLeaseDuration, cfg.Window = 90*time.Second, 90*time.Second, 1200*time.Millisecond
+			cfg.RenewInterval, cfg.RenewDeadline, cfg.StoreTimeout = 2*time.Second, 88*time.Second, 500*time.Millisecond
+		}
 	}
 	cfg.TaskID, cfg.ClusterSize, cfg.FirstNodeID, cfg.Clock = t.name, s.params.ids, s.params.firstID, t
 	if s.rng.Float64() < s.params.shortWait {
 		cfg.MaxClockWait = 500 * time.Millisecond
+	}
+	if s.params.liveTimings {
+		cfg.MaxClockWait = 2 * time.Minute // a successor takes, then waits for a floor a backstop ahead
 	}
 	if s.params.gossip {
 		cfg.Peers = s.gossip.hints(t)
@@ -124,7 +135,9 @@ func (s *sim) startTask(at time.Duration) {
 }
 
 // acquire takes a node ID (or campaigns), and on success starts the claim's
-// life: renewals, the generator, the application, gossip.
+// life: the generator, the application, gossip, and the watch for its loss.
+// The claim's own renewal loop (and read loop) runs as procs of the task
+// (simTask.Go).
 func (t *simTask) acquire() {
 	s := t.s
 	t.started = true
@@ -156,10 +169,7 @@ func (t *simTask) acquire() {
 	if s.params.gossip {
 		s.gossip.advertise(t, gossipEntry{id: c.NodeID(), version: c.Version(), held: true}, false)
 	}
-	t.scheduleRenewal()
-	if t.cfg.KeepAlive == nodeid.KeepAliveRead {
-		t.s.schedule(t.s.now+t.realFor(t.tm.PollInterval), t, true, func() { t.poll(c) })
-	}
+	s.schedule(s.now, t, false, func() { t.watch(c) })
 	if t.p != nil {
 		t.startGenerator(c)
 	}
@@ -191,73 +201,18 @@ func (t *simTask) startGenerator(c *nodeid.Claim) {
 	t.s.schedule(t.s.now, t, false, t.issue)
 }
 
-// scheduleRenewal does what renewLoop does: renew RenewInterval after the last
-// successful write, measured on the task's monotonic clock.
-func (t *simTask) scheduleRenewal() {
-	t.renewIn(time.Duration(float64(t.claim.NextRenewal().Sub(t.mono())) / (1 + t.drift)))
-}
-
-// renewIn schedules the renewal d of real time from now, in place of the
-// one scheduled before (a poll that saw the ETag change wakes it early).
-func (t *simTask) renewIn(d time.Duration) {
-	t.renewals++
-	gen := t.renewals
-	t.s.schedule(t.s.now+d, t, true, func() {
-		if gen == t.renewals {
-			t.renew()
-		}
-	})
-}
-
-func (t *simTask) renew() {
-	c := t.claim
-	if c == nil {
+// watch parks until the claim ends, as package node waits on Done: a loss
+// (by its renewal or read loop, or fenced by gossip) ends the process.
+func (t *simTask) watch(c *nodeid.Claim) {
+	for !isDone(c) {
+		_ = t.SleepOrWake(context.Background(), time.Hour, c.Done())
+	}
+	if t.closing || c != t.claim {
 		return
 	}
-	if !isDone(c) {
-		if err := c.RenewStep(context.Background()); err != nil {
-			c.Lose(err)
-		}
-	}
-	if isDone(c) { // lost: by the round, or fenced by gossip meanwhile
-		t.s.tracef("%s: lost node %d: %v", t.name, c.NodeID(), c.Err())
-		t.s.counts["lost"]++
-		t.exit()
-		return
-	}
-	if t.app != nil {
-		t.app.renewed(c)
-	}
-	t.scheduleRenewal()
-}
-
-// poll does what the claim's read loop does in read mode: a conditional read
-// of its own lease object every PollInterval after the previous one's send
-// (a quarter of it after a failed one), on the task's monotonic clock, while
-// the claim lasts. A read that sees the ETag change (a challenge, another
-// writer, a write of ours that landed late) wakes the renewal.
-func (t *simTask) poll(c *nodeid.Claim) {
-	if c != t.claim || isDone(c) || t.stopped || t.crashed {
-		return
-	}
-	sent, err := c.Poll(context.Background())
-	every, wake := nodeid.AfterPoll(err, t.tm.PollInterval)
-	switch {
-	case wake:
-		t.s.counts["poll saw a change"]++
-		t.renewIn(0)
-	case err != nil:
-		t.s.counts["poll failed"]++
-	default:
-		t.s.counts["poll proved"]++
-	}
-	next := sent.Add(every).Sub(t.mono())
-	t.s.schedule(t.s.now+t.realFor(next), t, true, func() { t.poll(c) })
-}
-
-// realFor is the real time d of the task's monotonic clock takes.
-func (t *simTask) realFor(d time.Duration) time.Duration {
-	return time.Duration(float64(d) / (1 + t.drift))
+	t.s.tracef("%s: lost node %d: %v", t.name, c.NodeID(), c.Err())
+	t.s.counts["lost"]++
+	t.exit()
 }
 
 // exit ends the process after a lost lease (node.Node removes the id file and
@@ -313,6 +268,7 @@ func (t *simTask) issue() {
 // first, then the release (or the resignation).
 func (t *simTask) gracefulStop() {
 	if t.claim != nil {
+		t.closing = true
 		if t.app != nil {
 			t.app.stop()
 		}
@@ -330,6 +286,7 @@ func (t *simTask) gracefulStop() {
 // crash kills the process: no release, and gossip finds it dead a while
 // later. An id-file reader, a process of its own, goes on.
 func (t *simTask) crash() {
+	t.s.check.crashed(t)
 	t.crashed = true
 	if t.app != nil && t.app.child {
 		t.app.running, t.app.stopped = false, true // the parent-death signal
@@ -372,10 +329,14 @@ func (s *sim) fault() {
 			t.crash()
 		case 1:
 			s.counts["pause"]++
-			t.pausedUntil = s.now + s.between(lease/2, 3*lease)
+			// A pause during a pause ends at the later end: the procs held
+			// by the first resume at its end, not before.
+			t.pausedUntil = max(t.pausedUntil, s.now+s.between(lease/2, 3*lease))
+			t.trouble(t.pausedUntil)
 		case 2:
 			s.counts["partition"]++
 			t.partitionedUntil = s.now + s.between(lease/2, 3*lease)
+			t.trouble(t.partitionedUntil)
 		case 3:
 			s.counts["graceful stop"]++
 			s.schedule(s.now, t, true, t.gracefulStop)
@@ -422,8 +383,17 @@ type simObserver struct {
 	t *simTask
 }
 
+// Renewed tells the application of a renewal, which it rewrites its id file
+// after.
+func (o simObserver) Renewed(int, time.Duration) {
+	if c := o.t.claim; o.t.app != nil && c != nil && !isDone(c) {
+		o.t.app.renewed(c)
+	}
+}
+
 func (o simObserver) Jeopardy(int, error) {
 	o.t.s.counts["jeopardy"]++
+	o.t.jeopardyAt, o.t.jeopardyClaim = o.t.s.now, o.t.claim
 	o.t.s.tracef("%s: in jeopardy", o.t.name)
 	if o.t.app != nil {
 		o.t.app.fenced()
@@ -432,6 +402,7 @@ func (o simObserver) Jeopardy(int, error) {
 
 func (o simObserver) Recovered(int, time.Duration) {
 	o.t.s.counts["recovered"]++
+	o.t.jeopardyAt = -1
 	o.t.s.tracef("%s: recovered", o.t.name)
 	if o.t.app != nil {
 		o.t.app.recovered()

@@ -90,6 +90,14 @@ type simParams struct {
 	// backstop is the backstop of a read-mode run, the same for every task
 	// (the manifest fixes it), in [minLease, maxLease), whole ms.
 	backstop time.Duration
+	// liveTimings: read mode's timings stretched as production's are (a
+	// backstop of 90 s against a window of 1.2 s; renewals every 2 s,
+	// retried until 88 s; StoreTimeout 500 ms), where a retry pause (4.3
+	// to 8.6 s) outlasts a confirm's window and a stale challenge holds an
+	// ID for 90 s: the world of the liveness mutants. A successor
+	// waits for a floor (a backstop ahead of its predecessor's clock)
+	// instead of passing it over.
+	liveTimings bool
 	// mutation breaks a rule on purpose (nil: none).
 	mutation *simMutation
 }
@@ -194,11 +202,11 @@ func (q *eventQueue) Pop() any {
 // lets the rest of the world run meanwhile, for exactly as long as it waits.
 type proc struct {
 	t        *simTask
-	idle     bool            // its task is busy while it runs (needsIdle)
-	resume   chan bool       // true: run on; false: its process is dead, unwind
-	parked   chan struct{}   // it parked or ended
-	wake     <-chan struct{} // while parked: ends the park early when closed
-	gen      int             // parks so far
+	idle     bool              // its task is busy while it runs (needsIdle)
+	resume   chan bool         // true: run on; false: its process is dead, unwind
+	parked   chan struct{}     // it parked or ended
+	wakes    []<-chan struct{} // while parked: end the park early when one closes (or delivers)
+	gen      int               // parks so far
 	done     bool
 	panicked any // a panic to re-raise in the scheduler
 }
@@ -222,7 +230,7 @@ type sim struct {
 
 	running *proc          // the proc that runs now; nil: the scheduler
 	procs   map[*proc]bool // started and not ended
-	waking  []*proc        // parked with a wake channel, in the order they parked
+	waking  []*proc        // parked with wake channels, in the order they parked
 }
 
 func newSim(seed uint64, params simParams) *sim {
@@ -316,17 +324,17 @@ func (s *sim) resumeDue(ev *simEvent) {
 	s.after()
 }
 
-// after runs after every event: procs whose wake channel closed are
-// resumed now, and the checker checks.
+// after runs after every event: procs one of whose wake channels closed
+// (or delivered) are resumed now, and the checker checks.
 func (s *sim) after() {
 	s.waking = slices.DeleteFunc(s.waking, func(p *proc) bool {
-		if p.done || p.wake == nil {
+		if p.done || p.wakes == nil {
 			return true
 		}
-		if !closed(p.wake) {
+		if !slices.ContainsFunc(p.wakes, closed) {
 			return false
 		}
-		p.wake = nil
+		p.wakes = nil
 		p.gen++ // the timed resumption is stale now
 		s.pushResume(p, s.now, false)
 		return true
@@ -385,23 +393,24 @@ func (s *sim) pushResume(p *proc, at time.Duration, raw bool) {
 	heap.Push(&s.queue, &simEvent{at: max(at, s.now), seq: s.seq, p: p, gen: p.gen, raw: raw})
 }
 
-// park suspends the running proc until real time at, or until wake (if not
-// nil) closes, and reports whether it runs on (false: its process died).
-// raw: a request on the wire, resumed whatever its task does meanwhile.
-func (s *sim) park(at time.Duration, wake <-chan struct{}, raw bool) bool {
+// park suspends the running proc until real time at, or until one of wakes
+// (nil ones left out) closes or delivers a value (which it takes), and
+// reports whether it runs on (false: its process died). raw: a request on
+// the wire, resumed whatever its task does meanwhile.
+func (s *sim) park(at time.Duration, raw bool, wakes ...<-chan struct{}) bool {
 	p := s.running
 	if p == nil {
 		panic("sim: a world event may not wait")
 	}
 	p.gen++
 	s.pushResume(p, at, raw)
-	if wake != nil {
-		p.wake = wake
+	if wakes = slices.DeleteFunc(wakes, func(ch <-chan struct{}) bool { return ch == nil }); len(wakes) > 0 {
+		p.wakes = wakes
 		s.waking = append(s.waking, p)
 	}
 	p.parked <- struct{}{}
 	run := <-p.resume
-	p.wake = nil
+	p.wakes = nil
 	return run
 }
 
@@ -420,15 +429,15 @@ func (s *sim) kill() {
 var errProcessDead = errors.New("sim: process is dead")
 
 // wait lets d of real time pass for task t (whose proc runs), and any pause of
-// t on top, or less when wake closes first. A task that crashed meanwhile
-// does not come back.
-func (s *sim) wait(t *simTask, d time.Duration, wake <-chan struct{}) {
-	if !s.park(s.now+d, wake, false) || t.crashed {
+// t on top, or less when one of wakes closes (or delivers) first. A task that
+// crashed meanwhile does not come back.
+func (s *sim) wait(t *simTask, d time.Duration, wakes ...<-chan struct{}) {
+	if !s.park(s.now+d, false, wakes...) || t.crashed {
 		panic(errProcessDead)
 	}
 }
 
-// closed reports whether ch is closed.
+// closed reports whether ch is closed, or takes the value it delivers.
 func closed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
@@ -456,17 +465,41 @@ func (t *simTask) Sleep(ctx context.Context, d time.Duration) error {
 	return t.SleepOrWake(ctx, d, nil)
 }
 
-// SleepOrWake lets the task's event loop sleep until d passed on its clock,
-// or until wake is closed: a waiting Acquire woken by gossip (nodeid's
-// wakeClock).
+// SleepOrWake parks the running proc of the task until d passed on its
+// clock, or until wake closes or delivers (a waiting Acquire woken by
+// gossip, the renewal loop by its read loop, a wait for a goroutine's end:
+// nodeid's wakeClock), or until ctx ends (Close and a loss cancel the
+// loops' context). It returns ctx's error, nil when ctx has none.
 func (t *simTask) SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
 	t.s.tracef("%s: sleeps %v (wake %v)", t.name, d, wake != nil)
-	if d > 0 {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case wake != nil && closed(wake):
+		return nil
+	case d > 0:
 		// Rounded up: a sleep of 1 ns must let time pass (the generator
 		// sleeps until the next ns its clock needs).
-		t.s.wait(t, time.Duration(math.Ceil(float64(d)/(1+t.drift))), wake)
+		t.s.wait(t, time.Duration(math.Ceil(float64(d)/(1+t.drift))), wake, simCancel(ctx))
 	}
 	return ctx.Err()
 }
+
+// simCancel returns the channel that ends a sleep on ctx: its Done, unless
+// ctx has a deadline, which runs on real time (context.WithTimeout) and so
+// must not decide a run (see onSimTime); a sleep on such a ctx ends at its
+// own time, and reports the deadline if it passed meanwhile.
+func simCancel(ctx context.Context) <-chan struct{} {
+	if _, ok := ctx.Deadline(); ok {
+		return nil
+	}
+	return ctx.Done()
+}
+
+// Go runs f as a new proc of the task, once the proc running now parks
+// (nodeid's goClock): the Provider's goroutines (its renewal and read loops,
+// its concurrent reads) are the task's procs, paused with it and unwound
+// when it dies, and each of their waits for one another is a park.
+func (t *simTask) Go(f func()) { t.s.schedule(t.s.now, t, false, f) }
 
 var _ nodeid.Clock = (*simTask)(nil)

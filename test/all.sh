@@ -240,8 +240,8 @@ step "the deterministic simulation: every seed, every mutation (nodeid, without 
 # Under the race detector the simulation runs every tenth seed and no
 # catch-rate test (nodeid/sim_test.go: the race detector needs the code
 # paths, not the coverage); here the full seed sets and every mutation's
-# catch rate, about 3 minutes of CPU (docs/evidence/simulation.md).
-go test -count=1 -run 'Simulation' ./nodeid
+# catch rate, several minutes of CPU (docs/evidence/simulation.md).
+go test -count=1 -timeout 30m -run 'Simulation' ./nodeid
 
 step "model check (spin: spec/check.sh)"
 SPIN=$(bash test/spin.sh)

@@ -1,0 +1,26 @@
+package nodeid
+
+import (
+	"context"
+	"time"
+
+	"github.com/nodeid/nodeid/lease"
+)
+
+// The fixes of review 5's liveness findings reverted, each as rule values
+// (rules): the mutants that the simulation's liveness checks must catch
+// (SimHooks, TestSimulationCatchesBrokenLiveness).
+
+// unwokenRetryPause: a round's retry pause (and jeopardy's) sleeps on ctx
+// alone, so a challenge the read loop sees meanwhile is answered only after
+// it.
+func unwokenRetryPause(c *Claim, ctx context.Context, d time.Duration) error {
+	return c.p.clock.Sleep(ctx, d)
+}
+
+// neverFellForGood and noFinalFall: the read loop neither wakes at the fall
+// of a fence that NoLossGrace makes final nor ends the claim then; the
+// renewal loop's next write does.
+func neverFellForGood(*Claim) bool                                     { return false }
+func noFinalFall(*Claim) (time.Time, bool)                             { return time.Time{}, false }
+func noStaleChallenge(*Provider, *lease.Challenge, time.Duration) bool { return false }
