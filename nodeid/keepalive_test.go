@@ -360,7 +360,7 @@ func TestPollWhileAnsweringSeesAChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.poll(context.Background())
-	if _, wake := afterPoll(err, c.p.cfg.PollInterval); !errors.Is(err, errETagChanged) || !wake {
+	if _, wake := afterPoll(err, c.p.t.PollInterval); !errors.Is(err, errETagChanged) || !wake {
 		t.Fatalf("poll after the object changed while answering: %v (wake %v); want errETagChanged and a wake", err, wake)
 	}
 }

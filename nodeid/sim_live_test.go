@@ -68,9 +68,9 @@ func (k *simChecker) crashed(t *simTask) {
 	var bound time.Duration
 	switch {
 	case t.cfg.KeepAlive != nodeid.KeepAliveRead:
-		bound = t.cfg.LeaseDuration + t.cfg.RenewInterval
+		bound = t.tm.Lease + t.tm.RenewInterval
 	case k.s.params.gossip:
-		bound = t.cfg.Window
+		bound = t.tm.Window
 	default:
 		return // found only when its backstop is late: bounded by progress
 	}
@@ -165,7 +165,7 @@ func (k *simChecker) fallEnds() {
 			continue
 		}
 		from := time.Duration(-1)
-		if t.cfg.LossGrace == nodeid.NoLossGrace {
+		if t.tm.LossGrace == nodeid.NoLossGrace {
 			if c.Valid() {
 				delete(l.fellAt, c)
 				continue
@@ -175,17 +175,17 @@ func (k *simChecker) fallEnds() {
 			}
 			from = l.fellAt[c]
 		} else if t.jeopardyAt >= 0 && t.jeopardyClaim == c {
-			from = max(t.jeopardyAt+time.Duration(t.cfg.LossGrace), t.pausedUntil)
+			from = max(t.jeopardyAt+time.Duration(t.tm.LossGrace), t.pausedUntil)
 		}
 		if from < 0 {
 			continue
 		}
-		interval := t.cfg.RenewInterval * 102 / 100 // on the task's clock, 1 % apart at most
+		interval := t.tm.RenewInterval * 102 / 100 // on the task's clock, 1 % apart at most
 		over := k.s.now - from - interval
 		if over > fallSlack {
 			l.reported[c] = true
 			k.fail(violationProgress, "liveness: %s's claim of node %d version %d fenced for good %v ago (LossGrace %v), not ended within a renew interval %v",
-				t.name, c.NodeID(), c.Version(), k.s.now-from, t.cfg.LossGrace, t.cfg.RenewInterval)
+				t.name, c.NodeID(), c.Version(), k.s.now-from, t.tm.LossGrace, t.tm.RenewInterval)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (ss simStore) call(op storetest.Op, key string, do func() error, land func(
 		// another's (a 412: see keptByHealthy's gap in
 		// docs/evidence/simulation.md); not a read's 304 or 404.
 		if err != nil && !errors.Is(err, lease.ErrNotModified) && !errors.Is(err, lease.ErrNotFound) ||
-			s.now-sent > t.cfg.StoreTimeout {
+			s.now-sent > t.tm.StoreTimeout {
 			t.trouble(s.now)
 		}
 	}()
