@@ -214,7 +214,7 @@ func (p *Provider) writeChallenge(ctx context.Context, key string, rec lease.Rec
 	if err != nil {
 		return nil, lease.Meta{}, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, p.t.StoreTimeout)
+	wctx, cancel := p.withTimeout(ctx, p.t.StoreTimeout)
 	defer cancel()
 	meta, err := lease.UpdateLive(wctx, p.store, key, body, etag, rec.LiveFor())
 	return body, meta, err

@@ -97,6 +97,24 @@ func (p *Provider) goRun(f func()) {
 	go f()
 }
 
+// withTimeout returns ctx ended d from now on the Provider's clock:
+// context.WithTimeout's on any Clock but a goClock, where a sleep of the
+// clock's ends it with context.DeadlineExceeded as its cause, so that a
+// request's StoreTimeout runs on the clock that schedules the request (the
+// simulation's), not on real time, which a loaded run spends at its own pace.
+func (p *Provider) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := p.clock.(goClock); !ok {
+		return context.WithTimeout(ctx, d)
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	p.goRun(func() {
+		if p.clock.Sleep(tctx, d) == nil {
+			cancel(context.DeadlineExceeded)
+		}
+	})
+	return tctx, func() { cancel(context.Canceled) }
+}
+
 // waitDone waits until done is closed (nil), or ctx ends (its error): on a
 // goClock asleep on it, woken by done; elsewhere in a select.
 func (p *Provider) waitDone(ctx context.Context, done <-chan struct{}) error {

@@ -179,7 +179,7 @@ func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 				continue
 			}
 		}
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.t.RenewDeadline)
+		closeCtx, cancel := p.withTimeout(context.WithoutCancel(ctx), p.t.RenewDeadline)
 		_ = c.Close(closeCtx)
 		cancel()
 		return err

@@ -126,7 +126,7 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 	// landed though its outcome was unknown, or a challenge again) wakes
 	// the loop as ever, so that no retry pause of it outlasts the window.
 	proves := !answering || c.p.rules.readsProveChallenge
-	rctx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
+	rctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
 	sent := c.p.clock.Now()
 	_, meta, err := lease.ReadOwn(rctx, c.p.store, c.key, etag, c.p.plainReads.Load())
 	cancel()

@@ -116,7 +116,7 @@ func (c *Claim) attempt(ctx context.Context) error {
 	case <-c.wake: // this attempt is the write the wake asks for
 	default:
 	}
-	actx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
+	actx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
 	defer cancel()
 	err := c.renewOnce(actx)
 	if err != nil && ctx.Err() == nil && actx.Err() != nil {

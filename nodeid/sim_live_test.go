@@ -190,9 +190,17 @@ func (k *simChecker) fallEnds() {
 	}
 }
 
-// troubledSince reports whether t met trouble since real time at: a store
+// troubledSince reports whether t met trouble since real time at, or meets
+// it now (a request unanswered for longer than StoreTimeout): a store
 // request faulted or not answered within StoreTimeout, a partition, a pause.
-func (t *simTask) troubledSince(at time.Duration) bool { return t.troubleUntil >= at }
+func (t *simTask) troubledSince(at time.Duration) bool {
+	for _, sent := range t.inFlight {
+		if t.s.now-sent > t.tm.StoreTimeout {
+			return true
+		}
+	}
+	return t.troubleUntil >= at
+}
 
 // trouble records trouble for t until real time until.
 func (t *simTask) trouble(until time.Duration) { t.troubleUntil = max(t.troubleUntil, until) }

@@ -24,7 +24,14 @@ func (ss simStore) call(op storetest.Op, key string, do func() error, land func(
 		panic(errProcessDead)
 	}
 	sent := s.now
+	t.reqs++
+	req := t.reqs
+	if t.inFlight == nil {
+		t.inFlight = map[int]time.Duration{}
+	}
+	t.inFlight[req] = sent
 	defer func() {
+		delete(t.inFlight, req)
 		// A fault, an answer later than StoreTimeout, or a write that met
 		// another's (a 412: see keptByHealthy's gap in
 		// docs/evidence/simulation.md); not a read's 304 or 404.

@@ -38,6 +38,10 @@ type simTask struct {
 	busy, crashed, stopped bool
 	closing                bool          // a graceful stop closes the claim: its end is no loss
 	troubleUntil           time.Duration // its last trouble (sim_live_test.go) ended then
+	// inFlight holds the send times of its store requests not yet
+	// answered, by request number (reqs counts them).
+	inFlight map[int]time.Duration
+	reqs     int
 	jeopardyAt             time.Duration // when jeopardyClaim went into jeopardy; -1: not in jeopardy
 	jeopardyClaim          *nodeid.Claim
 	started                bool // its first acquire ran

@@ -110,7 +110,7 @@ func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag strin
 	}
 	err := fmt.Errorf("%w: node %d's floor %d is %v ahead of this task's wall clock, more than MaxClockWait %v",
 		ErrClockBehind, next.NodeID, prev.ReservedUntilMs, behind, p.cfg.MaxClockWait)
-	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.t.RenewDeadline)
+	closeCtx, cancel := p.withTimeout(context.WithoutCancel(ctx), p.t.RenewDeadline)
 	defer cancel()
 	_ = c.Close(closeCtx)
 	return nil, err

@@ -75,7 +75,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	c.mu.Lock()
 	etag, answering := c.etag, c.answering
 	c.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
+	wctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
 	sent := c.p.clock.Now()
 	meta, err := lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
 	cancel()
@@ -136,7 +136,7 @@ func serverError(err error) bool {
 // unchanged, errChallenged when a challenge of ours is there to answer, an
 // error wrapping ErrLeaseLost when another writer's record is there.
 func (c *Claim) resolve(ctx context.Context, rec lease.Record) error {
-	rctx, cancel := context.WithTimeout(ctx, c.p.t.StoreTimeout)
+	rctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
 	defer cancel()
 	adopted, err := c.readBack(rctx)
 	if err == nil && adopted != rec.WriteID {
