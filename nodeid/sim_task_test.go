@@ -40,20 +40,20 @@ type simTask struct {
 	troubleUntil           time.Duration // its last trouble (sim_live_test.go) ended then
 	// inFlight holds the send times of its store requests not yet
 	// answered, by request number (reqs counts them).
-	inFlight map[int]time.Duration
-	reqs     int
-	jeopardyAt             time.Duration // when jeopardyClaim went into jeopardy; -1: not in jeopardy
-	jeopardyClaim          *nodeid.Claim
-	started                bool // its first acquire ran
-	pausedUntil            time.Duration
-	partitionedUntil       time.Duration
-	gen                    *snowflake.Generator // of the current claim
-	late                   map[string][]func()  // writes of this task still on the wire, by key
-	deferred               []*simEvent          // its events due while it was busy
-	gossipSeq              int
-	bare                   bool // closes without WithIssuedFunc
-	host                   *hostclock.Clock
-	app                    *simApp // nil: none
+	inFlight         map[int]time.Duration
+	reqs             int
+	jeopardyAt       time.Duration // when jeopardyClaim went into jeopardy; -1: not in jeopardy
+	jeopardyClaim    *nodeid.Claim
+	started          bool // its first acquire ran
+	pausedUntil      time.Duration
+	partitionedUntil time.Duration
+	gen              *snowflake.Generator // of the current claim
+	late             map[string][]func()  // writes of this task still on the wire, by key
+	deferred         []*simEvent          // its events due while it was busy
+	gossipSeq        int
+	bare             bool // closes without WithIssuedFunc
+	host             *hostclock.Clock
+	app              *simApp // nil: none
 }
 
 // startTask starts a new process at time at.
