@@ -219,3 +219,18 @@ func (p *Provider) writeChallenge(ctx context.Context, key string, rec lease.Rec
 	meta, err := lease.UpdateLive(wctx, p.store, key, body, etag, rec.LiveFor())
 	return body, meta, err
 }
+
+// pauseFor returns d, a renewal round's (or jeopardy's) pause before its next
+// attempt, cut to a quarter PollInterval while the claim answers a
+// challenge: the answer must land within the window, which no read holds up
+// meanwhile, and a poll that shows the challenge's ETag unchanged does not
+// wake the loop.
+func (c *Claim) pauseFor(d time.Duration) time.Duration {
+	c.mu.Lock()
+	answering := c.answering
+	c.mu.Unlock()
+	if answering {
+		return min(d, c.p.t.PollInterval/4)
+	}
+	return d
+}

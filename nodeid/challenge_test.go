@@ -581,3 +581,21 @@ func TestASuspectMetInGossipIsNotChallenged(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerRetriesWithinTheWindow: while a claim answers a challenge, a
+// renewal round's pause before its next attempt is at most a quarter
+// PollInterval (the answer must land within the window, and no poll wakes
+// the loop while the challenge's ETag stands); otherwise the backoff's.
+func TestAnswerRetriesWithinTheWindow(t *testing.T) {
+	c := &Claim{p: &Provider{t: Timings{PollInterval: 400 * time.Millisecond}}}
+	if got := c.pauseFor(5 * time.Second); got != 5*time.Second {
+		t.Errorf("pause while not answering = %v, want the backoff's 5s", got)
+	}
+	c.answering = true
+	if got := c.pauseFor(5 * time.Second); got != 100*time.Millisecond {
+		t.Errorf("pause while answering = %v, want a quarter PollInterval, 100ms", got)
+	}
+	if got := c.pauseFor(10 * time.Millisecond); got != 10*time.Millisecond {
+		t.Errorf("a short pause while answering = %v, want it kept", got)
+	}
+}

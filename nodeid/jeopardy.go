@@ -92,7 +92,7 @@ func (c *Claim) recover(ctx context.Context, cause error) error {
 			last = err
 			cfg.Observer.RenewFailed(c.id, err)
 		}
-		wait := pace.next()
+		wait := c.pauseFor(pace.next())
 		if left := end.Sub(clock.Now()); wait >= left {
 			return lostf("no write of node %d landed in the loss grace (%v) after its renewals gave up: %v", c.id, t.LossGrace, last)
 		}

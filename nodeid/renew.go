@@ -80,7 +80,7 @@ func (c *Claim) renewRound(ctx context.Context) error {
 		}
 		cfg.Observer.RenewFailed(c.id, err)
 		c.p.log.Warn("lease renewal failed, retrying", "nodeId", c.id, "attempt", attempt, "err", err)
-		wait := pace.next()
+		wait := c.pauseFor(pace.next())
 		if left := deadline.Sub(clock.Now()); wait >= left {
 			return gaveUpf("renewal of node %d failed until the renew deadline (%v after the last write): %v", c.id, t.RenewDeadline, err)
 		}

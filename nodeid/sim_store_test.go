@@ -32,10 +32,10 @@ func (ss simStore) call(op storetest.Op, key string, do func() error, land func(
 	t.inFlight[req] = sent
 	defer func() {
 		delete(t.inFlight, req)
-		// A fault, an answer later than StoreTimeout, or a write that met
-		// another's (a 412: see keptByHealthy's gap in
-		// docs/evidence/simulation.md); not a read's 304 or 404.
-		if err != nil && !errors.Is(err, lease.ErrNotModified) && !errors.Is(err, lease.ErrNotFound) ||
+		// A fault, or an answer later than StoreTimeout; not a read's 304
+		// or 404, nor a write's 412 (the store answered: another writer's
+		// write, a challenge, is there).
+		if err != nil && !errors.Is(err, lease.ErrNotModified) && !errors.Is(err, lease.ErrNotFound) && !errors.Is(err, lease.ErrPreconditionFailed) ||
 			s.now-sent > t.tm.StoreTimeout {
 			t.trouble(s.now)
 		}
