@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
-	"github.com/nodeid/nodeid/lease/storetest"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
@@ -33,16 +30,7 @@ func idFileGone(path string) bool {
 // ErrJeopardy, then nil, then the loss. What the node must know of its claim
 // comes from the claim (Claim.Changed), not from code for metrics.
 func TestIDFileFollowsTheClaimAlone(t *testing.T) {
-	clk := fakeclock.New(time.Now().Round(time.Second))
-	fs, cut := cuttableStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
-	path := filepath.Join(t.TempDir(), "id.json")
-	cfg := testConfig("a", 1)
-	cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, clk.Wall, path, 10*time.Millisecond
-	n, err := New(fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.idFileRefresh = time.Hour // only the claim's changes move the file
+	clk, fs, cut, path, cfg, n := idFileNode(t)
 	p, err := nodeid.New(fs, cfg.Provider)
 	if err != nil {
 		t.Fatal(err)

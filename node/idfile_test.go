@@ -108,16 +108,7 @@ func TestReleaseCoversIDFileReaderAfterHostStrobe(t *testing.T) {
 // valid, /health 200, and the id file gone until the next renewal.)
 func TestRecoveryKeepsTheIDFileUp(t *testing.T) {
 	for i := range 12 {
-		clk := fakeclock.New(time.Now().Round(time.Second))
-		fs, cut := cuttableStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
-		path := filepath.Join(t.TempDir(), "id.json")
-		cfg := testConfig("a", 1)
-		cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, clk.Wall, path, 10*time.Millisecond
-		n, err := New(fs, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.idFileRefresh = time.Hour // only the claim's changes bring the file back
+		clk, _, cut, path, _, n := idFileNode(t)
 		if err := n.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

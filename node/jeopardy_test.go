@@ -151,3 +151,21 @@ func cuttableStore(mem *storetest.MemStore) (fs *storetest.FaultStore, cut *atom
 	})
 	return fs, cut
 }
+
+// idFileNode returns a node "a" on a fake clock, over a memory store whose
+// renewals and reads fail while cut is set, with an id file at path and no
+// refresh tick: only the claim's changes move the file. It is not started.
+func idFileNode(t *testing.T) (clk *fakeclock.Clock, fs *storetest.FaultStore, cut *atomic.Bool, path string, cfg Config, n *Node) {
+	t.Helper()
+	clk = fakeclock.New(time.Now().Round(time.Second))
+	fs, cut = cuttableStore(storetest.NewMemStore(storetest.WithClock(clk.Now)))
+	path = filepath.Join(t.TempDir(), "id.json")
+	cfg = testConfig("a", 1)
+	cfg.Provider.Clock, cfg.HostClock, cfg.IDFile, cfg.IDFileGrace = clk, clk.Wall, path, 10*time.Millisecond
+	n, err := New(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.idFileRefresh = time.Hour
+	return clk, fs, cut, path, cfg, n
+}
