@@ -78,7 +78,7 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		// take the ID now (Acquire holds it until this clock nears the
 		// floor), whatever other floors say (a single far floor never stops
 		// a fleet).
-		return p.takeRecent(ctx, f)
+		return p.takeRecent(ctx, f, w.opts)
 	}
 	for len(w.suspects) > 0 && p.metSuspect(ctx, w.suspects[0], w) {
 		w.suspects = w.suspects[1:]
@@ -120,7 +120,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 				// noteDeleted).
 				continue
 			}
-			c, err := p.rules.create(p, ctx, id)
+			c, err := p.rules.create(p, ctx, id, w.opts)
 			switch {
 			case c != nil || errors.Is(err, lease.ErrLivenessUnbound):
 				return c, false, err
@@ -164,7 +164,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 				*far = append(*far, *ff)
 				continue
 			}
-			c, err := p.rules.take(p, ctx, r, prev, state)
+			c, err := p.rules.take(p, ctx, r, prev, state, w.opts)
 			switch {
 			case c != nil || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrLivenessUnbound):
 				return c, false, err

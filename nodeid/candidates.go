@@ -68,6 +68,9 @@ type watched struct {
 	// (see newWatched): an ID free by gossip now and not then was freed
 	// meanwhile (see takeFreed). Nil without PeerHints.
 	gossipFree map[int]bool
+	// opts are the Acquire's ClaimOptions: the claim it takes runs with
+	// them from its take.
+	opts claimOptions
 }
 
 // heldLease is one lease found held: the ETag and length it was read with,

@@ -78,8 +78,8 @@ func (s SimRules) mutated() *rules {
 		r.stateOf = func(rec *lease.Record, m lease.Meta, _ time.Duration) lease.State { return s.StateOf(rec, m) }
 	}
 	if s.NeverTake {
-		r.create = func(*Provider, context.Context, int) (*Claim, error) { return nil, nil }
-		r.take = func(*Provider, context.Context, readResult, lease.Record, lease.State) (*Claim, error) {
+		r.create = func(*Provider, context.Context, int, claimOptions) (*Claim, error) { return nil, nil }
+		r.take = func(*Provider, context.Context, readResult, lease.Record, lease.State, claimOptions) (*Claim, error) {
 			return nil, nil
 		}
 		r.suspected = func(*Provider, readResult, lease.Record, map[int]int64, *watched) bool { return false }

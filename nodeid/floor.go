@@ -122,8 +122,8 @@ func (p *Provider) describeFar(far []farFloor) string {
 // reservation explains, by the ordinary take (a CAS on the ETag it was read
 // with, judged on that read). A take lost to another task, or a store error,
 // leaves Acquire to look again.
-func (p *Provider) takeRecent(ctx context.Context, f farFloor) (*Claim, error) {
-	c, err := p.rules.take(p, ctx, f.r, f.prev, f.state)
+func (p *Provider) takeRecent(ctx context.Context, f farFloor, o claimOptions) (*Claim, error) {
+	c, err := p.rules.take(p, ctx, f.r, f.prev, f.state, o)
 	switch {
 	case c != nil:
 		return c, nil

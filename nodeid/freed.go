@@ -89,7 +89,7 @@ func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 	case p.floorTooFar(prev):
 		return nil, nil // the ordinary look skips it, or waits for it (farFloorOf)
 	}
-	c, err := p.rules.take(p, ctx, r, prev, state)
+	c, err := p.rules.take(p, ctx, r, prev, state, w.opts)
 	if c != nil || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrLivenessUnbound) {
 		return c, err
 	}

@@ -1,9 +1,6 @@
 package nodeid
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // ClaimOption configures the claim an Acquire takes. Options are given
 // before the claim exists, so that it runs with them from its take: nothing
@@ -45,22 +42,11 @@ func WithReserveClock(now func() time.Time) ClaimOption {
 	return func(o *claimOptions) { o.reserveClock = now }
 }
 
-// claimOptionsKey carries an Acquire's options in its context to the take
-// that builds the claim, many calls down: the one value every path of a
-// round passes on. Only Acquire sets it.
-type claimOptionsKey struct{}
-
-// withClaimOptions returns ctx carrying the options opts set.
-func withClaimOptions(ctx context.Context, opts []ClaimOption) context.Context {
+// claimOptionsOf returns the options opts set.
+func claimOptionsOf(opts []ClaimOption) claimOptions {
 	var o claimOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return context.WithValue(ctx, claimOptionsKey{}, o)
-}
-
-// claimOptionsOf returns the options ctx carries (none when it carries none).
-func claimOptionsOf(ctx context.Context) claimOptions {
-	o, _ := ctx.Value(claimOptionsKey{}).(claimOptions)
 	return o
 }

@@ -134,10 +134,10 @@ func (p *Provider) Timings() Timings { return p.t }
 // opts configure the claim (WithIssuedFunc, WithReserveClock) before it is
 // taken.
 func (p *Provider) Acquire(ctx context.Context, opts ...ClaimOption) (*Claim, error) {
-	ctx = withClaimOptions(ctx, opts)
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
 	w := p.newWatched()
+	w.opts = claimOptionsOf(opts)
 	lastLook := start
 	for round := 1; ; round++ {
 		if err := p.awaitFreed(ctx, start, lastLook, round > 1); err != nil {

@@ -75,8 +75,8 @@ type rules struct {
 	// creates a never-created one ((*Provider).tryCreate), takes a free or
 	// expired one ((*Provider).take), and challenges the held ones it
 	// suspects ((*Provider).suspected).
-	create    func(p *Provider, ctx context.Context, id int) (*Claim, error)
-	take      func(p *Provider, ctx context.Context, r readResult, prev lease.Record, state lease.State) (*Claim, error)
+	create    func(p *Provider, ctx context.Context, id int, o claimOptions) (*Claim, error)
+	take      func(p *Provider, ctx context.Context, r readResult, prev lease.Record, state lease.State, o claimOptions) (*Claim, error)
 	suspected func(p *Provider, r readResult, prev lease.Record, known map[int]int64, w *watched) bool
 	// dropped reports whether an Acquire's candidates leave id out:
 	// (*Provider).dropped, a lease still held by the listing's lights or

@@ -11,7 +11,7 @@ import (
 
 // tryCreate takes a never-created ID by creating its lease object held, with
 // version 1 and no floor (no one ever issued IDs with it).
-func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
+func (p *Provider) tryCreate(ctx context.Context, id int, o claimOptions) (*Claim, error) {
 	next := lease.Record{NodeID: id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Gossip: p.cfg.GossipAddr, Version: 1,
 		LeaseMillis: p.t.Lease.Milliseconds(), KnownNodes: p.knownNodes()}
 	p.stamp(&next, p.clock.Wall())
@@ -32,7 +32,7 @@ func (p *Provider) tryCreate(ctx context.Context, id int) (*Claim, error) {
 	case err != nil:
 		return nil, fmt.Errorf("create %s: %w", key, err)
 	}
-	return p.claimTaken(ctx, next, meta.ETag, t0, lease.Record{NodeID: id}, lease.Meta{}, lease.StateFree)
+	return p.claimTaken(ctx, next, meta.ETag, t0, lease.Record{NodeID: id}, lease.Meta{}, lease.StateFree, o)
 }
 
 // judge decodes the object read in r and judges it on that response alone
@@ -66,7 +66,7 @@ func (p *Provider) judge(r readResult) (lease.Record, lease.State, error) {
 // reservation kept as this claim's floor. It returns errTaken when another
 // writer changed the object first; a write whose outcome is unknown is
 // resolved by reading the object back.
-func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, state lease.State) (*Claim, error) {
+func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, state lease.State, o claimOptions) (*Claim, error) {
 	key := lease.RecordKey(r.id)
 	next := lease.Record{
 		NodeID: r.id, Holder: p.cfg.TaskID, Value: p.cfg.Value, Gossip: p.cfg.GossipAddr, Version: prev.Version + 1,
@@ -90,7 +90,7 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 	case err != nil:
 		return nil, fmt.Errorf("take %s: %w", key, err)
 	}
-	return p.claimTaken(ctx, next, meta.ETag, t0, prev, r.meta, state)
+	return p.claimTaken(ctx, next, meta.ETag, t0, prev, r.meta, state, o)
 }
 
 // claimTaken builds the claim of a successful take of prev (read with
@@ -100,8 +100,8 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 // this clock nears it, awaitFloor). farFloorOf judges a floor before the
 // write; this check after it catches a wall clock stepped back meanwhile, and
 // releases the ID.
-func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, prevMeta lease.Meta, from lease.State) (*Claim, error) {
-	c := p.newClaim(next, etag, t0, p.rules.floor(prev), from, claimOptionsOf(ctx))
+func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, prevMeta lease.Meta, from lease.State, o claimOptions) (*Claim, error) {
+	c := p.newClaim(next, etag, t0, p.rules.floor(prev), from, o)
 	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
 		"previousHolder", prev.Holder, "floor", prev.ReservedUntilMs)
 	behind := floorAhead(prev.ReservedUntilMs, p.clock.Wall())
