@@ -120,13 +120,7 @@ func (c *Claim) Reservation() int64 { return c.snap.Load().reservation }
 // lands moves the fence out. It is cheap enough for every ID: one load of
 // the fence (fenceState) and one clock reading, Clock.Now, which on the
 // system clock (time.Now) carries both readings.
-func (c *Claim) Valid() bool {
-	s := c.snap.Load()
-	if s.jeopardy {
-		return c.validInJeopardy(s)
-	}
-	return c.validAt(s, c.p.clock.Now())
-}
+func (c *Claim) Valid() bool { return c.validOn(c.snap.Load(), c.p.clock.Now()) }
 
 // ValidNow is Valid, and the time on the claim's Snowflake clock
 // (SnowflakeClock of the Provider's Clock: its Wall) at the same instant, in
