@@ -59,10 +59,7 @@ func inspect(err error) response {
 func compact(err error) error {
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
-		if c := netfail.Cause(err); c != err {
-			return netfail.Trim(err, c.Error())
-		}
-		return err
+		return netfail.TrimToCause(err)
 	}
 	text := fmt.Sprintf("HTTP %d", re.StatusCode)
 	if re.ErrorCode != "" {

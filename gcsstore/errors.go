@@ -50,10 +50,7 @@ func inspect(err error) response {
 func compact(err error) error {
 	var ge *googleapi.Error
 	if !errors.As(err, &ge) {
-		if c := netfail.Cause(err); c != err {
-			return netfail.Trim(err, c.Error())
-		}
-		return err
+		return netfail.TrimToCause(err)
 	}
 	text := fmt.Sprintf("HTTP %d", ge.Code)
 	if r := inspect(err).reason; r != "" {

@@ -76,6 +76,15 @@ type trimmed struct {
 func (e *trimmed) Error() string { return e.text }
 func (e *trimmed) Unwrap() error { return e.err }
 
+// TrimToCause returns err cut to its Cause (Trim), or err itself when
+// nothing frames it: the text of a request that got no answer.
+func TrimToCause(err error) error {
+	if c := Cause(err); c != err {
+		return Trim(err, c.Error())
+	}
+	return err
+}
+
 // Cause returns what lies under net/http's framing of a request that got no
 // answer: the error a *url.Error in err's chain wraps (its URL repeats the
 // endpoint, the key and every query parameter; so do the SDKs' retry

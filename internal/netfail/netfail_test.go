@@ -2,8 +2,10 @@ package netfail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -37,5 +39,20 @@ func TestDescribe(t *testing.T) {
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	if _, _, ok := e.Describe(reset); ok || NotSent(reset) {
 		t.Errorf("a reset after sending: Describe ok %v, NotSent %v; want neither (the outcome is unknown)", ok, NotSent(reset))
+	}
+}
+
+// TestTrimToCause: a request that got no answer reads as its cause, without
+// the URL, and stays err for errors.Is; an error nothing frames is itself.
+func TestTrimToCause(t *testing.T) {
+	refused := os.NewSyscallError("connect", syscall.ECONNREFUSED)
+	framed := &url.Error{Op: "Get", URL: "http://h:1/b/o?x=1", Err: refused}
+	got := TrimToCause(framed)
+	if got.Error() != refused.Error() || !errors.Is(got, syscall.ECONNREFUSED) {
+		t.Errorf("TrimToCause(%v) = %q, want %q, still ECONNREFUSED", framed, got, refused)
+	}
+	plain := errors.New("plain")
+	if got := TrimToCause(plain); got != plain {
+		t.Errorf("TrimToCause(plain) = %v, want plain itself", got)
 	}
 }
