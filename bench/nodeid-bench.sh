@@ -53,23 +53,27 @@ if [[ -n $busy ]]; then
 	echo "nodeid-bench.sh: warning: other processes are busy ($busy); times will suffer" >&2
 fi
 
+# run_scenario SERVER NAME ARGS...: one nodeid-bench scenario with the
+# caller's common flags, JSON into $out/SERVER/NAME.json; a failure is noted
+# in failed, and the set goes on.
+run_scenario() {
+	local server=$1 name=$2
+	shift 2
+	echo
+	echo "== nodeid-bench $* ${common[*]}"
+	if ! "$nb" "$@" "${common[@]}" --json-out "$out/$server/$name.json"; then
+		echo "nodeid-bench.sh: $server $name FAILED" >&2
+		failed+=("$server/$name")
+	fi
+}
+
 # standard_set SERVER [FLAGS...]: every scenario once, JSON into $out/SERVER.
 standard_set() {
 	local server=$1
 	shift
-	local dir=$out/$server
-	mkdir -p "$dir"
+	mkdir -p "$out/$server"
 	local common=(--latency "$latency" --seed "$seed" "$@")
-	run() {
-		local name=$1
-		shift
-		echo
-		echo "== nodeid-bench $* ${common[*]}"
-		if ! "$nb" "$@" "${common[@]}" --json-out "$dir/$name.json"; then
-			echo "nodeid-bench.sh: $server $name FAILED" >&2
-			failed+=("$server/$name")
-		fi
-	}
+	run() { run_scenario "$server" "$@"; }
 	run herd-256 herd --tasks 256 --ids 256 --orders spread,lowest-first,spread-filled
 	run herd-1024 herd --tasks 1024 --ids 1024 --orders spread,spread-filled
 	run join join --runs 5
@@ -93,20 +97,11 @@ standard_set() {
 k8s_set() {
 	local server=$1
 	shift
-	local dir=$out/$server
-	mkdir -p "$dir"
+	mkdir -p "$out/$server"
 	local common=(--latency "$latency" --seed "$seed" "$@")
-	for spec in "failover-15s failover --lease-duration 15s --runs 3" \
-		"failover-write-gossip failover --lease-duration 15s --gossip --kinds crash,noids,release --runs 3" \
-		"steady steady --lease-durations 5s,15s,60s"; do
-		read -r -a a <<<"$spec"
-		echo
-		echo "== nodeid-bench ${a[*]:1} ${common[*]}"
-		if ! "$nb" "${a[@]:1}" "${common[@]}" --json-out "$dir/${a[0]}.json"; then
-			echo "nodeid-bench.sh: $server ${a[0]} FAILED" >&2
-			failed+=("$server/${a[0]}")
-		fi
-	done
+	run_scenario "$server" failover-15s failover --lease-duration 15s --runs 3
+	run_scenario "$server" failover-write-gossip failover --lease-duration 15s --gossip --kinds crash,noids,release --runs 3
+	run_scenario "$server" steady steady --lease-durations 5s,15s,60s
 }
 
 failed=()
