@@ -11,22 +11,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-cache=${NODEID_SERVER_CACHE:-$HOME/.cache/nodeid-servers}
-bin=$cache/bin
-exe=$bin/etcd
-stamp=$bin/etcd.version
+# shellcheck source=../lib/cached.bash
+source "$here/../lib/cached.bash"
 
 version=$(cd "$here/server" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-want="go.etcd.io/etcd/server/v3@$version"
-if [[ -x $exe && -f $stamp && "$(<"$stamp")" == "$want" ]]; then
-	echo "install.sh: etcd cached ($want)" >&2
-	printf '%s\n' "$exe"
-	exit 0
-fi
-echo "install.sh: building etcd $want (about 2 minutes cold)" >&2
-mkdir -p "$bin"
-rm -f "$stamp"
-(cd "$here/server" && go build -trimpath -o "$exe.tmp" . && mv "$exe.tmp" "$exe")
-printf '%s\n' "$want" >"$stamp"
-echo "install.sh: installed $exe" >&2
-printf '%s\n' "$exe"
+build() { (cd "$here/server" && go build -trimpath -o "$1" .); }
+cached_build etcd "go.etcd.io/etcd/server/v3@$version" "about 2 minutes cold" build

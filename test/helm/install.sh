@@ -14,29 +14,19 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-cache=${NODEID_SERVER_CACHE:-$HOME/.cache/nodeid-servers}
-bin=$cache/bin
-exe=$bin/helm
-stamp=$bin/helm.version
+# shellcheck source=../lib/cached.bash
+source "$here/../lib/cached.bash"
 
 version=$(cd "$here" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
-want="helm.sh/helm/v3@$version"
-if [[ -x $exe && -f $stamp && "$(<"$stamp")" == "$want" ]]; then
-	echo "install.sh: helm cached ($want)" >&2
-	printf '%s\n' "$exe"
-	exit 0
-fi
-echo "install.sh: building helm $want (about 2 minutes cold)" >&2
-k8s=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/client-go) # v0.35.1 is Kubernetes 1.35
-k8s=${k8s#v0.}
-minor=${k8s%%.*}
-ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version"
-for pkg in pkg/chartutil pkg/lint/rules; do
-	ldflags+=" -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$minor"
-done
-mkdir -p "$bin"
-rm -f "$stamp"
-(cd "$here" && nice -n 10 go build -trimpath -ldflags="$ldflags" -o "$exe.tmp" helm.sh/helm/v3/cmd/helm && mv "$exe.tmp" "$exe")
-printf '%s\n' "$want" >"$stamp"
-echo "install.sh: installed $exe" >&2
-printf '%s\n' "$exe"
+build() {
+	local k8s minor ldflags pkg
+	k8s=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/client-go) # v0.35.1 is Kubernetes 1.35
+	k8s=${k8s#v0.}
+	minor=${k8s%%.*}
+	ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+	for pkg in pkg/chartutil pkg/lint/rules; do
+		ldflags+=" -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$minor"
+	done
+	(cd "$here" && nice -n 10 go build -trimpath -ldflags="$ldflags" -o "$1" helm.sh/helm/v3/cmd/helm)
+}
+cached_build helm "helm.sh/helm/v3@$version" "about 2 minutes cold" build

@@ -14,25 +14,14 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-cache=${NODEID_SERVER_CACHE:-$HOME/.cache/nodeid-servers}
-bin=$cache/bin
-exe=$bin/kube-apiserver
-stamp=$bin/kube-apiserver.version
+# shellcheck source=../lib/cached.bash
+source "$here/../lib/cached.bash"
 
 version=$(cd "$here/apiserver" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-want="k8s.io/kubernetes@$version"
-if [[ -x $exe && -f $stamp && "$(<"$stamp")" == "$want" ]]; then
-	echo "install.sh: kube-apiserver cached ($want)" >&2
-	printf '%s\n' "$exe"
-	exit 0
-fi
-echo "install.sh: building kube-apiserver $want (about 11 minutes cold on 2 cores)" >&2
-mkdir -p "$bin"
-rm -f "$stamp"
 # The version the binary reports (and emulates): without it, v0.0.0-master.
-(cd "$here/apiserver" && go build -trimpath \
-	-ldflags "-X k8s.io/component-base/version.gitVersion=$version" \
-	-o "$exe.tmp" k8s.io/kubernetes/cmd/kube-apiserver && mv "$exe.tmp" "$exe")
-printf '%s\n' "$want" >"$stamp"
-echo "install.sh: installed $exe" >&2
-printf '%s\n' "$exe"
+build() {
+	(cd "$here/apiserver" && go build -trimpath \
+		-ldflags "-X k8s.io/component-base/version.gitVersion=$version" \
+		-o "$1" k8s.io/kubernetes/cmd/kube-apiserver)
+}
+cached_build kube-apiserver "k8s.io/kubernetes@$version" "about 11 minutes cold on 2 cores" build
