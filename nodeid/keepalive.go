@@ -134,17 +134,18 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 		c.p.log.Warn("the store answers a conditional read with a 304 that does not show the ETag: reading with plain GETs from now on (the same price per request on S3)",
 			"nodeId", c.id, "err", err)
 	}
+	seen := err == nil || errors.Is(err, lease.ErrNotModified) // meta holds the object's ETag
 	switch {
-	case (errors.Is(err, lease.ErrNotModified) && meta.ETag == etag || err == nil && meta.ETag == etag) && !proves:
+	case seen && meta.ETag == etag && !proves:
 		return sent, errAnswering
-	case errors.Is(err, lease.ErrNotModified) && meta.ETag == etag, err == nil && meta.ETag == etag:
+	case seen && meta.ETag == etag:
 		answered := c.p.clock.Now()
 		c.proved(c.p.rules.readArmedAt(sent, answered))
 		if o, ok := c.p.cfg.Observer.(ReadObserver); ok {
 			o.ReadProved(c.id, answered.Sub(sent))
 		}
 		return sent, nil
-	case err == nil || errors.Is(err, lease.ErrNotModified):
+	case seen:
 		return sent, fmt.Errorf("%w: read %s on %s, answered %s", errETagChanged, c.key, etag, meta.ETag)
 	}
 	return sent, err
