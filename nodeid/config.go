@@ -26,10 +26,9 @@ const (
 	OrderLowestFirst Order = "lowest-first"
 )
 
-// Layout is the Snowflake bit layout and epoch this task issues IDs with: the
-// snowflake package's Layout, the one type that lease.Manifest records too. It
-// is checked against the cluster manifest: two layouts in one ID space collide.
-// Config.Layout must also have positive widths and at most 22 node bits.
+// Layout is the Snowflake bit layout and epoch this task issues IDs with
+// (snowflake.Layout, as lease.Manifest records it). It must equal the
+// cluster manifest's: two layouts in one ID space collide.
 type Layout = snowflake.Layout
 
 // DefaultLayout is 41 timestamp bits (ms, ~69 years), 10 node bits, 12 sequence
@@ -51,108 +50,88 @@ const (
 )
 
 // Config configures a Provider. Start from DefaultConfig; New validates it once.
+// The fields the manifest pins are those of Pinned: a task configured
+// otherwise is refused (ErrManifestMismatch).
 type Config struct {
 	// TaskID identifies this task in the lease it holds: the ECS task ARN, or
 	// any string unique among live tasks. Default: host name + pid + random.
 	TaskID string
 
-	// Value is an opaque string published in the lease this task holds, beside
-	// TaskID, for whoever reads it: an election's campaign value (the leader's
-	// address, say; see package election). At most lease.MaxValueLen bytes.
-	// Default empty: nothing is written.
+	// Value is an opaque string published in the lease beside TaskID (an
+	// election's campaign value, say), at most lease.MaxValueLen bytes.
+	// Default empty.
 	Value string
 
-	// GossipAddr is the address ("host:port") of this task's gossip member,
-	// published in the lease it holds (lease.Record.Gossip) so that other
-	// tasks find the gossip cluster from the bucket: advisory, never trusted
-	// for safety. At most lease.MaxGossipLen bytes. Default empty: nothing is
-	// written. A release of an earlier version reading such a record reports
-	// it as corrupt and never takes it.
+	// GossipAddr ("host:port", at most lease.MaxGossipLen bytes) is published
+	// in the lease (lease.Record.Gossip), so that other tasks find the gossip
+	// cluster from the bucket; advisory, never trusted for safety. Default
+	// empty. Releases before it read such a record as corrupt.
 	GossipAddr string
 
-	// IssuesNoIDs says that no Snowflake IDs are issued under this task's
-	// claims: an election or a lock (package election sets it). Its writes
-	// reserve no timestamps (reservedUntilMs is kept as found, never
-	// raised), and a lease is taken whatever its floor: nothing waits for a
-	// floor that nothing uses, so a resigned leader's successor is elected
-	// at once and a dead leader whose clock ran ahead blocks no one. A
-	// Snowflake generator built on such a claim has no reservation to
-	// issue under. Default false.
+	// IssuesNoIDs says no Snowflake IDs are issued under this task's claims
+	// (an election or a lock; package election sets it): its writes reserve
+	// no timestamps, and it takes a lease whatever its floor, so that a
+	// resigned or dead leader's successor is elected at once. Default false.
 	IssuesNoIDs bool
 
-	// ClusterSize is the number of node IDs, 1..2^NodeBits: the cluster owns
-	// FirstNodeID..FirstNodeID+ClusterSize-1. It is written into the cluster
-	// manifest by the first task; afterwards the manifest's value wins (a
+	// ClusterSize is the number of node IDs, 1..2^NodeBits, written into the
+	// manifest by the first task; afterwards the manifest's wins (a
 	// difference is logged). Default 1024.
 	ClusterSize int
 
-	// FirstNodeID is the lowest node ID of the cluster, 0..2^NodeBits-ClusterSize.
-	// Clusters whose Snowflake IDs must never collide, one per region or per
-	// bucket, each own a range of node IDs that no other overlaps (say 0..511
-	// and 512..1023). It is written into the cluster manifest by the first task
-	// and never changes; a task configured with another is refused
-	// (ErrManifestMismatch). Default 0.
+	// FirstNodeID is the cluster's lowest node ID, 0..2^NodeBits-ClusterSize:
+	// clusters whose Snowflake IDs must never collide (one per region, say)
+	// each own a range no other overlaps. Pinned by the manifest. Default 0.
 	FirstNodeID int
 
-	// Layout is the Snowflake layout and epoch; it must equal the manifest's.
-	// Default DefaultLayout.
+	// Layout is the Snowflake layout and epoch (positive widths, at most 22
+	// node bits); pinned by the manifest. Default DefaultLayout.
 	Layout Layout
 
-	// LeaseDuration is how long a lease lasts after each write, as judged on
-	// the store's clock by other tasks. Longer leases mean fewer writes and
-	// slower failover. Default 15 s. In read mode (KeepAlive) the lease is
-	// Backstop, whatever this is set to (Timings.Lease), and every rule
-	// below written for LeaseDuration applies to the backstop.
+	// LeaseDuration is how long a lease lasts after each write, judged on the
+	// store's clock by other tasks: longer means fewer writes and slower
+	// failover. Default 15 s. In read mode the lease is Backstop
+	// (Timings.Lease), and the rules below written for LeaseDuration apply
+	// to it.
 	LeaseDuration time.Duration
 
-	// KeepAlive is how the claim keeps its lease alive, and must be the
-	// cluster manifest's: the first task writes its own into the manifest
-	// with Window and Backstop, and they never change; a task configured
-	// with another mode, window or backstop is refused (ErrManifestMismatch).
-	// KeepAliveWrite (the default; "" means it too) writes every
-	// RenewInterval. KeepAliveRead reads the claim's own lease object every
-	// PollInterval and writes only every RenewInterval of Backstop, which
-	// costs far less on S3; the store must be a lease.ConditionalReader whose
+	// KeepAlive is how the claim keeps its lease alive; pinned by the
+	// manifest, with Window and Backstop. KeepAliveWrite (the default, also
+	// "") writes every RenewInterval. KeepAliveRead reads the lease object
+	// every PollInterval and writes every RenewInterval of Backstop, far
+	// cheaper on S3; the store must be a lease.ConditionalReader whose
 	// conditional reads show every completed write (lease.ProbeReads, run by
 	// package node at start).
 	KeepAlive KeepAlive
 
-	// Window is W in read mode: a read that shows the claim's own lease
-	// unchanged, or a landed write, keeps the claim valid for Window -
-	// SafetyMargin after it was sent (never past the backstop's cap,
-	// Backstop - SafetyMargin after the last landed write). Shorter windows
-	// mean more reads and, once challenges exist, faster failover. A whole
-	// number of milliseconds, at least 1 s and above SafetyMargin. Zero:
-	// 15 s in read mode; it must be zero in write mode.
+	// Window is W in read mode: a read showing the claim's lease unchanged,
+	// or a landed write, keeps the claim valid for Window - SafetyMargin
+	// after its send (never past Backstop - SafetyMargin after the last
+	// landed write). Whole milliseconds, at least 1 s and above SafetyMargin.
+	// Zero: DefaultWindow in read mode; it must be zero in write mode.
 	Window time.Duration
 
-	// Backstop is B in read mode: the lease every record states
-	// (leaseMillis), so that other tasks take a silent holder's ID only B
-	// after its last write (it is the lease, not LeaseDuration); the claim
-	// writes a backstop renewal every RenewInterval (B/3 unless set) to keep
-	// it ahead. Longer means fewer writes and slower failover; at most
-	// MaxLeaseDuration, a whole number of milliseconds, and at least
-	// RenewDeadline + Window, so that a backstop renewal still retrying never
-	// stops the reads from keeping the claim valid. Zero: DefaultBackstop
-	// (10 min) in read mode; it must be zero in write mode. MaxLeaseDuration
-	// is taken as at least it (Timings): every record of the cluster states it.
+	// Backstop is B in read mode: the lease every record states, so that
+	// another task takes a silent holder's ID only B after its last write; a
+	// backstop renewal is written every RenewInterval (B/3 unless set). Whole
+	// milliseconds, at least RenewDeadline + Window, so that a backstop
+	// renewal still retrying never stops the reads from keeping the claim
+	// valid; MaxLeaseDuration is raised to it. Zero: DefaultBackstop in read
+	// mode; it must be zero in write mode.
 	Backstop time.Duration
 
-	// PollInterval is P in read mode: the time between two conditional
-	// reads of the claim's own lease object. More often costs more reads and
-	// rides out more failed reads within a Window. PollInterval +
-	// StoreTimeout < Window - SafetyMargin, so that a read answered at the
-	// last instant still arrives before the fence the previous one set
-	// falls. Zero: Window / 2 in read mode (7.5 s at the default window:
-	// about $0.14 per node-month of GETs on S3 Standard), or 3/4 of Window -
-	// SafetyMargin - StoreTimeout when that is less; a failed read is tried
+	// PollInterval is P in read mode: the time between two conditional reads
+	// of the claim's lease object. PollInterval + StoreTimeout < Window -
+	// SafetyMargin, so that a read answered at the last instant arrives
+	// before the previous read's fence falls. Zero: the lesser of Window / 2
+	// (7.5 s by default: about $0.14 per node-month of GETs on S3 Standard)
+	// and 3/4 of Window - SafetyMargin - StoreTimeout; a failed read is tried
 	// again after a quarter of it. It must be zero in write mode.
 	PollInterval time.Duration
 
 	// RenewInterval is the time from one successful write to the next renewal.
-	// Zero: LeaseDuration / 3. It must be at least the store's shortest
-	// interval between two writes of one object (lease.MinWriteInterval: 1 s
-	// on Google Cloud Storage; no limit on the others), which New checks.
+	// Zero: LeaseDuration / 3. New checks that it is at least the store's
+	// shortest interval between two writes of one object (lease.MinWriteInterval).
 	RenewInterval time.Duration
 
 	// RenewDeadline is how long after its last successful write a holder keeps
@@ -191,16 +170,16 @@ type Config struct {
 	// acquire rounds, capped at 8 times itself. Default 500 ms.
 	AcquireBackoff time.Duration
 
-	// MaxClockWait is how far this task's wall clock may be behind the floor of
-	// a lease it takes over (the predecessor's reservation): the generator waits
-	// that long at most. A lease whose floor is further ahead is skipped as an
-	// anomaly (not written); Acquire fails with ErrClockBehind only when such
-	// leases were the only ones it could take. A floor that its last
-	// holder's reservation explains (a Claim closed without WithIssuedFunc
-	// keeps it, up to its lease ahead; in read mode a crashed issuer's is up
-	// to the Backstop ahead) is no anomaly: when no other ID can be taken,
-	// Acquire takes that one and holds it, returning it once this clock is
-	// within MaxClockWait of the floor (ErrAwaitingFloor). Default 5 s.
+	// MaxClockWait is how far this task's wall clock may be behind the floor
+	// (the predecessor's reservation) of a lease it takes: the generator
+	// waits that long at most. A lease whose floor is further ahead is
+	// skipped as an anomaly, and Acquire fails with ErrClockBehind when only
+	// such leases were takeable; unless its last holder's reservation
+	// explains the floor (a Claim closed without WithIssuedFunc keeps it, up
+	// to its lease ahead; a crashed issuer's in read mode, up to Backstop):
+	// then, when no other ID can be taken, Acquire takes it and holds it until
+	// this clock is within MaxClockWait of the floor (ErrAwaitingFloor).
+	// Default 5 s.
 	MaxClockWait time.Duration
 
 	// BootstrapWindow is how old (on the store's clock) the manifest must be
@@ -210,23 +189,20 @@ type Config struct {
 	// and is left out until an operator repairs it. Default 10 s.
 	BootstrapWindow time.Duration
 
-	// StoreTimeout bounds each renewal attempt (its CAS and, when needed,
-	// the read-back that resolves it) and each request of Close. At least
-	// three attempts, and the pauses between them (a tenth of the window
-	// each, at most), must fit between RenewInterval and RenewDeadline, so
-	// that one slow request, an etcd leader election or a dead endpoint does
-	// not spend the whole renewal window: StoreTimeout <= 4/15 of
-	// RenewDeadline - RenewInterval. Zero: the lesser of 2 s and that.
+	// StoreTimeout bounds each renewal attempt (its CAS and any read-back that
+	// resolves it) and each request of Close. Three attempts and the pauses
+	// between them (a tenth of the window each, at most) must fit between
+	// RenewInterval and RenewDeadline, so that one slow request does not
+	// spend the whole window: StoreTimeout <= 4/15 of RenewDeadline -
+	// RenewInterval. Zero: the lesser of 2 s and that.
 	StoreTimeout time.Duration
 
 	// LossGrace is how long a claim whose renewals gave up, with no evidence
-	// of another writer, stays in jeopardy: fenced (it issues nothing, and
-	// Check fails with ErrJeopardy) but renewing on the ETag of its last
-	// write. One that lands recovers the claim (same version, the fence
-	// re-armed from its send time); evidence of a takeover, or the end of
-	// the grace, makes the loss final (docs/evidence/design.md section 7.3). Longer
-	// rides out longer store outages; safety does not depend on it. Zero:
-	// LeaseDuration. NoLossGrace: none, the first fence is final.
+	// of another writer, stays in jeopardy: fenced (Check fails with
+	// ErrJeopardy) but renewing on its last write's ETag. A write that lands
+	// recovers it; evidence of a takeover, or the grace's end, makes the loss
+	// final (docs/evidence/design.md section 7.3). Safety does not depend on
+	// it. Zero: the lease. NoLossGrace: none, the first fence is final.
 	LossGrace time.Duration
 
 	// Clock is the time source. Default SystemClock(0).
@@ -237,11 +213,10 @@ type Config struct {
 	Observer Observer
 	// Peers, when set, supplies gossip hints (see Peers).
 	Peers Peers
-	// Tasks, when set, tells which tasks are alive (see Tasks): in read
-	// mode a lease whose holder it does not show live is challenged at
-	// once rather than when its backstop is late. Elections keep it (they
-	// drop Peers): it is how a dead leader is replaced within about a
-	// Window. Nil: no such signal.
+	// Tasks, when set, tells which tasks are alive (see Tasks): in read mode
+	// a lease whose holder it does not show live is challenged at once, not
+	// when its backstop is late. Elections keep it (they drop Peers): it is
+	// how a dead leader is replaced within about a Window.
 	Tasks Tasks
 
 	// hooks is nil in production; tests set it (see testHooks).
@@ -250,10 +225,9 @@ type Config struct {
 	rules *rules
 }
 
-// DefaultConfig returns the defaults documented on each Config field. The
-// timings that derive from LeaseDuration (RenewInterval, RenewDeadline,
-// SafetyMargin, StoreTimeout) are left zero, so that setting LeaseDuration
-// alone is enough: Config.Timings derives them, for Validate and New.
+// DefaultConfig returns the defaults documented on each Config field; the
+// timings derived from LeaseDuration are left zero, so that setting
+// LeaseDuration alone is enough (see Config.Timings).
 func DefaultConfig() Config {
 	return Config{
 		TaskID:           DefaultTaskID(),
@@ -282,7 +256,7 @@ func DefaultLocalConfig() Config {
 }
 
 // NoLossGrace is the Config.LossGrace of a claim whose first fence is final:
-// no jeopardy, no recovery (the behaviour before issue 24).
+// no jeopardy, no recovery.
 const NoLossGrace time.Duration = -1
 
 // DefaultTaskID returns the host name, the process ID and 4 random bytes.
@@ -330,10 +304,9 @@ func FieldErrors(err error) []*FieldError {
 	return out
 }
 
-// Validate checks the configuration, with the timings left zero derived as
-// Timings derives them, and changes nothing; New calls it (through
-// ValidateFor). The error joins one *FieldError per broken rule (see
-// FieldErrors).
+// Validate checks the configuration as Timings resolves it, changing
+// nothing; New calls it (through ValidateFor). The error joins one
+// *FieldError per broken rule (see FieldErrors).
 func (c Config) Validate() error {
 	t := c.Timings()
 	var errs []error
@@ -401,8 +374,7 @@ func (c Config) ValidateFor(store lease.Store) error {
 
 // Pinned is what the cluster manifest pins of a configuration: the first task
 // writes its own into the manifest, and a task configured otherwise is
-// refused (ErrManifestMismatch). ClusterSize is written too, but the
-// manifest's wins.
+// refused (ErrManifestMismatch).
 type Pinned struct {
 	Layout      Layout
 	FirstNodeID int
@@ -412,12 +384,9 @@ type Pinned struct {
 	Window, Backstop time.Duration
 }
 
-// Timings are a Config resolved: what the manifest pins, and this task's own
-// timings, each one the Config left zero derived as its field documents
-// (from LeaseDuration; in read mode from Backstop, which is the lease). They
-// are derived in one place, Config.Timings: Validate checks them, a Provider
-// runs by them (Provider.Timings), and a claim reports what they imply
-// (Claim.LossWindow, Claim.ReadsFailingAt).
+// Timings are a Config resolved (Config.Timings): what the manifest pins,
+// and this task's timings, each one left zero derived as its field
+// documents. Validate checks them and a Provider runs by them.
 type Timings struct {
 	Pinned
 	// Lease is the lease every record states: LeaseDuration, or Backstop in
@@ -430,8 +399,8 @@ type Timings struct {
 	MaxLeaseDuration time.Duration
 }
 
-// Timings returns c resolved: c's timings, with those left zero derived
-// (see each Config field). It changes nothing in c.
+// Timings returns c resolved, with the timings left zero derived (see each
+// Config field). It changes nothing in c.
 func (c Config) Timings() Timings {
 	t := Timings{Pinned: Pinned{Layout: c.Layout, FirstNodeID: c.FirstNodeID, KeepAlive: c.KeepAlive.Mode(), Window: c.Window, Backstop: c.Backstop},
 		Lease: c.LeaseDuration, RenewInterval: c.RenewInterval, RenewDeadline: c.RenewDeadline, SafetyMargin: c.SafetyMargin,
@@ -485,11 +454,10 @@ func (t *Timings) armSpan() time.Duration {
 
 // LossWindow is the time between the moment a claim gives up renewing
 // (RenewDeadline after its last landed write) and the latest fence that
-// write allows (Lease - SafetyMargin after it; in read mode the cap,
-// Backstop - SafetyMargin): what a process that uses the ID outside the
-// claim (package node's supervised child) has, at most, to stop after a
-// loss. In read mode the fence falls sooner when reads fail: see
-// Claim.ReadsFailingAt.
+// write allows (Lease - SafetyMargin after it): what a process using the ID
+// outside the claim (package node's child) has, at most, to stop after a
+// loss. In read mode failing reads drop the fence sooner
+// (Claim.ReadsFailingAt).
 func (t Timings) LossWindow() time.Duration {
 	return t.Lease - t.SafetyMargin - t.RenewDeadline
 }
