@@ -15,11 +15,11 @@ import (
 // bootstrapParallelism bounds the concurrent creates of missing lease objects.
 const bootstrapParallelism = 32
 
-// RecreatedHolder is the holder that nodeid releases before this one wrote into
-// a lease object they found deleted and recreated, with a floor taken from the
-// recreator's wall clock. Such a floor is not safe whatever the clocks (see
-// Provider.noteDeleted), so an object held by RecreatedHolder is an anomaly:
-// never taken, restored with nodeidctl repair.
+// RecreatedHolder is the holder that earlier nodeid releases wrote into a
+// lease object they found deleted and recreated, with a floor from the
+// recreator's wall clock. No such floor is safe whatever the clocks, so an
+// object held by RecreatedHolder is an anomaly: never taken, restored with
+// nodeidctl repair.
 const RecreatedHolder = "nodeid:recreated"
 
 // clusterView is what one bootstrap learned: the manifest and the listing.
@@ -59,21 +59,17 @@ func (v *clusterView) index(l lease.Listing) {
 	}
 }
 
-// bootstrap lists the prefix, reads (or creates) the manifest and checks it.
-// It is idempotent and safe to run from many tasks at once; every create is
-// conditional. A restart against a full bucket costs one LIST and one GET.
-//
-// Lease objects are not all created up front: while the manifest is not
-// Filled, a missing object was never created and is free, and Acquire takes it
-// by creating it held. The first bootstrap after BootstrapWindow creates the
-// rest and marks the manifest Filled; from then on a missing object was deleted
-// by someone: it is reported and left missing (see noteDeleted).
+// bootstrap lists the prefix, reads (or creates) the manifest and checks it;
+// once the manifest is BootstrapWindow old, it fills the cluster (see
+// Config.BootstrapWindow, fill). Every create is conditional, so it is safe
+// from many tasks at once. A restart against a full bucket costs one LIST
+// and one GET.
 func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
 	return p.bootstrapFill(ctx, false)
 }
 
-// bootstrapFill is bootstrap; with fillNow, it fills an unfilled cluster at once
-// instead of after BootstrapWindow (an operator's init).
+// bootstrapFill is bootstrap; with fillNow, it fills an unfilled cluster at
+// once (an operator's init).
 func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterView, error) {
 	early := p.readManifestEarly(ctx)
 	defer early.wait()
@@ -129,7 +125,7 @@ type cachedManifest struct {
 	seen time.Time
 }
 
-// remember caches the manifest of v, checked and known by its ETag.
+// remember caches m, checked and known by its ETag.
 func (p *Provider) remember(m lease.Manifest, etag string) {
 	if etag == "" {
 		return
@@ -154,11 +150,9 @@ func (p *Provider) clusterFullHint() string {
 }
 
 // recentManifest returns the cached manifest when a response showed it
-// current within the last RenewInterval, the period at which a waiting
-// Acquire looks at the store anyway (see awaitFreed); false otherwise. A look
-// that skips the LIST (takeFreed) relies on it for the cluster's range, and
-// so sees a resize at most that late; every take is still judged on a read
-// of its lease.
+// current within the last RenewInterval (the period at which a waiting
+// Acquire looks at the store anyway); false otherwise. takeFreed relies on
+// it for the cluster's range, so it sees a resize at most that late.
 func (p *Provider) recentManifest() (lease.Manifest, bool) {
 	p.clockMu.Lock()
 	defer p.clockMu.Unlock()
@@ -177,11 +171,12 @@ func (p *Provider) recentManifest() (lease.Manifest, bool) {
 func (p *Provider) cachedView(listed *lease.ObjectInfo, date time.Time) *clusterView {
 	p.clockMu.Lock()
 	c := p.manifest
-	if c != nil && listed != nil && listed.ETag == c.etag {
+	same := c != nil && listed != nil && listed.ETag == c.etag
+	if same {
 		c.seen = p.clock.Now()
 	}
 	p.clockMu.Unlock()
-	if c == nil || listed == nil || listed.ETag != c.etag {
+	if !same {
 		return nil
 	}
 	meta := lease.Meta{ETag: c.etag, LastModified: listed.LastModified, Date: date, Liveness: listed.Liveness}
@@ -279,14 +274,12 @@ func keepAliveFlags(m *lease.Manifest) string {
 const manifestCreateAttempts = 3
 
 // createManifest creates the manifest, If-None-Match: *, which is also how a
-// bootstrap learns that it exists when the listing lacked it. It never reads
-// a manifest that may be missing: S3 answers a GET of a missing key 403, not
-// 404, to a task role whose s3:ListBucket is conditioned on s3:prefix (as in
-// deploy/iam-task-role-policy.json), and the first start would fail. So a
-// create whose outcome is unknown is sent again: ErrPreconditionFailed then
-// says that the manifest exists (another task's, or this one's). While the
-// outcome stays unknown the error is returned, and Acquire's next round lists
-// the prefix again.
+// bootstrap learns that it exists when the listing lacked it: a GET of a
+// missing key is 403, not 404, to a task role whose s3:ListBucket is
+// conditioned on s3:prefix (deploy/iam-task-role-policy.json). So a create
+// whose outcome is unknown is sent again (ErrPreconditionFailed then says the
+// manifest exists), and while it stays unknown the error is returned: the
+// next round lists again.
 func (p *Provider) createManifest(ctx context.Context, body []byte) (lease.Meta, error) {
 	var (
 		meta lease.Meta
@@ -302,11 +295,10 @@ func (p *Provider) createManifest(ctx context.Context, body []byte) (lease.Meta,
 }
 
 // manifestAge returns how old the manifest read with meta is on the store's
-// clock: Date - Last-Modified on a store that reports its clock. A store that
-// judges expiry itself reports no age, but the manifest was created with a
-// liveness of BootstrapWindow: once it has run out (or a later write of the
-// manifest bound none), the window has passed. Unknown: 0 (do not fill now; a
-// later bootstrap will).
+// clock: Date - Last-Modified. On a store that judges expiry itself, the
+// manifest was created with a liveness of BootstrapWindow: once it has run out
+// (or a later write bound none), the window has passed. Unknown: 0 (do not
+// fill now; a later bootstrap will).
 func (p *Provider) manifestAge(meta lease.Meta) time.Duration {
 	if meta.Liveness.Judged() {
 		if meta.Liveness == lease.LivenessExpired {
@@ -314,10 +306,7 @@ func (p *Provider) manifestAge(meta lease.Meta) time.Duration {
 		}
 		return 0
 	}
-	age, ok := lease.StoreAge(meta.LastModified, meta.Date)
-	if !ok {
-		return 0
-	}
+	age, _ := lease.StoreAge(meta.LastModified, meta.Date) // 0 when unknown
 	return age
 }
 
@@ -367,13 +356,10 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 // createMissing goes through the IDs below the cluster size that the listing
 // lacks. Those that existed once (the manifest is filled, or gossip knows a
 // version of the ID) were deleted: they are reported and left missing
-// (noteDeleted). With filling, the others, never created, are created free.
-//
-// It visits the IDs in this task's spread order. With yield, it stops at the
-// first create another task won: that task is filling too (several tasks starting
-// after the bootstrap window would otherwise each create every object), and
-// errFillRaced tells the caller not to mark the manifest filled; the other
-// filler, or a later bootstrap, does.
+// (noteDeleted). With filling, the others, never created, are created free,
+// in this task's spread order. With yield, it stops at the first create
+// another task won: that task is filling too, and errFillRaced tells the
+// caller not to mark the manifest filled (the other filler will).
 func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, yield bool) error {
 	known := p.knownNodes()
 	var missing []int
@@ -397,7 +383,11 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 		errs  []error // every failure, not only the first: joined below
 		raced atomic.Bool
 	)
-	create := func(id int) {
+	p.goEach(len(missing), bootstrapParallelism, func(i int) {
+		if raced.Load() {
+			return
+		}
+		id := missing[i]
 		info, err := p.createFree(ctx, id)
 		mu.Lock()
 		defer mu.Unlock()
@@ -410,11 +400,6 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 			v.objects[id] = info
 			v.createdIDs = append(v.createdIDs, id)
 		}
-	}
-	p.goEach(len(missing), bootstrapParallelism, func(i int) {
-		if !raced.Load() {
-			create(missing[i])
-		}
 	})
 	if raced.Load() {
 		errs = append(errs, errFillRaced)
@@ -424,13 +409,10 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 
 // noteDeleted records that the lease object of id, which existed (the cluster
 // is filled, or gossip saw version knownVersion of it), is missing: someone
-// deleted it. It is not recreated. The deleted holder may have issued
-// Snowflake timestamps up to its own reservation, read from its own wall clock,
-// and nothing left in the bucket bounds that: a floor taken from this task's
-// clock would be safe only if the two clocks agreed, and the version only as
-// high as gossip knew. So the ID is left out until an operator restores it with
-// nodeidctl repair (a floor the operator confirms; the version from every
-// record in the bucket). It is reported once per Provider, as an anomaly.
+// deleted it. It is not recreated: nothing left in the bucket bounds the
+// deleted holder's reservation, so no floor from this task's clock is safe.
+// The ID is left out until nodeidctl repair restores it, and reported once
+// per Provider, as an anomaly.
 func (p *Provider) noteDeleted(v *clusterView, id int, knownVersion int64) {
 	v.deletedIDs = append(v.deletedIDs, id)
 	p.deletedMu.Lock()
@@ -484,11 +466,9 @@ type InitReport struct {
 	// Created lists the lease objects Init created free, in ID order: the
 	// missing ones of a cluster that was not filled yet.
 	Created []int
-	// Deleted lists, in ID order, the lease objects that existed once (the
-	// cluster is filled, or a version of the ID was seen) and are missing:
-	// deleted by someone. Init does not recreate them (no floor for them is
-	// safe whatever the clocks); nodeidctl repair restores them, and an
-	// operator should find out who deleted them.
+	// Deleted lists, in ID order, the lease objects that existed once and
+	// are missing: deleted by someone. Init does not recreate them (see
+	// RecreatedHolder); nodeidctl repair restores them.
 	Deleted []int
 }
 

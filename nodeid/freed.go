@@ -10,12 +10,9 @@ import (
 
 // newWatched returns the watched of a new Acquire. With PeerHints it notes
 // the IDs that gossip shows free as the Acquire starts, when there are enough
-// of them for this task (freeForUs): its first look, at once, is then the
-// ordinary one, as a task joining a cluster with free IDs (or a new one)
-// makes it. When gossip leaves no ID for it, it notes none: the first look
-// after its wait tries any ID gossip shows free then (see takeFreed), since
-// one freed meanwhile may have been claimed too recently for its start to
-// have seen it held.
+// of them for this task (freeForUs), so that its first look is the ordinary
+// one. When gossip leaves no ID for it, it notes none: the first look after
+// its wait tries any ID gossip shows free then (see takeFreed).
 func (p *Provider) newWatched() *watched {
 	w := &watched{held: map[int]heldLease{}, challenged: map[int]int64{}}
 	if p.hints() != nil {
@@ -30,23 +27,17 @@ func (p *Provider) newWatched() *watched {
 }
 
 // takeFreed is the first part of a look with PeerHints: the IDs that gossip
-// shows free (no live member holds them) and did not at this Acquire's
-// previous look (or at its start, see newWatched) were released a moment ago,
-// most likely: a node releases its lease before it leaves gossip. When there
-// are such IDs and gossip leaves one for this task (freeForUs), it reads the
-// one its rank picks among them with a GET, skipping the LIST, and takes it
-// if that read judges it free or expired, by take's CAS on the ETag read: two
-// requests in two round trips, where the ordinary look makes three or four
-// in three (LIST, the manifest's GET unless cached, GET, CAS). The manifest
-// is not read when a response showed it current within RenewInterval
-// (recentManifest); otherwise its GET goes beside the lease's, in the same
-// round trip, and it is checked as a bootstrap checks it.
+// shows free and did not at this Acquire's previous look (or start) were
+// most likely released a moment ago. When there are such IDs and gossip
+// leaves one for this task (freeForUs), it reads the one its rank picks with
+// a GET, skipping the LIST, and takes it if that read judges it free or
+// expired: GET and CAS, where the ordinary look makes a LIST, the manifest's
+// GET unless cached, a GET and a CAS. An uncached manifest (recentManifest)
+// is read beside the lease, and checked as a bootstrap checks it.
 //
-// It returns nil, nil whenever it takes nothing (no hints, no ID freed, the
-// lease held, a floor too far ahead, not found, a race lost, a store error,
-// a manifest that does not check): the ordinary look (bootstrap, takeFirst)
-// follows and reports what it finds. A lease read held is noted in w, as a
-// visit notes it. Only the errors visit returns from a take are returned.
+// It returns nil, nil whenever it takes nothing: the ordinary look follows
+// and reports what it finds. A lease read held is noted in w, as a visit
+// notes it. Only the errors visit returns from a take are returned.
 func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 	if p.hints() == nil {
 		return nil, nil
@@ -57,14 +48,12 @@ func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 		first, size = m.FirstNodeID, m.ClusterSize
 	}
 	var freed []int
-	free := gossipFree(p.knownNodes(), first, size)
-	for _, id := range free {
-		if !w.gossipFree[id] {
+	before := w.gossipFree
+	w.gossipFree = map[int]bool{}
+	for _, id := range gossipFree(p.knownNodes(), first, size) {
+		if !before[id] {
 			freed = append(freed, id)
 		}
-	}
-	w.gossipFree = map[int]bool{}
-	for _, id := range free {
 		w.gossipFree[id] = true
 	}
 	if len(freed) == 0 || !p.freeForUs() {
@@ -119,22 +108,18 @@ func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.M
 	var (
 		v    *clusterView
 		mErr error
-		r    readResult
 	)
-	readManifest := func() {
+	read := make(chan struct{})
+	p.goRun(func() {
+		defer close(read)
 		body, meta, err := p.store.Get(ctx, lease.ManifestKey)
 		if err != nil {
 			mErr = fmt.Errorf("read cluster manifest: %w", err)
 			return
 		}
 		v, mErr = p.checkManifest(body, meta)
-	}
-	read := make(chan struct{})
-	p.goRun(func() {
-		defer close(read)
-		readManifest()
 	})
-	r = p.readAll(ctx, []int{id})[0]
+	r := p.readAll(ctx, []int{id})[0]
 	_ = p.waitDone(context.Background(), read)
 	if err := errors.Join(mErr, r.err); err != nil {
 		return r, m, err
@@ -159,14 +144,11 @@ type earlyManifest struct {
 	err  error
 }
 
-// readManifestEarly starts a GET of the manifest beside the LIST of a
-// bootstrap that would read it after the LIST: with PeerHints, when no
-// manifest is cached and gossip shows a member holding an ID (so the cluster
-// exists, and the listing will show the manifest). The first look of a task
-// waiting on gossip, or of one joining, then takes one round trip less, for
-// the same requests. Nil otherwise: nothing changes without hints, and a new
-// cluster's manifest is never read before the listing shows it (see
-// createManifest).
+// readManifestEarly starts a GET of the manifest beside a bootstrap's LIST,
+// saving a round trip: with PeerHints, when no manifest is cached and gossip
+// shows a member holding an ID (so the listing will show the manifest). Nil
+// otherwise: a new cluster's manifest is never read before the listing shows
+// it (see createManifest).
 func (p *Provider) readManifestEarly(ctx context.Context) *earlyManifest {
 	if p.hints() == nil || len(p.knownNodes()) == 0 {
 		return nil
@@ -177,13 +159,11 @@ func (p *Provider) readManifestEarly(ctx context.Context) *earlyManifest {
 	if cached {
 		return nil
 	}
-	e := &earlyManifest{done: make(chan struct{})}
-	read := func() {
+	e := &earlyManifest{p: p, done: make(chan struct{})}
+	p.goRun(func() {
 		defer close(e.done)
 		e.body, e.meta, e.err = p.store.Get(ctx, lease.ManifestKey)
-	}
-	p.goRun(read)
-	e.p = p
+	})
 	return e
 }
 
