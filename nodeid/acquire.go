@@ -28,14 +28,13 @@ type readResult struct {
 // readAll GETs the objects of ids concurrently and returns the results in order.
 func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 	out := make([]readResult, len(ids))
-	read := func(i, id int) {
-		body, meta, err := p.store.Get(ctx, lease.RecordKey(id))
+	p.goEach(len(ids), len(ids), func(i int) {
+		body, meta, err := p.store.Get(ctx, lease.RecordKey(ids[i]))
 		if err == nil {
 			p.observeDate(meta.Date, p.clock.Now())
 		}
-		out[i] = readResult{id: id, body: body, meta: meta, err: err}
-	}
-	p.goEach(len(ids), len(ids), func(i int) { read(i, ids[i]) })
+		out[i] = readResult{id: ids[i], body: body, meta: meta, err: err}
+	})
 	return out
 }
 
@@ -45,13 +44,10 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 // costs one GET) and taken by CAS. After losing a create race it lists again,
 // at most maxRelists times, to see which never-created IDs are left.
 //
-// A free or expired lease whose floor is too far ahead of this task's wall
-// clock is skipped, not written (see farFloorOf). When such leases were the only
-// ones that could be taken, and no store error hid another candidate,
-// takeFirst fails with ErrClockBehind naming this task's clock: either it is
-// behind, or those leases' last holders' clocks were ahead; Acquire does not
-// retry then. But when one of them is a recent floor (recentFloor), it takes
-// that ID (takeRecent), and Acquire holds it until this clock nears the floor.
+// A free or expired lease whose floor is too far ahead is skipped (see
+// farFloorOf). When such leases were the only ones that could be taken, and
+// no store error hid another candidate, takeFirst fails with ErrClockBehind;
+// unless one of them is a recent floor: then it takes that ID (takeRecent).
 func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*Claim, error) {
 	tried := map[int]bool{}
 	var errs []error
@@ -74,10 +70,8 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 		v.index(l)
 	}
 	if f, ok := p.rules.nearestRecent(p, far, len(errs) > 0); ok {
-		// A floor its last holder's reservation explains is no anomaly:
-		// take the ID now (Acquire holds it until this clock nears the
-		// floor), whatever other floors say (a single far floor never stops
-		// a fleet).
+		// No anomaly: take it now, whatever other floors say (a single far
+		// floor never stops a fleet).
 		return p.takeRecent(ctx, f, w.opts)
 	}
 	for len(w.suspects) > 0 && p.metSuspect(ctx, w.suspects[0], w) {

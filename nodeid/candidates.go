@@ -34,21 +34,14 @@ func shrunk(o lease.ObjectInfo, size int64) bool {
 	return o.Size > 0 && size > 0 && o.Size <= size-releaseShrink
 }
 
-// watched remembers, across the rounds of one Acquire, the leases found held:
-// the ETag and length each was read with and the lease it states. A later
-// round visits first those that the listing shows unchanged since and old
-// enough, by their own lease, to be expired: a near-certain take, still
-// confirmed by a GET. And Acquire waits no longer than until the first lease
-// seen held in the last round can be found expired (soonest, on the store's
-// clock).
-//
-// It also keeps the previous listing: an object written since was probably
-// just taken by another task (or renewed by its holder), so it is visited
-// after the objects that did not move; unless it lists releaseShrink shorter
-// than before, which is what a release looks like, and then it is visited
-// early. That is what keeps a fleet re-taking a bucket of released IDs from
-// reading the IDs its own members took a moment ago, and a task waiting in a
-// full cluster from reading every renewal again.
+// watched remembers, across the rounds of one Acquire, the leases found held
+// (so that a later round visits first those the listing shows unchanged and
+// expired by their own lease, and Acquire waits no longer than until the
+// soonest can be found expired, on the store's clock) and the previous
+// listing (so that an object written since, probably just taken or renewed,
+// is visited late, unless it lists releaseShrink shorter: released). A
+// fleet re-taking released IDs then does not read the IDs its own members
+// just took, nor a task waiting in a full cluster every renewal again.
 type watched struct {
 	held    map[int]heldLease
 	soonest time.Time
@@ -105,21 +98,12 @@ func (w *watched) soon(lastModified time.Time, leaseDur, clockMargin time.Durati
 }
 
 // candidates returns the IDs below the cluster size that are not tried yet, in
-// the order to visit them: OrderSpread visits never-created IDs first, then
-// the leases seen held earlier in this Acquire that the listing shows unchanged
-// and expired by their own lease, then objects the listing shows untouched for
-// longer than any lease (each confirmed by a GET), then those rewritten and
-// listed shorter since (released, probably), then the rest (those listed
-// short first, then those written longest ago), then the objects written since
-// this Acquire's previous listing, and last the IDs gossip knows to be live
-// (known) whose leases the listing shows unwritten for longer than
-// LeaseDuration, each class in the task's spread permutation; gossip's other
-// live IDs are left out (liveByGossip), and when gossip ranks this task among
-// several waiting ones, the first class is visited from its rank
-// (spreadByRank). Objects this Acquire read held that are still held by the
-// listing's lights are left out (see stillHeld). OrderLowestFirst visits 0,
-// 1, 2, ... as a Zeebe-style provider does. It records the listing in w for
-// the next call.
+// the order to visit them. OrderSpread visits them by class (classNeverCreated
+// first), each class in the task's spread permutation, the first class from
+// this task's rank when gossip ranks several waiting tasks (spreadByRank);
+// it leaves out the IDs rules.dropped drops (stillHeld, liveByGossip), with
+// gossip's live IDs (known). OrderLowestFirst visits 0, 1, 2, ... It records
+// the listing in w for the next call.
 func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
 	previous := w.listed
 	w.listed = maps.Clone(v.objects)
@@ -154,20 +138,17 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 			return classOther
 		}
 	}
-	longest := longest(v.objects)
+	least, longest := listedSizes(v.objects)
 	order = slices.DeleteFunc(order, func(id int) bool { return p.rules.dropped(p, id, v, w, known, longest) })
 	// Within classOther, the objects listed short (a free record is shorter
 	// than a held one) first, then those written longest ago (by whole
-	// seconds, so that the spread order still breaks the ties): after a
-	// fleet's release, the IDs its successors took a moment ago are the
-	// longest and newest, and those nobody took yet keep the release's
-	// shorter body and older stamp. Each key is computed once.
+	// seconds, so that the spread order breaks the ties): after a fleet's
+	// release, the IDs its successors just took are the longest and newest.
 	type candidate struct {
 		id, class int
 		long      int       // classOther: 1 when listed releaseShrink or more above the shortest
 		second    time.Time // classOther: last written, whole seconds
 	}
-	least := shortest(v.objects)
 	cands := make([]candidate, len(order))
 	for i, id := range order {
 		c := candidate{id: id, class: class(id)}
@@ -209,10 +190,8 @@ func (p *Provider) dropped(id int, v *clusterView, w *watched, known map[int]int
 // liveByGossip reports whether gossip knows id to be held by a live member
 // and the listing shows its lease written within this task's LeaseDuration:
 // such a lease is not read. One unwritten for longer is read last (its holder
-// may be alive in gossip but no longer renewing), and so is one listed at
-// least releaseShrink shorter than the longest object (longest), which is
-// what a free record among held ones looks like: gossip lags behind a
-// release.
+// may have stopped renewing), and so is one listed releaseShrink shorter
+// than the longest object: a free record, which gossip lags behind.
 func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64, longest int64) bool {
 	if _, live := known[id]; !live {
 		return false
@@ -243,52 +222,34 @@ func (p *Provider) spreadByRank(order []int, same func(i int) bool) {
 	slices.Reverse(group)
 }
 
-// shortest returns the smallest listed length among objects; 0 when none is
-// known (every object then counts as short).
-func shortest(objects map[int]lease.ObjectInfo) int64 {
-	var least int64
+// listedSizes returns the smallest and the largest listed length among
+// objects; 0 for either when no length is known (every object then counts
+// as short).
+func listedSizes(objects map[int]lease.ObjectInfo) (least, most int64) {
 	for _, o := range objects {
 		if o.Size > 0 && (least == 0 || o.Size < least) {
 			least = o.Size
 		}
-	}
-	return least
-}
-
-// longest returns the largest listed length among objects; 0 when none is
-// known.
-func longest(objects map[int]lease.ObjectInfo) int64 {
-	var most int64
-	for _, o := range objects {
 		most = max(most, o.Size)
 	}
-	return most
-}
-
-// rewrittenAlike reports whether the listing shows o rewritten since it was
-// read held as h, to about the same length (both lengths known): renewed by
-// its holder, or taken by another, but not released.
-func rewrittenAlike(o lease.ObjectInfo, h heldLease) bool {
-	return h.etag != o.ETag && o.Size > 0 && h.size > 0 && !shrunk(o, h.size)
+	return least, most
 }
 
 // stillHeld reports whether the listing shows id still held as this Acquire
 // read it, and not yet old enough to be looked at again (expired by its
-// lease, or in read mode a suspect by its late backstop): either
-// unchanged (the same ETag: byte for byte what was read, as every write has a
-// new writeId), or rewritten to about the same length (renewed by its
-// holder, or taken by another; a release would have made it releaseShrink
-// shorter). Reading it again would most likely tell nothing, so it is not
-// visited; the instant it could be found expired counts for Acquire's wait,
-// and once its listed age passes its lease it is visited again. A release the
-// length cannot show is so found one lease later at worst.
+// lease, or in read mode a suspect by its late backstop): unchanged (the same
+// ETag), or rewritten to about the same length (renewed, or taken by
+// another; a release would list releaseShrink shorter). Reading it again
+// would most likely tell nothing, so it is not visited; the instant it could
+// be found expired counts for Acquire's wait. A release the length cannot
+// show is so found one lease later at worst.
 func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) bool {
 	o, exists := v.objects[id]
 	h, seen := w.held[id]
 	if !exists || !seen || lease.ListedExpired(o, v.listing.Date, h.look, clockMargin) {
 		return false
 	}
-	if h.etag != o.ETag && !rewrittenAlike(o, h) {
+	if alike := o.Size > 0 && h.size > 0 && !shrunk(o, h.size); h.etag != o.ETag && !alike {
 		return false
 	}
 	w.soon(o.LastModified, h.look, clockMargin)

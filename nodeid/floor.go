@@ -17,13 +17,10 @@ type farFloor struct {
 	id    int
 	floor int64
 	ahead time.Duration
-	// recent: the floor is no further ahead than MaxClockWait plus what is
-	// left of its writer's lease (recentFloor): what a release that kept its
-	// reservation leaves (a Claim closed without WithIssuedFunc), or the
-	// reservation of an issuer whose confirmed challenge expired (read mode:
-	// up to the backstop ahead), not a clock anomaly. takeFirst takes such an
-	// ID when nothing else is takeable, and Acquire holds it until this
-	// task's clock nears the floor (awaitFloor).
+	// recent: its last holder's reservation explains the floor
+	// (recentFloor): no clock anomaly. takeFirst takes such an ID when
+	// nothing else is takeable, and Acquire holds it until this task's clock
+	// nears the floor (awaitFloor).
 	recent bool
 	// r, prev and state are the read, its record and its state: what the
 	// take of a recent floor writes on.
@@ -38,20 +35,15 @@ type farFloor struct {
 //
 //	ahead <= MaxClockWait + prev's lease - age + StoreClockResolution + ClockMargin
 //
-// A holder reserves up to its wall clock plus its lease at each write; a
-// release that keeps the reservation leaves it at most that far ahead of a
-// clock that agrees with the holder's, less the time since. The record's age
-// on the store's clock (Date - Last-Modified, m) overstates the real time
-// since by up to the headers' resolution plus a stamp ClockMargin early: that
-// slack is added back. Unknown age (a store that judges expiry itself, etcd,
-// reports neither) counts as 0: the floor of a release just now. It only
-// decides whether Acquire takes the ID and holds it until this clock is
-// within MaxClockWait of the floor (awaitFloor), or reports ErrClockBehind.
+// A holder reserves up to its wall clock plus its lease at each write, so a
+// release that keeps the reservation (or a crashed issuer's, in read mode)
+// leaves it at most that far ahead of a clock that agrees, less the time
+// since. The record's age on the store's clock (m) may overstate that time
+// by the headers' resolution plus ClockMargin: that slack is added back.
+// Unknown age (etcd) counts as 0. It only decides whether Acquire takes the
+// ID and holds it (awaitFloor), or reports ErrClockBehind.
 func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Duration) bool {
-	age, ok := lease.StoreAge(m.LastModified, m.Date)
-	if !ok {
-		age = 0
-	}
+	age, _ := lease.StoreAge(m.LastModified, m.Date) // 0 when unknown
 	return ahead <= p.cfg.MaxClockWait+prev.Lease()-age+lease.StoreClockResolution+p.cfg.ClockMargin
 }
 
@@ -76,14 +68,10 @@ func floorAhead(floorMs int64, wall time.Time) time.Duration {
 
 // farFloorOf returns prev's floor (the predecessor's reservation) as a
 // farFloor when it is more than MaxClockWait ahead of this task's wall clock,
-// nil when prev may be taken now (always, when this task issues no IDs:
-// Config.IssuesNoIDs). Such a lease is not written (its version
-// is not bumped): either its last holder had a clock far ahead (and then
-// crashed), or this task's clock is behind; takeFirst tells the two apart
-// only by whether another candidate could be taken, and reports it as an
-// anomaly (log and Observer.Anomaly). A floor that a release a moment ago
-// explains (recentFloor) is no anomaly: takeFirst takes it when nothing else
-// is takeable, and Acquire holds it until this clock nears it.
+// nil when prev may be taken now (always, with Config.IssuesNoIDs). Such a
+// lease is not written: its last holder's clock was far ahead, or this
+// task's is behind, and it is reported as an anomaly (log and
+// Observer.Anomaly); unless recentFloor explains it (see farFloor.recent).
 func (p *Provider) farFloorOf(r readResult, prev lease.Record, state lease.State) *farFloor {
 	wall := p.clock.Wall()
 	ahead := floorAhead(prev.ReservedUntilMs, wall)
@@ -139,14 +127,11 @@ func (p *Provider) takeRecent(ctx context.Context, f farFloor, o claimOptions) (
 // task's wall clock (takeRecent, or a clock stepped back during the take),
 // until the clock is within MaxClockWait of it: no Snowflake ID may be issued
 // under c before its floor, and a generator waits at most MaxClockWait. The
-// claim keeps its lease meanwhile (its keep-alive runs), so no other task
-// waits for the same floor, and the successor of a crashed issuer holds its ID
-// a Window after the confirm (read mode) though it issues only past the
-// floor. The wait is bounded by the floor, which recentFloor bounded by the
-// predecessor's lease, not by AcquireTimeout: the ID is held. It returns
-// ErrClockBehind (and releases c) when the clock steps back more than
-// MaxClockWait meanwhile, ctx's error (releasing c) when ctx ends, and an
-// error when c is lost; round is Acquire's, for WaitObserver.
+// claim keeps its lease meanwhile, so no other task waits for the same
+// floor; the wait is bounded by the floor, not by AcquireTimeout. It
+// releases c and returns ErrClockBehind when the clock steps back more than
+// MaxClockWait meanwhile, or ctx's error when ctx ends; an error when c is
+// lost. round is Acquire's, for WaitObserver.
 func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 	if p.cfg.IssuesNoIDs {
 		return nil
