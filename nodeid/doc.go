@@ -1,8 +1,8 @@
 // Package nodeid leases small integer node IDs (0..ClusterSize-1, or a range
-// of the cluster's own: Config.FirstNodeID) to stateless
-// processes (ECS/Fargate tasks, autoscaled VMs) from a conditional object store
-// such as S3, so that each live process holds an ID no other live process holds:
-// what a Snowflake ID generator or a clustered broker needs.
+// of the cluster's own: Config.FirstNodeID) to stateless processes (ECS/Fargate
+// tasks, autoscaled VMs) from a conditional object store such as S3, so that
+// each live process holds an ID no other live process holds: what a Snowflake
+// ID generator or a clustered broker needs.
 //
 // # Protocol
 //
@@ -49,21 +49,15 @@
 //	defer claim.Close(context.WithoutCancel(ctx))
 //	// issue IDs with claim.NodeID() while claim.Valid(); stop when <-claim.Done()
 //
-// A claim is followed three ways, each for its own use. [Claim.Valid] is the
-// fence, read before every ID. [Claim.Context] ends when the claim is lost or
-// Close begins, as etcd's Session.Ctx: bind to it the work that must not
-// outlive the claim. [Claim.Changed], read with [Claim.Status], signals each
-// change of state (a renewal, a read that moved the fence, a jeopardy, a
-// recovery, a challenge met or answered, the end) without ever holding the
-// claim's loops up, and never misses the final state: what an id file or a
-// supervisor follows (package node). [Observer] is for metrics. What the
-// claim needs from its user, its issuer's last timestamp and the clock of
-// issuers outside it, is given to Acquire as options ([WithIssuedFunc],
-// [WithReserveClock]), before the claim starts.
+// A claim is followed three ways: [Claim.Valid] is the fence, read before
+// every ID; [Claim.Context] ends when the claim is lost or Close begins (bind
+// to it the work that must not outlive the claim); [Claim.Changed], read with
+// [Claim.Status], signals each change of state and never misses the final
+// one (what an id file or a supervisor follows). [Observer] is for metrics.
+// What the claim needs from its user is given to Acquire as options
+// ([WithIssuedFunc], [WithReserveClock]), before the claim starts.
 //
 // Package node composes a claim with its Snowflake generator, gossip, an id
-// file and a supervised child: most users want it, not a bare Claim. The
-// host clock such applications stamp with is node's (internal/hostclock);
-// [FaultClock] (with [ClockFault] and [ClockStep]) exists for nodeid-broker's
-// debug flags and the fault suites.
+// file and a supervised child: most users want it, not a bare Claim.
+// [FaultClock] exists for nodeid-broker's debug flags and the fault suites.
 package nodeid

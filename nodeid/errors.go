@@ -26,18 +26,15 @@ var (
 	// layout or epoch, another range of node IDs, or another keep-alive than
 	// this task's configuration: IDs would collide, or the lease rules differ.
 	ErrManifestMismatch = errors.New("nodeid: cluster manifest does not match this task's configuration")
-	// ErrClockBehind means this task's wall clock is further behind the
-	// Snowflake floor than MaxClockWait of every free or expired lease Acquire
-	// found (leases with such a floor are skipped, not taken, while another
-	// can be taken): its clock is behind, or those leases' last holders' clocks
-	// were ahead. The wrapping error names this task's clock and the floors.
+	// ErrClockBehind means this task's wall clock is more than MaxClockWait
+	// behind the floor of every free or expired lease Acquire found: its
+	// clock is behind, or those leases' last holders' clocks were ahead. The
+	// wrapping error names this task's clock and the floors.
 	ErrClockBehind = errors.New("nodeid: wall clock behind the lease's floor")
 	// ErrAwaitingFloor is why Acquire, holding a node ID it took, has not
-	// returned it yet (WaitObserver.AcquireWaiting): the ID's floor, its last
-	// holder's reservation, is more than MaxClockWait ahead of this task's
-	// wall clock, as a crashed issuer's is in read mode (up to the backstop),
-	// and no Snowflake ID may be issued below it. Acquire returns the claim
-	// once the clock is within MaxClockWait of the floor.
+	// returned it yet (WaitObserver.AcquireWaiting): the ID's floor is more
+	// than MaxClockWait ahead of this task's wall clock (see
+	// Config.MaxClockWait).
 	ErrAwaitingFloor = errors.New("nodeid: holding a node ID until this task's clock nears its floor")
 )
 

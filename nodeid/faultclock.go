@@ -8,17 +8,15 @@ import (
 	"time"
 )
 
-// ClockFault describes a faulty host clock, for fault tests (the broker's
-// --debug-clock-* flags). The zero value is a correct clock. Real hosts have
-// such clocks: an oscillator that runs fast or slow (Rate; NTP slews it back
-// at 500 ppm at most, far less than a fault test's rates), and a real-time
-// clock that steps (Steps: NTP steps, a manual date, Jepsen's bumps and
-// strobes).
+// ClockFault describes a faulty host clock: an oscillator that runs fast or
+// slow (Rate; NTP slews at 500 ppm at most, far less than a fault test's
+// rates), and a real-time clock that steps (Steps: NTP steps, a manual date,
+// Jepsen's bumps and strobes). The zero value is a correct clock.
 //
-// Not for embedders: it is exported for nodeid-broker's --debug-clock-*
-// flags (cmd/internal/broker) and the fault suites, and stays in this
-// package because it implements the Clock's unexported suspend-counting
-// reading.
+// Not for embedders: ClockFault, ClockStep and FaultClock are exported for
+// nodeid-broker's --debug-clock-* flags (cmd/internal/broker) and the fault
+// suites, and stay in this package because FaultClock implements the Clock's
+// unexported suspend-counting reading.
 type ClockFault struct {
 	// Offset shifts the wall clock and the host's real-time clock by a
 	// fixed amount. Default 0.
@@ -39,8 +37,7 @@ type ClockFault struct {
 }
 
 // ClockStep is one step of the real-time clock: at At (on the faulty clock,
-// since its creation) it jumps by By (negative: back). Like ClockFault, it
-// is for the broker's debug flags and the fault suites, not for embedders.
+// since its creation) it jumps by By (negative: back). Not for embedders.
 type ClockStep struct {
 	At, By time.Duration
 }
@@ -55,15 +52,10 @@ func (f ClockFault) Validate() error {
 
 // FaultClock is a Clock that runs at a skewed rate and whose real-time
 // reading steps, as ClockFault says: the system clock of a host with a
-// faulty clock. Only fault tests use it (SystemClock is the production
-// clock). Only its readings and sleeps are skewed: the timeouts of store
-// requests run on real time, which changes how long an attempt may take,
-// never when the fence falls. Its methods are safe for concurrent use.
-//
-// Not for embedders: it is exported for nodeid-broker's --debug-clock-*
-// flags (cmd/internal/broker) and the fault suites, and stays in this
-// package because it implements the Clock's unexported suspend-counting
-// reading.
+// faulty clock, for fault tests only (see ClockFault). Only its readings and
+// sleeps are skewed: the timeouts of store requests run on real time, which
+// changes how long an attempt may take, never when the fence falls. Its
+// methods are safe for concurrent use.
 type FaultClock struct {
 	real  Clock     // real time: its Now and Sleep
 	start time.Time // real.Now() at creation

@@ -160,7 +160,7 @@ func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 				o.AcquireWaiting(round, &AwaitingFloorError{NodeID: c.id, Version: c.version, FloorMs: c.floor,
 					MaxClockWait: p.cfg.MaxClockWait, Wait: wait}, wait)
 			}
-			if err = p.pause(ctx, wait, c.Done()); err == nil {
+			if err = sleepOrWake(ctx, p.clock, wait, c.Done()); err == nil {
 				continue
 			}
 		}

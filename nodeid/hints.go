@@ -55,14 +55,12 @@ func (p *Provider) freeForUs() bool {
 
 // awaitFreed waits, making no store request, while gossip leaves no node ID
 // for this task (freeForUs), but no longer than a RenewInterval after
-// lastLook, this Acquire's last look at the store: a lease whose holder gossip
-// still shows live (its death not yet detected) but that stopped renewing is
-// found by a look about as soon as without gossip, at the cost of one LIST per
-// RenewInterval (gossip's live leases are not read until listed unwritten for
-// a lease). It returns an error wrapping ErrClusterFull when AcquireTimeout
-// (counted from start) passes first, and ctx's error when ctx ends; but an
-// Acquire that has not looked yet (looked false) always looks once, even
-// with AcquireTimeout 0 ("tries once"): gossip may lag behind a release.
+// lastLook, this Acquire's last look at the store: a holder that gossip still
+// shows live but that stopped renewing is so found about as soon as without
+// gossip, for one LIST per RenewInterval. It returns an error wrapping
+// ErrClusterFull when AcquireTimeout (from start) passes first, and ctx's
+// error when ctx ends; but an Acquire that has not looked yet (looked false)
+// always looks once: gossip may lag behind a release.
 func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time, looked bool) error {
 	end := start.Add(p.cfg.AcquireTimeout)
 	for {
@@ -79,7 +77,7 @@ func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time, lo
 		if timesOut {
 			until = end
 		}
-		if err := p.pause(ctx, until.Sub(now), freed); err != nil {
+		if err := sleepOrWake(ctx, p.clock, until.Sub(now), freed); err != nil {
 			return err
 		}
 		if timesOut && !p.clock.Now().Before(end) {
@@ -89,10 +87,4 @@ func (p *Provider) awaitFreed(ctx context.Context, start, lastLook time.Time, lo
 			return fmt.Errorf("%w: gossip showed every node ID held for %v", ErrClusterFull, p.clock.Now().Sub(start))
 		}
 	}
-}
-
-// pause sleeps d on the provider's clock, or less when freed closes first
-// (an ID was freed: look again now). It returns ctx's error when ctx ends.
-func (p *Provider) pause(ctx context.Context, d time.Duration, freed <-chan struct{}) error {
-	return sleepOrWake(ctx, p.clock, d, freed)
 }

@@ -26,10 +26,9 @@ type Tasks interface {
 }
 
 // TasksHints is a Tasks that also tells a waiting Acquire when a task may
-// have died (the gossip package's Freed: closed when a member that held a
-// node ID leaves or is found dead), so that it looks at once rather than
-// at the end of its pause: how an election's candidate, which has no
-// Peers, challenges a dead leader without waiting out its backoff.
+// have died (the gossip package's Freed), so that it looks at once: how an
+// election's candidate, which has no Peers, challenges a dead leader
+// without waiting out its backoff.
 type TasksHints interface {
 	Tasks
 	// Freed returns a channel closed at the next such event.
@@ -37,15 +36,11 @@ type TasksHints interface {
 }
 
 // PeerHints is a Peers that also tells a waiting Acquire when to look (the
-// gossip package satisfies it). Like Peers it only schedules the store
-// requests: every take is still judged on a read of the lease.
-//
-// With it, a task whose gossip view shows no node ID free for it makes no
-// store request until one is freed, but for one LIST per RenewInterval (in
-// case gossip is late or wrong), and tasks waiting together spread their
-// picks by rank instead of racing for the same ID. When one is freed, the
-// task reads it before any listing and takes it by the ordinary CAS on that
-// read: GET and CAS.
+// gossip package satisfies it); it only schedules the store requests, every
+// take is judged on a read of the lease. With it, a task whose gossip view
+// shows no node ID free for it makes no store request until one is freed
+// but one LIST per RenewInterval, then reads the freed ID and takes it by
+// CAS; tasks waiting together spread their picks by rank.
 type PeerHints interface {
 	Peers
 	// Freed returns a channel that is closed when a node ID leaves
@@ -61,11 +56,9 @@ type PeerHints interface {
 // GossipJoiner is a Peers (or Tasks) that can join the gossip member at an
 // address (the gossip package's Node satisfies it). In read mode, before it
 // challenges a holder that gossip does not show live, Acquire joins the
-// gossip address the holder's record publishes (lease.Record.Gossip), once
-// per version, and judges again: a live holder that this task's gossip had
-// not met yet then shows live and is not challenged. Advisory: joining only
-// ever spares a challenge, and a holder that still shows dead is challenged
-// in the same round.
+// address the holder's record publishes (lease.Record.Gossip), once per
+// version, and judges again: joining only ever spares a challenge of a live
+// holder this task's gossip had not met yet.
 type GossipJoiner interface {
 	// JoinGossip joins the member at addr ("host:port"); it returns within
 	// about the gossip's TCP timeout.
@@ -74,9 +67,10 @@ type GossipJoiner interface {
 
 // Observer receives a Provider's events, for metrics. Methods must be fast, safe
 // for concurrent use and must not block. Embed NopObserver to implement a subset.
+// A Provider also calls the methods of WaitObserver, ReadObserver and
+// ChallengeObserver when Config.Observer implements them.
 type Observer interface {
-	// Acquired reports a claim taken after took, with how many store requests
-	// the acquisition made.
+	// Acquired reports node id taken at version, took after Acquire began.
 	Acquired(id int, version int64, took time.Duration)
 	// Renewed reports a successful renewal and its latency.
 	Renewed(id int, latency time.Duration)
@@ -126,8 +120,7 @@ func (NopObserver) Anomaly(string, error) {}
 
 // WaitObserver is an Observer that also hears of each round of Acquire that
 // took no node ID, so that a waiting task can say why it waits (package node
-// logs it and puts it in /health). A Provider calls it when Config.Observer
-// implements it. Like the other methods it must be fast and not block.
+// logs it and puts it in /health).
 type WaitObserver interface {
 	Observer
 	// AcquireWaiting reports that round (from 1) of Acquire took no node
@@ -137,10 +130,8 @@ type WaitObserver interface {
 }
 
 // ReadObserver is an Observer that also hears of each read that proved the
-// claim's ETag in read mode (Config.KeepAlive) and re-armed its fence: the
-// fence moved without a write (package node rewrites its id file, whose
-// validUntilMs follows the fence). A Provider calls it when Config.Observer
-// implements it. Like the other methods it must be fast and not block.
+// claim's ETag in read mode and re-armed its fence without a write (package
+// node rewrites its id file, whose validUntilMs follows the fence).
 type ReadObserver interface {
 	Observer
 	// ReadProved reports a read of node id's lease object, answered after
@@ -149,10 +140,8 @@ type ReadObserver interface {
 }
 
 // ChallengeObserver is an Observer that also hears of the challenges of read
-// mode (docs/evidence/design.md section 11): those this task makes of a held lease,
-// and those it answers on its own claim. A Provider calls it when
-// Config.Observer implements it. Like the other methods it must be fast and
-// not block.
+// mode (docs/evidence/design.md section 11): those this task makes of a held
+// lease, and those it answers on its own claim.
 type ChallengeObserver interface {
 	Observer
 	// Challenged reports a challenge this task wrote on node id's lease,

@@ -15,18 +15,14 @@ type claimOptions struct {
 
 // WithIssuedFunc gives the function that returns the highest Snowflake
 // timestamp (Unix ms) issued under the claim. Close calls it after fencing
-// and writes the lease's reservation at it (never below the floor), so that
-// a successor starts right above it: lowered, as a generator never issues
-// above the reservation, or raised, when issuers outside it stamped IDs with
-// a clock that ran past the reservation (see WithReserveClock). Without one,
-// Close keeps the reservation.
-//
-// The generator that knows the answer is built from the claim (its node ID,
-// floor and reservation), after Acquire: f may read a variable set later,
-// as package node's does (it reads the generator it stores once built, and
-// returns 0, the floor, before: nothing was issued). Close may call f from
-// within Acquire too, when Acquire gives the claim up (ErrClockBehind, or
-// ctx ending while it waits for the floor).
+// and writes the lease's reservation at it (never below the floor): lowered,
+// or raised when issuers outside it stamped past it (see WithReserveClock),
+// so that a successor starts right above it. Without one, Close keeps the
+// reservation. The generator that knows the answer is built from the claim,
+// after Acquire: f may read a variable set later (returning 0, the floor,
+// before), as package node's does. Close may call f from within Acquire
+// too, when Acquire gives the claim up (ErrClockBehind, or ctx ending while
+// it waits for the floor).
 func WithIssuedFunc(f func() int64) ClaimOption {
 	return func(o *claimOptions) { o.issued = f }
 }

@@ -7,12 +7,9 @@ import (
 
 // knownNodes returns gossip's view (node ID -> highest version seen): written
 // into records, and used to tell a deleted object from a never-created one.
-// nil without Peers. It builds a new map at each call.
-//
-// Gossip is advisory: an entry no record may carry (lease.KnownNodeValid: a
-// node ID out of range, a negative version), which a buggy or incompatible
-// peer can advertise, is dropped and reported, never written. Otherwise one
-// such member would make every holder's renewal fail until it lost its lease.
+// nil without Peers. It builds a new map at each call. An entry no record may
+// carry (lease.KnownNodeValid), which a buggy peer can advertise, is dropped
+// and reported: written, it would fail every holder's renewals.
 func (p *Provider) knownNodes() map[int]int64 {
 	if p.cfg.Peers == nil {
 		return nil

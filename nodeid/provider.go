@@ -114,25 +114,19 @@ func (p *Provider) Config() Config { return p.cfg }
 // Timings returns the timings this Provider runs by: Config().Timings().
 func (p *Provider) Timings() Timings { return p.t }
 
-// Acquire bootstraps the cluster if needed and takes a free or expired node ID.
-// When none is free it retries with jittered backoff until Config.AcquireTimeout,
-// then returns an error wrapping ErrClusterFull. It returns at once on an error
-// retrying cannot fix: a store error matching lease.ErrMisconfigured, a
-// manifest that does not match the configuration, a corrupt manifest. The
-// returned Claim renews itself until it is closed or lost.
+// Acquire bootstraps the cluster if needed and takes a free or expired node ID,
+// its claim configured by opts. When none is free it retries with jittered
+// backoff until Config.AcquireTimeout, then returns an error wrapping
+// ErrClusterFull. It returns at once on an error retrying cannot fix: a store
+// error matching lease.ErrMisconfigured, a manifest that does not match the
+// configuration, a corrupt manifest. The returned Claim renews itself until
+// it is closed or lost.
 //
 // An ID taken with a floor more than MaxClockWait ahead of this task's wall
-// clock (its last holder's reservation: see MaxClockWait) is held, and
-// returned once the clock is within MaxClockWait of it; that wait is bounded
-// by the floor, not by AcquireTimeout, and ends the claim (released, its
-// floor kept) when ctx ends.
-//
-// With Config.Peers a PeerHints (gossip), a waiting Acquire looks again as
-// soon as gossip says an ID was freed, and makes no store request while gossip
-// shows no ID free for it (see PeerHints).
-//
-// opts configure the claim (WithIssuedFunc, WithReserveClock) before it is
-// taken.
+// clock (see Config.MaxClockWait) is held, and returned once the clock is
+// within MaxClockWait of it: a wait bounded by the floor, not AcquireTimeout,
+// that ends the claim (released, its floor kept) when ctx ends. With
+// PeerHints, a waiting Acquire looks when gossip says an ID was freed.
 func (p *Provider) Acquire(ctx context.Context, opts ...ClaimOption) (*Claim, error) {
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
@@ -181,7 +175,7 @@ func (p *Provider) Acquire(ctx context.Context, opts ...ClaimOption) (*Claim, er
 		if o, ok := p.cfg.Observer.(WaitObserver); ok {
 			o.AcquireWaiting(round, err, wait)
 		}
-		if err := p.pause(ctx, wait, freed); err != nil {
+		if err := sleepOrWake(ctx, p.clock, wait, freed); err != nil {
 			return nil, fmt.Errorf("nodeid: acquire: %w", err)
 		}
 	}
