@@ -59,11 +59,9 @@ func (v *clusterView) index(l lease.Listing) {
 	}
 }
 
-// bootstrap lists the prefix, reads (or creates) the manifest and checks it;
-// once the manifest is BootstrapWindow old, it fills the cluster (see
-// Config.BootstrapWindow, fill). Every create is conditional, so it is safe
-// from many tasks at once. A restart against a full bucket costs one LIST
-// and one GET.
+// bootstrap lists the prefix, reads (or creates) the manifest and checks it,
+// and fills the cluster once the manifest is BootstrapWindow old
+// (docs/evidence/design.md section 7.1).
 func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
 	return p.bootstrapFill(ctx, false)
 }
@@ -135,9 +133,8 @@ func (p *Provider) remember(m lease.Manifest, etag string) {
 	p.manifest = &cachedManifest{manifest: m, etag: etag, seen: p.clock.Now()}
 }
 
-// clusterFullHint says what to do when Acquire gave up on a full cluster:
-// more tasks run than the cluster has node IDs (the manifest's size, when
-// this Provider read it), or the cluster is to grow.
+// clusterFullHint says what to do when Acquire gave up on a full cluster,
+// with the manifest's size when this Provider read it.
 func (p *Provider) clusterFullHint() string {
 	p.clockMu.Lock()
 	c := p.manifest
@@ -312,9 +309,7 @@ func (p *Provider) manifestAge(meta lease.Meta) time.Duration {
 
 // fill creates the lease objects that were never created, free, and then marks
 // the manifest Filled by CAS. Failures are logged: a later bootstrap retries.
-//
-// A lazy fill (yield) gives way to another task that is filling (see
-// createMissing); an operator's fill (Init) goes on to the end.
+// A lazy fill (yield) gives way to another filler (see createMissing).
 func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 	if err := p.createMissing(ctx, v, true, yield); errors.Is(err, errFillRaced) {
 		p.log.Debug("another task is filling the cluster", "err", err)
@@ -408,11 +403,8 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 }
 
 // noteDeleted records that the lease object of id, which existed (the cluster
-// is filled, or gossip saw version knownVersion of it), is missing: someone
-// deleted it. It is not recreated: nothing left in the bucket bounds the
-// deleted holder's reservation, so no floor from this task's clock is safe.
-// The ID is left out until nodeidctl repair restores it, and reported once
-// per Provider, as an anomaly.
+// is filled, or gossip saw version knownVersion of it), is missing: it is left
+// out, and reported once per Provider (docs/evidence/design.md section 7.6).
 func (p *Provider) noteDeleted(v *clusterView, id int, knownVersion int64) {
 	v.deletedIDs = append(v.deletedIDs, id)
 	p.deletedMu.Lock()
@@ -435,9 +427,8 @@ func (p *Provider) noteDeleted(v *clusterView, id int, knownVersion int64) {
 // errFillRaced means another task was creating the missing objects too.
 var errFillRaced = errors.New("nodeid: another task is creating the missing lease objects")
 
-// createFree creates the lease object of id, never created before, free. A
-// lost race is errTaken (the object exists); an unknown outcome is not an
-// error: the object exists, or a later bootstrap creates it.
+// createFree creates the lease object of id free. A lost race is errTaken;
+// an unknown outcome is not an error (a later bootstrap sees).
 func (p *Provider) createFree(ctx context.Context, id int) (lease.ObjectInfo, error) {
 	r := lease.Record{NodeID: id, WriteID: lease.NewWriteID()}
 	body, err := r.Encode()
@@ -474,9 +465,8 @@ type InitReport struct {
 
 // Init bootstraps the cluster at once, as an operator would (nodeidctl init):
 // it creates the manifest from cfg if it is absent (and checks it if not), then
-// every missing lease object below its cluster size, and marks the manifest
-// filled. It is idempotent and safe while tasks start: every write is
-// conditional. cfg.TaskID names the operator in logs only.
+// every missing lease object, and marks the manifest filled. It is idempotent
+// and safe while tasks start. cfg.TaskID names the operator in logs only.
 func Init(ctx context.Context, store lease.Store, cfg Config) (InitReport, error) {
 	p, err := New(store, cfg)
 	if err != nil {

@@ -21,11 +21,9 @@ const (
 )
 
 // releaseShrink is how much shorter than its held form a lease record must
-// list to look released. A release writes the holder's last record with no
-// holder, renewedAt or expiresAt (together at least 70 bytes more than the
-// holder's name) and the same knownNodes; a renewal changes a few digits, and
-// knownNodes by about ten bytes an entry that gossip adds. It only orders
-// reads: a read judges every take.
+// list to look released (docs/evidence/design.md section 7.2); knownNodes
+// grows by about ten bytes an entry. It only orders reads: a read judges
+// every take.
 const releaseShrink = 48
 
 // shrunk reports whether the listing shows o at least releaseShrink bytes
@@ -35,13 +33,9 @@ func shrunk(o lease.ObjectInfo, size int64) bool {
 }
 
 // watched remembers, across the rounds of one Acquire, the leases found held
-// (so that a later round visits first those the listing shows unchanged and
-// expired by their own lease, and Acquire waits no longer than until the
-// soonest can be found expired, on the store's clock) and the previous
-// listing (so that an object written since, probably just taken or renewed,
-// is visited late, unless it lists releaseShrink shorter: released). A
-// fleet re-taking released IDs then does not read the IDs its own members
-// just took, nor a task waiting in a full cluster every renewal again.
+// and the previous listing, by which a round orders its candidates, and the
+// soonest instant a lease seen held can be found expired, on the store's
+// clock, which bounds Acquire's wait (docs/evidence/design.md section 7.2).
 type watched struct {
 	held    map[int]heldLease
 	soonest time.Time
@@ -61,16 +55,13 @@ type watched struct {
 	// (see newWatched): an ID free by gossip now and not then was freed
 	// meanwhile (see takeFreed). Nil without PeerHints.
 	gossipFree map[int]bool
-	// opts are the Acquire's ClaimOptions: the claim it takes runs with
-	// them from its take.
-	opts claimOptions
+	opts       claimOptions // the Acquire's ClaimOptions
 }
 
 // heldLease is one lease found held: the ETag and length it was read with,
-// how long after its last write it may be judged expired (its lease, or a
-// confirm's window), how long after it to look again (look: as long, or
-// sooner in read mode, when a late backstop makes it a suspect), and its
-// holder and version.
+// how long after its last write it may be judged expired (lease) and looked
+// at again (look: sooner in read mode, for a late backstop), its holder and
+// version.
 type heldLease struct {
 	etag    string
 	size    int64
@@ -200,11 +191,10 @@ func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64, lon
 	return exists && !lease.ListedExpired(o, v.listing.Date, p.t.Lease, p.cfg.ClockMargin) && !shrunk(o, longest)
 }
 
-// spreadByRank reorders the first group of order (the best candidates, those
-// i with same(i)) when gossip ranks this task among several waiting ones:
-// sorted by ID, an order every task shares, and rotated to start at this
-// task's rank, so that tasks waiting together each read and take a different
-// ID first instead of racing for one.
+// spreadByRank reorders the first group of order (those i with same(i))
+// when gossip ranks this task among several waiting ones: sorted by ID and
+// rotated to start at this task's rank, so that tasks waiting together each
+// read a different ID first instead of racing for one.
 func (p *Provider) spreadByRank(order []int, same func(i int) bool) {
 	r, of := p.rank()
 	if of < 2 || len(order) == 0 {
@@ -236,13 +226,10 @@ func listedSizes(objects map[int]lease.ObjectInfo) (least, most int64) {
 }
 
 // stillHeld reports whether the listing shows id still held as this Acquire
-// read it, and not yet old enough to be looked at again (expired by its
-// lease, or in read mode a suspect by its late backstop): unchanged (the same
-// ETag), or rewritten to about the same length (renewed, or taken by
-// another; a release would list releaseShrink shorter). Reading it again
-// would most likely tell nothing, so it is not visited; the instant it could
-// be found expired counts for Acquire's wait. A release the length cannot
-// show is so found one lease later at worst.
+// read it (unchanged, or rewritten to about the same length) and not yet
+// due for another look: reading it again would most likely tell nothing
+// (docs/evidence/design.md section 7.2). The instant it could be found
+// expired counts for Acquire's wait.
 func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) bool {
 	o, exists := v.objects[id]
 	h, seen := w.held[id]

@@ -35,13 +35,9 @@ type farFloor struct {
 //
 //	ahead <= MaxClockWait + prev's lease - age + StoreClockResolution + ClockMargin
 //
-// A holder reserves up to its wall clock plus its lease at each write, so a
-// release that keeps the reservation (or a crashed issuer's, in read mode)
-// leaves it at most that far ahead of a clock that agrees, less the time
-// since. The record's age on the store's clock (m) may overstate that time
-// by the headers' resolution plus ClockMargin: that slack is added back.
-// Unknown age (etcd) counts as 0. It only decides whether Acquire takes the
-// ID and holds it (awaitFloor), or reports ErrClockBehind.
+// with age from m, 0 when unknown (docs/evidence/design.md section 7.2). It
+// only decides whether Acquire takes the ID and holds it (awaitFloor), or
+// reports ErrClockBehind.
 func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Duration) bool {
 	age, _ := lease.StoreAge(m.LastModified, m.Date) // 0 when unknown
 	return ahead <= p.cfg.MaxClockWait+prev.Lease()-age+lease.StoreClockResolution+p.cfg.ClockMargin
@@ -124,14 +120,11 @@ func (p *Provider) takeRecent(ctx context.Context, f farFloor, o claimOptions) (
 }
 
 // awaitFloor holds c, taken with a floor more than MaxClockWait ahead of this
-// task's wall clock (takeRecent, or a clock stepped back during the take),
-// until the clock is within MaxClockWait of it: no Snowflake ID may be issued
-// under c before its floor, and a generator waits at most MaxClockWait. The
-// claim keeps its lease meanwhile, so no other task waits for the same
-// floor; the wait is bounded by the floor, not by AcquireTimeout. It
-// releases c and returns ErrClockBehind when the clock steps back more than
-// MaxClockWait meanwhile, or ctx's error when ctx ends; an error when c is
-// lost. round is Acquire's, for WaitObserver.
+// task's wall clock, until the clock is within MaxClockWait of it
+// (docs/evidence/design.md section 7.2). It releases c and returns
+// ErrClockBehind when the clock steps back more than MaxClockWait meanwhile,
+// or ctx's error when ctx ends; an error when c is lost. round is Acquire's,
+// for WaitObserver.
 func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 	if p.cfg.IssuesNoIDs {
 		return nil

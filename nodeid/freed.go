@@ -26,18 +26,13 @@ func (p *Provider) newWatched() *watched {
 	return w
 }
 
-// takeFreed is the first part of a look with PeerHints: the IDs that gossip
-// shows free and did not at this Acquire's previous look (or start) were
-// most likely released a moment ago. When there are such IDs and gossip
-// leaves one for this task (freeForUs), it reads the one its rank picks with
-// a GET, skipping the LIST, and takes it if that read judges it free or
-// expired: GET and CAS, where the ordinary look makes a LIST, the manifest's
-// GET unless cached, a GET and a CAS. An uncached manifest (recentManifest)
-// is read beside the lease, and checked as a bootstrap checks it.
-//
-// It returns nil, nil whenever it takes nothing: the ordinary look follows
-// and reports what it finds. A lease read held is noted in w, as a visit
-// notes it. Only the errors visit returns from a take are returned.
+// takeFreed is the first part of a look with PeerHints: it reads an ID that
+// gossip freed since this Acquire's previous look, the one its rank picks,
+// without a LIST, and takes it if that read judges it free or expired
+// (docs/evidence/design.md section 7.4). It returns nil, nil whenever it
+// takes nothing: the ordinary look follows. A lease read held is noted in w,
+// as a visit notes it; only the errors visit returns from a take are
+// returned.
 func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 	if p.hints() == nil {
 		return nil, nil

@@ -107,8 +107,7 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 }
 
 // Config returns the configuration New was given, with its defaults for a
-// nil Clock, Logger and Observer filled in; its timings are as given (zero
-// where derived): Timings has them resolved.
+// nil Clock, Logger and Observer filled in; Timings has the timings resolved.
 func (p *Provider) Config() Config { return p.cfg }
 
 // Timings returns the timings this Provider runs by: Config().Timings().
@@ -196,10 +195,9 @@ func (p *Provider) acquireRound(ctx context.Context, w *watched) (*Claim, error)
 }
 
 // observeDate records the Date of a response received at local instant recv
-// (Clock.Now). The store stamped it before recv, so its clock read at least
-// date at recv; the highest such bound over all responses locates the store's
-// whole-second ticks on the local monotonic clock far better than one response.
-// It only schedules looks (see localWhen), never decides a take.
+// (Clock.Now): the store's clock read at least date at recv, and the highest
+// such bound locates its ticks on the local clock. It only schedules looks
+// (see localWhen), never decides a take.
 func (p *Provider) observeDate(date, recv time.Time) {
 	if date.IsZero() {
 		return
