@@ -38,16 +38,12 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 	return out
 }
 
-// takeFirst visits the candidates and takes the first free or expired ID. A
-// never-created ID is taken by creating it held; existing objects are read in
-// batches (1, 2, 4, ... up to MaxReadsInFlight, so that a likely first pick
-// costs one GET) and taken by CAS. After losing a create race it lists again,
-// at most maxRelists times, to see which never-created IDs are left.
-//
-// A free or expired lease whose floor is too far ahead is skipped (see
-// farFloorOf). When such leases were the only ones that could be taken, and
-// no store error hid another candidate, takeFirst fails with ErrClockBehind;
-// unless one of them is a recent floor: then it takes that ID (takeRecent).
+// takeFirst visits the candidates and takes the first free or expired ID: a
+// never-created one by creating it held, the others read in batches (1, 2, 4,
+// ... up to MaxReadsInFlight) and taken by CAS. After a lost race it lists
+// again, at most maxRelists times. When only leases with far floors could be
+// taken, it takes the nearest recent floor, or fails with ErrClockBehind
+// (ErrClusterFull when a store error may have hidden another candidate).
 func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*Claim, error) {
 	tried := map[int]bool{}
 	var errs []error

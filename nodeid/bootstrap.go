@@ -161,10 +161,9 @@ func (p *Provider) recentManifest() (lease.Manifest, bool) {
 }
 
 // cachedView returns the view of a bootstrap whose listing shows the manifest
-// (listed, with the listing's date) unchanged since this Provider last read and
-// checked it: the same ETag is the same body (each write has its own writeId),
-// so the GET is saved, and the listing counts as a sighting of it (see
-// recentManifest). Nil when it must be read.
+// (listed, with the listing's date) with the ETag this Provider last checked:
+// the same body, as each write has its own writeId, so no GET. The listing
+// counts as a sighting (recentManifest). Nil when it must be read.
 func (p *Provider) cachedView(listed *lease.ObjectInfo, date time.Time) *clusterView {
 	p.clockMu.Lock()
 	c := p.manifest
@@ -273,10 +272,8 @@ const manifestCreateAttempts = 3
 // createManifest creates the manifest, If-None-Match: *, which is also how a
 // bootstrap learns that it exists when the listing lacked it: a GET of a
 // missing key is 403, not 404, to a task role whose s3:ListBucket is
-// conditioned on s3:prefix (deploy/iam-task-role-policy.json). So a create
-// whose outcome is unknown is sent again (ErrPreconditionFailed then says the
-// manifest exists), and while it stays unknown the error is returned: the
-// next round lists again.
+// conditioned on s3:prefix (deploy/iam-task-role-policy.json). A create whose
+// outcome is unknown is sent again (412 then says the manifest exists).
 func (p *Provider) createManifest(ctx context.Context, body []byte) (lease.Meta, error) {
 	var (
 		meta lease.Meta
@@ -349,12 +346,9 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 }
 
 // createMissing goes through the IDs below the cluster size that the listing
-// lacks. Those that existed once (the manifest is filled, or gossip knows a
-// version of the ID) were deleted: they are reported and left missing
-// (noteDeleted). With filling, the others, never created, are created free,
-// in this task's spread order. With yield, it stops at the first create
-// another task won: that task is filling too, and errFillRaced tells the
-// caller not to mark the manifest filled (the other filler will).
+// lacks: those that existed once are deleted (noteDeleted); with filling, the
+// others are created free. With yield, it stops at the first create another
+// task won, with errFillRaced: that task is filling too.
 func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, yield bool) error {
 	known := p.knownNodes()
 	var missing []int

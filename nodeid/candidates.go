@@ -89,12 +89,9 @@ func (w *watched) soon(lastModified time.Time, leaseDur, clockMargin time.Durati
 }
 
 // candidates returns the IDs below the cluster size that are not tried yet, in
-// the order to visit them. OrderSpread visits them by class (classNeverCreated
-// first), each class in the task's spread permutation, the first class from
-// this task's rank when gossip ranks several waiting tasks (spreadByRank);
-// it leaves out the IDs rules.dropped drops (stillHeld, liveByGossip), with
-// gossip's live IDs (known). OrderLowestFirst visits 0, 1, 2, ... It records
-// the listing in w for the next call.
+// the order to visit them: by class for OrderSpread (spreadByRank orders the
+// first), leaving out those rules.dropped drops, given gossip's live IDs
+// (known). It records the listing in w for the next call.
 func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
 	previous := w.listed
 	w.listed = maps.Clone(v.objects)
@@ -151,14 +148,8 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 		}
 		cands[i] = c
 	}
-	slices.SortStableFunc(cands, func(a, b candidate) int {
-		if c := cmp.Compare(a.class, b.class); c != 0 || a.class != classOther {
-			return c
-		}
-		if c := cmp.Compare(a.long, b.long); c != 0 {
-			return c
-		}
-		return a.second.Compare(b.second)
+	slices.SortStableFunc(cands, func(a, b candidate) int { // long, second: zero outside classOther
+		return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.long, b.long), a.second.Compare(b.second))
 	})
 	for i, c := range cands {
 		order[i] = c.id
@@ -179,10 +170,9 @@ func (p *Provider) dropped(id int, v *clusterView, w *watched, known map[int]int
 }
 
 // liveByGossip reports whether gossip knows id to be held by a live member
-// and the listing shows its lease written within this task's LeaseDuration:
-// such a lease is not read. One unwritten for longer is read last (its holder
-// may have stopped renewing), and so is one listed releaseShrink shorter
-// than the longest object: a free record, which gossip lags behind.
+// and the listing shows its lease written within this task's LeaseDuration
+// and not releaseShrink shorter than the longest object (a free record,
+// which gossip lags behind): such a lease is not read (design.md section 7.4).
 func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64, longest int64) bool {
 	if _, live := known[id]; !live {
 		return false

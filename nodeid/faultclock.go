@@ -9,14 +9,10 @@ import (
 )
 
 // ClockFault describes a faulty host clock: an oscillator that runs fast or
-// slow (Rate; NTP slews at 500 ppm at most, far less than a fault test's
-// rates), and a real-time clock that steps (Steps: NTP steps, a manual date,
-// Jepsen's bumps and strobes). The zero value is a correct clock.
-//
-// Not for embedders: ClockFault, ClockStep and FaultClock are exported for
-// nodeid-broker's --debug-clock-* flags (cmd/internal/broker) and the fault
-// suites, and stay in this package because FaultClock implements the Clock's
-// unexported suspend-counting reading.
+// slow (Rate), and a real-time clock that steps (Steps: NTP, a manual date,
+// Jepsen's bumps). The zero value is a correct clock. Not for embedders: it,
+// ClockStep and FaultClock serve nodeid-broker's --debug-clock-* flags and the
+// fault suites, here because FaultClock implements suspendClock.
 type ClockFault struct {
 	// Offset shifts the wall clock and the host's real-time clock by a
 	// fixed amount. Default 0.

@@ -62,12 +62,10 @@ func floorAhead(floorMs int64, wall time.Time) time.Duration {
 	return time.Duration(floorMs-wall.UnixMilli()) * time.Millisecond
 }
 
-// farFloorOf returns prev's floor (the predecessor's reservation) as a
-// farFloor when it is more than MaxClockWait ahead of this task's wall clock,
-// nil when prev may be taken now (always, with Config.IssuesNoIDs). Such a
-// lease is not written: its last holder's clock was far ahead, or this
-// task's is behind, and it is reported as an anomaly (log and
-// Observer.Anomaly); unless recentFloor explains it (see farFloor.recent).
+// farFloorOf returns prev's floor as a farFloor when it is more than
+// MaxClockWait ahead of this task's wall clock, nil when prev may be taken now
+// (always, with Config.IssuesNoIDs). A floor recentFloor does not explain is
+// reported as an anomaly (log and Observer.Anomaly).
 func (p *Provider) farFloorOf(r readResult, prev lease.Record, state lease.State) *farFloor {
 	wall := p.clock.Wall()
 	ahead := floorAhead(prev.ReservedUntilMs, wall)

@@ -9,10 +9,8 @@ import (
 )
 
 // newWatched returns the watched of a new Acquire. With PeerHints it notes
-// the IDs that gossip shows free as the Acquire starts, when there are enough
-// of them for this task (freeForUs), so that its first look is the ordinary
-// one. When gossip leaves no ID for it, it notes none: the first look after
-// its wait tries any ID gossip shows free then (see takeFreed).
+// the IDs gossip shows free, when there are enough for this task (freeForUs):
+// otherwise none, so that its first look tries any ID gossip frees.
 func (p *Provider) newWatched() *watched {
 	w := &watched{held: map[int]heldLease{}, challenged: map[int]int64{}}
 	if p.hints() != nil {
@@ -139,11 +137,9 @@ type earlyManifest struct {
 	err  error
 }
 
-// readManifestEarly starts a GET of the manifest beside a bootstrap's LIST,
-// saving a round trip: with PeerHints, when no manifest is cached and gossip
-// shows a member holding an ID (so the listing will show the manifest). Nil
-// otherwise: a new cluster's manifest is never read before the listing shows
-// it (see createManifest).
+// readManifestEarly starts a GET of the manifest beside a bootstrap's LIST:
+// with PeerHints, when no manifest is cached and gossip shows a member holding
+// an ID (docs/evidence/design.md section 7.4). Nil otherwise.
 func (p *Provider) readManifestEarly(ctx context.Context) *earlyManifest {
 	if p.hints() == nil || len(p.knownNodes()) == 0 {
 		return nil

@@ -55,9 +55,7 @@ func (p *Provider) freeForUs() bool {
 
 // awaitFreed waits, making no store request, while gossip leaves no node ID
 // for this task (freeForUs), but no longer than a RenewInterval after
-// lastLook, this Acquire's last look at the store: a holder that gossip still
-// shows live but that stopped renewing is so found about as soon as without
-// gossip, for one LIST per RenewInterval. It returns an error wrapping
+// lastLook (docs/evidence/design.md section 7.4). It returns an error wrapping
 // ErrClusterFull when AcquireTimeout (from start) passes first, and ctx's
 // error when ctx ends; but an Acquire that has not looked yet (looked false)
 // always looks once: gossip may lag behind a release.

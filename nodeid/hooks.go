@@ -35,12 +35,9 @@ type TasksHints interface {
 	Freed() <-chan struct{}
 }
 
-// PeerHints is a Peers that also tells a waiting Acquire when to look (the
-// gossip package satisfies it); it only schedules the store requests, every
-// take is judged on a read of the lease. With it, a task whose gossip view
-// shows no node ID free for it makes no store request until one is freed
-// but one LIST per RenewInterval, then reads the freed ID and takes it by
-// CAS; tasks waiting together spread their picks by rank.
+// PeerHints is a Peers that also tells a waiting Acquire when to look and,
+// by rank, where (the gossip package satisfies it): it only schedules the
+// store requests (docs/evidence/design.md section 7.4).
 type PeerHints interface {
 	Peers
 	// Freed returns a channel that is closed when a node ID leaves
@@ -54,11 +51,9 @@ type PeerHints interface {
 }
 
 // GossipJoiner is a Peers (or Tasks) that can join the gossip member at an
-// address (the gossip package's Node satisfies it). In read mode, before it
-// challenges a holder that gossip does not show live, Acquire joins the
-// address the holder's record publishes (lease.Record.Gossip), once per
-// version, and judges again: joining only ever spares a challenge of a live
-// holder this task's gossip had not met yet.
+// address (the gossip package's Node satisfies it). In read mode Acquire joins
+// the address a holder's record publishes before it challenges a holder that
+// gossip does not show live, and judges again: a live one is spared.
 type GossipJoiner interface {
 	// JoinGossip joins the member at addr ("host:port"); it returns within
 	// about the gossip's TCP timeout.

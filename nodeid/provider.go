@@ -19,9 +19,7 @@ import (
 type Provider struct {
 	store lease.Store
 	cfg   Config
-	// t is cfg resolved (Config.Timings): every derived timing is read
-	// here, never from cfg, whose fields keep what the caller set.
-	t     Timings
+	t     Timings // cfg resolved: derived timings are read here, never from cfg
 	log   *slog.Logger
 	clock Clock
 	// suspend is clock when it also counts suspended time (nil otherwise):
@@ -32,36 +30,24 @@ type Provider struct {
 	randMu sync.Mutex
 	rand   *rand.Rand
 
-	// deletedMu guards deletedSeen: the deleted lease objects already
-	// reported (see noteDeleted).
 	deletedMu   sync.Mutex
-	deletedSeen map[int]bool
+	deletedSeen map[int]bool // the deleted lease objects reported (noteDeleted)
 
 	// plainReads: the store answered a claim's conditional read with a 304
-	// that does not show the ETag (read mode): every claim reads with plain
-	// GETs since (lease.ReadOwn).
+	// that does not show the ETag: every claim reads with plain GETs since.
 	plainReads atomic.Bool
 
-	// badPeersMu guards badPeers: the node IDs of the gossip entries last
-	// reported as impossible (see knownNodes).
 	badPeersMu sync.Mutex
-	badPeers   []int
+	badPeers   []int // the node IDs of the gossip entries last reported (knownNodes)
 
-	// clockMu guards storeZero and manifest.
-	clockMu sync.Mutex
-	// storeZero is a lower bound of the store's clock at base, from the Date of
-	// every response observed (see observeDate): the store's clock reads at
-	// least storeZero + (t - base) at local instant t. Zero until a response.
+	clockMu sync.Mutex // guards storeZero and manifest
+	// storeZero is a lower bound of the store's clock at base (observeDate):
+	// it reads at least storeZero + (t - base) at local instant t.
 	storeZero time.Time
-	// manifest is the last manifest read and checked, with its ETag: a later
-	// bootstrap whose listing shows the same ETag reuses it instead of a GET.
-	manifest *cachedManifest
+	manifest  *cachedManifest // the last manifest read and checked (cachedView)
 
-	// hooks is nil in production; the simulation sets it (see testHooks).
-	hooks *testHooks
-	// rules are the protocol's rules: productionRules unless a test or the
-	// mutation build handed in others (see rules).
-	rules rules
+	hooks *testHooks // nil in production (see testHooks)
+	rules rules      // productionRules unless a test or mutation build chose others
 }
 
 // New returns a Provider over store after validating cfg (see Config).
@@ -121,11 +107,11 @@ func (p *Provider) Timings() Timings { return p.t }
 // configuration, a corrupt manifest. The returned Claim renews itself until
 // it is closed or lost.
 //
-// An ID taken with a floor more than MaxClockWait ahead of this task's wall
-// clock (see Config.MaxClockWait) is held, and returned once the clock is
-// within MaxClockWait of it: a wait bounded by the floor, not AcquireTimeout,
-// that ends the claim (released, its floor kept) when ctx ends. With
-// PeerHints, a waiting Acquire looks when gossip says an ID was freed.
+// An ID taken with a floor more than MaxClockWait ahead (see
+// Config.MaxClockWait) is returned once this task's clock nears it: a wait
+// bounded by the floor, not AcquireTimeout, that releases the claim (its
+// floor kept) when ctx ends. With PeerHints, a waiting Acquire looks when
+// gossip frees an ID.
 func (p *Provider) Acquire(ctx context.Context, opts ...ClaimOption) (*Claim, error) {
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
