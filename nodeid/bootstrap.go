@@ -275,17 +275,12 @@ const manifestCreateAttempts = 3
 // conditioned on s3:prefix (deploy/iam-task-role-policy.json). A create whose
 // outcome is unknown is sent again (412 then says the manifest exists).
 func (p *Provider) createManifest(ctx context.Context, body []byte) (lease.Meta, error) {
-	var (
-		meta lease.Meta
-		err  error
-	)
-	for range manifestCreateAttempts {
-		meta, err = lease.CreateLive(ctx, p.store, lease.ManifestKey, body, p.cfg.BootstrapWindow)
-		if !errors.Is(err, lease.ErrUnknownOutcome) || ctx.Err() != nil {
-			break
+	for attempt := 1; ; attempt++ {
+		meta, err := lease.CreateLive(ctx, p.store, lease.ManifestKey, body, p.cfg.BootstrapWindow)
+		if attempt == manifestCreateAttempts || !errors.Is(err, lease.ErrUnknownOutcome) || ctx.Err() != nil {
+			return meta, err
 		}
 	}
-	return meta, err
 }
 
 // manifestAge returns how old the manifest read with meta is on the store's

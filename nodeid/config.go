@@ -106,27 +106,24 @@ type Config struct {
 
 	// Window is W in read mode: a read showing the claim's lease unchanged,
 	// or a landed write, keeps the claim valid for Window - SafetyMargin
-	// after its send (never past Backstop - SafetyMargin after the last
-	// landed write). Whole milliseconds, at least 1 s and above SafetyMargin.
-	// Zero: DefaultWindow in read mode; it must be zero in write mode.
+	// after its send, never past Backstop - SafetyMargin after the last
+	// landed write. Whole milliseconds, at least 1 s and above SafetyMargin.
+	// Zero: DefaultWindow in read mode; zero in write mode.
 	Window time.Duration
 
-	// Backstop is B in read mode: the lease every record states, so that
-	// another task takes a silent holder's ID only B after its last write; a
-	// backstop renewal is written every RenewInterval (B/3 unless set). Whole
-	// milliseconds, at least RenewDeadline + Window, so that a backstop
-	// renewal still retrying never stops the reads from keeping the claim
-	// valid; MaxLeaseDuration is raised to it. Zero: DefaultBackstop in read
-	// mode; it must be zero in write mode.
+	// Backstop is B in read mode: the lease every record states, renewed by
+	// a write every RenewInterval (B/3 unless set); MaxLeaseDuration is raised
+	// to it. Whole milliseconds, at least RenewDeadline + Window, so that a
+	// backstop renewal still retrying never stops the reads from keeping the
+	// claim valid. Zero: DefaultBackstop in read mode; zero in write mode.
 	Backstop time.Duration
 
 	// PollInterval is P in read mode: the time between two conditional reads
-	// of the claim's lease object. PollInterval + StoreTimeout < Window -
-	// SafetyMargin, so that a read answered at the last instant arrives
-	// before the previous read's fence falls. Zero: the lesser of Window / 2
-	// (7.5 s by default: about $0.14 per node-month of GETs on S3 Standard)
-	// and 3/4 of Window - SafetyMargin - StoreTimeout; a failed read is tried
-	// again after a quarter of it. It must be zero in write mode.
+	// of the claim's lease object, a failed one tried again after a quarter
+	// of it. PollInterval + StoreTimeout < Window - SafetyMargin, so that a
+	// read answered at the last instant arrives before the previous read's
+	// fence falls. Zero: the lesser of Window / 2 and 3/4 of Window -
+	// SafetyMargin - StoreTimeout; zero in write mode.
 	PollInterval time.Duration
 
 	// RenewInterval is the time from one successful write to the next renewal.
@@ -173,12 +170,10 @@ type Config struct {
 	// MaxClockWait is how far this task's wall clock may be behind the floor
 	// (the predecessor's reservation) of a lease it takes: the generator
 	// waits that long at most. A lease whose floor is further ahead is
-	// skipped as an anomaly, and Acquire fails with ErrClockBehind when only
-	// such leases were takeable; unless its last holder's reservation
-	// explains the floor (a Claim closed without WithIssuedFunc keeps it, up
-	// to its lease ahead; a crashed issuer's in read mode, up to Backstop):
+	// skipped as an anomaly (ErrClockBehind when only such leases were
+	// takeable), unless its last holder's reservation explains the floor:
 	// then, when no other ID can be taken, Acquire takes it and holds it until
-	// this clock is within MaxClockWait of the floor (ErrAwaitingFloor).
+	// this clock nears the floor (ErrAwaitingFloor; design.md section 7.2).
 	// Default 5 s.
 	MaxClockWait time.Duration
 
@@ -190,11 +185,9 @@ type Config struct {
 	BootstrapWindow time.Duration
 
 	// StoreTimeout bounds each renewal attempt (its CAS and any read-back that
-	// resolves it) and each request of Close. Three attempts and the pauses
-	// between them (a tenth of the window each, at most) must fit between
-	// RenewInterval and RenewDeadline, so that one slow request does not
-	// spend the whole window: StoreTimeout <= 4/15 of RenewDeadline -
-	// RenewInterval. Zero: the lesser of 2 s and that.
+	// resolves it) and each request of Close. Three attempts and their pauses
+	// must fit between RenewInterval and RenewDeadline: StoreTimeout <= 4/15
+	// of RenewDeadline - RenewInterval. Zero: the lesser of 2 s and that.
 	StoreTimeout time.Duration
 
 	// LossGrace is how long a claim whose renewals gave up, with no evidence
@@ -285,23 +278,19 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 
 // FieldErrors returns the FieldErrors err joins or wraps, in order.
 func FieldErrors(err error) []*FieldError {
-	var out []*FieldError
-	var walk func(error)
-	walk = func(err error) {
-		switch x := err.(type) {
-		case nil:
-		case *FieldError:
-			out = append(out, x)
-		case interface{ Unwrap() []error }:
-			for _, e := range x.Unwrap() {
-				walk(e)
-			}
-		default:
-			walk(errors.Unwrap(err))
+	switch x := err.(type) {
+	case nil:
+		return nil
+	case *FieldError:
+		return []*FieldError{x}
+	case interface{ Unwrap() []error }:
+		var out []*FieldError
+		for _, e := range x.Unwrap() {
+			out = append(out, FieldErrors(e)...)
 		}
+		return out
 	}
-	walk(err)
-	return out
+	return FieldErrors(errors.Unwrap(err))
 }
 
 // Validate checks the configuration as Timings resolves it, changing

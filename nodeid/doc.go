@@ -19,28 +19,26 @@
 // Safety never depends on node wall clocks agreeing:
 //
 //   - Another task judges a lease expired only on the store's clock: the Date
-//     and Last-Modified of one response (lease.Expired), with a margin for their
-//     one-second resolution; or, on a store that judges expiry itself (etcd),
-//     the store's word that the liveness bound by the holder's last write ran
-//     out (lease.Liveness): every write of a held record binds one of its
-//     lease (lease.CreateLive, lease.UpdateLive).
+//     and Last-Modified of one response (lease.Expired), or, on a store that
+//     judges expiry itself (etcd), the end of the liveness that the holder's
+//     last write bound (lease.Liveness).
 //   - The holder fences itself on its own monotonic clock: [Claim.Valid] turns
 //     false at t0 + LeaseDuration - SafetyMargin, t0 being when its last
 //     successful write was sent. The store applied that write after t0, so every
 //     observer judges the lease expired strictly later than the holder stops.
-//   - A renewal that keeps failing ends the claim at RenewDeadline: [Claim.Done]
-//     closes and [Claim.Err] wraps [ErrLeaseLost]; a broker then fails its health
-//     check and exits.
+//   - A renewal that keeps failing fences the claim at RenewDeadline, and
+//     unless a write lands within Config.LossGrace, [Claim.Done] closes and
+//     [Claim.Err] wraps [ErrLeaseLost]: a broker then fails its health check
+//     and exits.
 //   - A write whose outcome is unknown (a timeout, a 5xx) is resolved by reading
 //     the object back and looking for its writeId, never by a blind retry.
 //   - Each write reserves the Snowflake timestamps its holder may use
 //     ([Claim.Reservation]); a successor issues only timestamps above its
 //     predecessor's reservation ([Claim.Floor]), whatever the two clocks say.
 //
-// docs/evidence/design.md in the repository states the argument in full; the package's
-// deterministic simulation checks it under clock skew and drift, crashes, pauses,
-// partitions and ambiguous writes, and is shown to catch deliberately broken
-// rules.
+// docs/evidence/design.md states the argument in full; the package's simulation
+// checks it under clock skew and drift, crashes, pauses, partitions and
+// ambiguous writes, and is shown to catch deliberately broken rules.
 //
 // # Use
 //

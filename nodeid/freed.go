@@ -68,8 +68,8 @@ func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 	case state == lease.StateHeld:
 		w.note(r, prev, p.lookAgain(prev), p.cfg.ClockMargin)
 		return nil, nil
-	case p.floorTooFar(prev):
-		return nil, nil // the ordinary look skips it, or waits for it (farFloorOf)
+	case floorAhead(prev.ReservedUntilMs, p.clock.Wall()) > p.cfg.MaxClockWait && !p.cfg.IssuesNoIDs:
+		return nil, nil // too far, as farFloorOf judges it: the ordinary look skips it or waits
 	}
 	c, err := p.rules.take(p, ctx, r, prev, state, w.opts)
 	if c != nil || errors.Is(err, ErrClockBehind) || errors.Is(err, lease.ErrLivenessUnbound) {
@@ -118,13 +118,6 @@ func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.M
 		return r, m, err
 	}
 	return r, v.manifest, nil
-}
-
-// floorTooFar reports whether prev's floor (its reservation) is more than
-// MaxClockWait ahead of this task's wall clock, as farFloorOf judges it,
-// without reporting it: a take of prev is left to the ordinary look.
-func (p *Provider) floorTooFar(prev lease.Record) bool {
-	return floorAhead(prev.ReservedUntilMs, p.clock.Wall()) > p.cfg.MaxClockWait && !p.cfg.IssuesNoIDs
 }
 
 // earlyManifest is a GET of the manifest sent beside a bootstrap's LIST
