@@ -9,9 +9,8 @@ import (
 	"github.com/nodeid/nodeid/lease"
 )
 
-// maxRelists bounds the LISTs of one acquire round after losing a race (a
-// create, or a CAS on a lease read free or expired): each gives a fresh view
-// of which IDs moved meanwhile.
+// maxRelists bounds the LISTs of one acquire round after lost races, each
+// for a fresh view of which IDs moved meanwhile.
 const maxRelists = 3
 
 // errTaken means another task created or took the candidate first.
@@ -105,10 +104,7 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 			tried[id] = true
 			i++
 			if v.manifest.Filled || known[id] > 0 {
-				// Deleted (the cluster is filled, or gossip has seen a
-				// version of it): never taken, never recreated (see
-				// noteDeleted).
-				continue
+				continue // deleted: never taken, never recreated (noteDeleted)
 			}
 			c, err := p.rules.create(p, ctx, id, w.opts)
 			switch {

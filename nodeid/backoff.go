@@ -11,9 +11,8 @@ import (
 const releaseRetryPace = 200 * time.Millisecond
 
 // backoff paces the attempts of a retry loop (acquire rounds, renewal and
-// release attempts): internal/backoff's capped exponential backoff, drawn
-// from the provider's seeded random source. The loops sleep the pauses on
-// the provider's Clock, so tests and the simulation drive them.
+// release attempts): internal/backoff's, drawn from the provider's seeded
+// random source, so that the simulation replays it.
 type backoff struct{ pace.Backoff }
 
 // newBackoff returns a backoff starting at base and doubling up to limit.

@@ -284,10 +284,9 @@ func (p *Provider) createManifest(ctx context.Context, body []byte) (lease.Meta,
 }
 
 // manifestAge returns how old the manifest read with meta is on the store's
-// clock: Date - Last-Modified. On a store that judges expiry itself, the
-// manifest was created with a liveness of BootstrapWindow: once it has run out
-// (or a later write bound none), the window has passed. Unknown: 0 (do not
-// fill now; a later bootstrap will).
+// clock: Date - Last-Modified; on a store that judges expiry itself, created
+// with a liveness of BootstrapWindow, that window once the liveness ran out
+// (or a later write bound none). Unknown: 0 (a later bootstrap fills).
 func (p *Provider) manifestAge(meta lease.Meta) time.Duration {
 	if meta.Liveness.Judged() {
 		if meta.Liveness == lease.LivenessExpired {

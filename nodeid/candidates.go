@@ -44,16 +44,13 @@ type watched struct {
 	// challenge (read mode, challenge.go), in the order read.
 	suspects []suspect
 	// challenged maps each node ID this Acquire challenged to the version
-	// it challenged: gossip's word alone never challenges that version
-	// again (its holder may have answered: it lives).
+	// it challenged, which gossip's word alone never challenges again.
 	challenged map[int]int64
 	// joined maps each node ID whose holder's gossip address this Acquire
 	// joined before a challenge (GossipJoiner) to that holder's version.
 	joined map[int]int64
-	// gossipFree holds the IDs gossip showed free (no live member holds
-	// them) at the start of this Acquire's last look, or of the Acquire
-	// (see newWatched): an ID free by gossip now and not then was freed
-	// meanwhile (see takeFreed). Nil without PeerHints.
+	// gossipFree holds the IDs gossip showed free at this Acquire's last
+	// look, or start (newWatched, takeFreed). Nil without PeerHints.
 	gossipFree map[int]bool
 	opts       claimOptions // the Acquire's ClaimOptions
 }

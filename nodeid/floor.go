@@ -18,12 +18,9 @@ type farFloor struct {
 	floor int64
 	ahead time.Duration
 	// recent: its last holder's reservation explains the floor
-	// (recentFloor): no clock anomaly. takeFirst takes such an ID when
-	// nothing else is takeable, and Acquire holds it until this task's clock
-	// nears the floor (awaitFloor).
+	// (recentFloor); takeFirst takes it when nothing else is takeable.
 	recent bool
-	// r, prev and state are the read, its record and its state: what the
-	// take of a recent floor writes on.
+	// r, prev and state are what the take of a recent floor writes on.
 	r     readResult
 	prev  lease.Record
 	state lease.State
@@ -100,10 +97,8 @@ func (p *Provider) describeFar(far []farFloor) string {
 	return b.String()
 }
 
-// takeRecent takes f, a lease passed over for a floor its last holder's
-// reservation explains, by the ordinary take (a CAS on the ETag it was read
-// with, judged on that read). A take lost to another task, or a store error,
-// leaves Acquire to look again.
+// takeRecent takes f, a recent floor, by the ordinary take on the read that
+// passed it over. A lost race or a store error leaves Acquire to look again.
 func (p *Provider) takeRecent(ctx context.Context, f farFloor, o claimOptions) (*Claim, error) {
 	c, err := p.rules.take(p, ctx, f.r, f.prev, f.state, o)
 	switch {
@@ -118,11 +113,10 @@ func (p *Provider) takeRecent(ctx context.Context, f farFloor, o claimOptions) (
 }
 
 // awaitFloor holds c, taken with a floor more than MaxClockWait ahead of this
-// task's wall clock, until the clock is within MaxClockWait of it
-// (docs/evidence/design.md section 7.2). It releases c and returns
-// ErrClockBehind when the clock steps back more than MaxClockWait meanwhile,
-// or ctx's error when ctx ends; an error when c is lost. round is Acquire's,
-// for WaitObserver.
+// task's wall clock, until the clock is within MaxClockWait of it (design.md
+// section 7.2). It releases c and returns ErrClockBehind when the clock steps
+// back more than MaxClockWait meanwhile, or ctx's error when ctx ends; an
+// error when c is lost. round is Acquire's, for WaitObserver.
 func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 	if p.cfg.IssuesNoIDs {
 		return nil

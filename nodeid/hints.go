@@ -12,10 +12,9 @@ func (p *Provider) hints() PeerHints {
 	return h
 }
 
-// freedSignal returns the channel PeerHints.Freed closes at the next freed
-// ID (TasksHints.Freed without PeerHints, for an election); nil (never
-// closed) without either. Take it before a look at the store, so that no ID
-// freed after the look goes unnoticed.
+// freedSignal returns PeerHints.Freed, or TasksHints.Freed without PeerHints
+// (an election); nil (never closed) without either. Take it before a look at
+// the store, so that no ID freed after the look goes unnoticed.
 func (p *Provider) freedSignal() <-chan struct{} {
 	if h := p.hints(); h != nil {
 		return h.Freed()

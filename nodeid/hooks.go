@@ -8,10 +8,9 @@ import (
 // Peers is what a Provider learns from gossip. It is advisory: the store is the
 // only authority. The gossip package satisfies it.
 type Peers interface {
-	// KnownNodes returns the highest version seen per live node ID. The
-	// provider does not read these IDs' leases unless the listing shows them
-	// unwritten for longer than its LeaseDuration (then it reads them last),
-	// and writes the map into its record at each renewal.
+	// KnownNodes returns the highest version seen per live node ID: their
+	// leases are read last or not at all (docs/evidence/design.md section
+	// 7.4), and the map is written into the record at each renewal.
 	KnownNodes() map[int]int64
 }
 

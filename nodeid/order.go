@@ -3,10 +3,9 @@ package nodeid
 import "hash/fnv"
 
 // visitOrder returns 0..n-1 in this task's order. OrderLowestFirst is 0, 1, 2,
-// ... OrderSpread is a permutation derived from the task identity: it starts at
-// an offset and steps by a stride coprime with n, so that tasks starting at once
-// neither race for the same first ID nor follow each other round the ring (the
-// clustering that plain "offset, offset+1, ..." suffers when many IDs are taken).
+// ... OrderSpread starts at an offset derived from the task identity and steps
+// by a stride coprime with n, so that tasks starting at once neither race for
+// the same first ID nor follow each other round the ring.
 func (p *Provider) visitOrder(n int) []int {
 	order := make([]int, n)
 	offset, stride := 0, 1
