@@ -1,6 +1,7 @@
 package nodeid
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -395,30 +396,17 @@ func (c Config) Timings() Timings {
 		Lease: c.LeaseDuration, RenewInterval: c.RenewInterval, RenewDeadline: c.RenewDeadline, SafetyMargin: c.SafetyMargin,
 		StoreTimeout: c.StoreTimeout, PollInterval: c.PollInterval, LossGrace: c.LossGrace, MaxLeaseDuration: c.MaxLeaseDuration}
 	if c.readMode() {
-		if t.Window == 0 {
-			t.Window = DefaultWindow
-		}
-		if t.Backstop == 0 {
-			t.Backstop = DefaultBackstop
-		}
+		t.Window, t.Backstop = cmp.Or(t.Window, DefaultWindow), cmp.Or(t.Backstop, DefaultBackstop)
 		t.Lease, t.MaxLeaseDuration = t.Backstop, max(t.MaxLeaseDuration, t.Backstop)
 	}
 	if t.Lease > 0 { // Validate reports it
-		if t.SafetyMargin == 0 {
-			t.SafetyMargin = min(time.Second, t.Lease/4)
-		}
-		if t.RenewInterval == 0 {
-			t.RenewInterval = t.Lease / 3
-		}
-		if t.RenewDeadline == 0 {
-			t.RenewDeadline = min(t.Lease*2/3, t.Lease-t.SafetyMargin)
-		}
+		t.SafetyMargin = cmp.Or(t.SafetyMargin, min(time.Second, t.Lease/4))
+		t.RenewInterval = cmp.Or(t.RenewInterval, t.Lease/3)
+		t.RenewDeadline = cmp.Or(t.RenewDeadline, min(t.Lease*2/3, t.Lease-t.SafetyMargin))
 		if t.StoreTimeout == 0 && t.RenewDeadline > t.RenewInterval {
 			t.StoreTimeout = min(2*time.Second, maxStoreTimeout(t.RenewDeadline-t.RenewInterval))
 		}
-		if t.LossGrace == 0 {
-			t.LossGrace = t.Lease
-		}
+		t.LossGrace = cmp.Or(t.LossGrace, t.Lease)
 	}
 	if c.readMode() && t.PollInterval == 0 {
 		t.PollInterval = min(t.Window/2, (t.Window-t.SafetyMargin-t.StoreTimeout)*3/4)

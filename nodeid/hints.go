@@ -42,14 +42,8 @@ func (p *Provider) freeForUs() bool {
 	if h == nil {
 		return true
 	}
-	live := 0
-	for id := range h.KnownNodes() {
-		if id >= p.cfg.FirstNodeID && id-p.cfg.FirstNodeID < p.cfg.ClusterSize {
-			live++
-		}
-	}
 	r, _ := h.Rank()
-	return p.cfg.ClusterSize-live > r
+	return len(gossipFree(h.KnownNodes(), p.cfg.FirstNodeID, p.cfg.ClusterSize)) > r
 }
 
 // awaitFreed waits, making no store request, while gossip leaves no node ID

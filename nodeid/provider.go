@@ -1,6 +1,7 @@
 package nodeid
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,15 +59,9 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	if err := cfg.ValidateFor(store); err != nil {
 		return nil, err
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = SystemClock(0)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = NopObserver{}
-	}
+	cfg.Clock = cmp.Or(cfg.Clock, SystemClock(0))
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Observer = cmp.Or[Observer](cfg.Observer, NopObserver{})
 	if _, ok := store.(lease.ConditionalReader); cfg.readMode() && !ok {
 		return nil, fmt.Errorf("nodeid: KeepAlive %q needs a store with conditional reads (lease.ConditionalReader); %s has none", KeepAliveRead, lease.Describe(store))
 	}
