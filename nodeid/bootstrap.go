@@ -16,10 +16,9 @@ import (
 const bootstrapParallelism = 32
 
 // RecreatedHolder is the holder that earlier nodeid releases wrote into a
-// lease object they found deleted and recreated, with a floor from the
-// recreator's wall clock. No such floor is safe whatever the clocks, so an
-// object held by RecreatedHolder is an anomaly: never taken, restored with
-// nodeidctl repair.
+// lease object they found deleted and recreated, with a floor from their own
+// wall clock, which is not safe: such an object is an anomaly, never taken,
+// restored with nodeidctl repair (docs/evidence/design.md section 7.6).
 const RecreatedHolder = "nodeid:recreated"
 
 // clusterView is what one bootstrap learned: the manifest and the listing.

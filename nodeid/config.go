@@ -379,13 +379,10 @@ type Pinned struct {
 // documents. Validate checks them and a Provider runs by them.
 type Timings struct {
 	Pinned
-	// Lease is the lease every record states: LeaseDuration, or Backstop in
-	// read mode.
-	Lease time.Duration
+	Lease time.Duration // the lease every record states: LeaseDuration, or Backstop in read mode
 	// The Config fields of these names, or their derived values.
 	RenewInterval, RenewDeadline, SafetyMargin, StoreTimeout, PollInterval, LossGrace time.Duration
-	// MaxLeaseDuration is Config.MaxLeaseDuration, raised to Backstop in
-	// read mode.
+	// MaxLeaseDuration is Config.MaxLeaseDuration, raised to Backstop in read mode.
 	MaxLeaseDuration time.Duration
 }
 

@@ -15,10 +15,8 @@ var (
 	// higher version. The wrapping error says which.
 	ErrLeaseLost = errors.New("nodeid: lease lost")
 	// ErrJeopardy is what Claim.Check returns while the claim is in
-	// jeopardy: its renewals gave up with no evidence of another writer, so
-	// it is fenced (it issues nothing) but keeps renewing on its last ETag
-	// for Config.LossGrace, and may recover. It is not a loss: Err is nil
-	// and Done stays open meanwhile.
+	// jeopardy (see Config.LossGrace): fenced, but renewing, and it may
+	// recover. It is not a loss: Err is nil and Done stays open meanwhile.
 	ErrJeopardy = errors.New("nodeid: lease in jeopardy (fenced, renewing on its last write)")
 	// ErrClosed means the claim was closed (released) by its owner.
 	ErrClosed = errors.New("nodeid: claim closed")

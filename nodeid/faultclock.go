@@ -25,10 +25,9 @@ type ClockFault struct {
 	// section 6); a slower clock lets it issue after others may take its ID.
 	Rate float64
 	// Steps are steps of the host's real-time clock (CLOCK_REALTIME), at
-	// instants on this clock since its creation, in any order. The wall
-	// clock does not see them (it is read once, as SystemClock's); the
-	// suspension check of a claim and the host clock of an application
-	// outside the node (Host) do. Default none.
+	// instants on this clock since its creation, in any order: seen by a
+	// claim's suspension check and by Host, not by the wall clock (read
+	// once, as SystemClock's). Default none.
 	Steps []ClockStep
 }
 
@@ -46,12 +45,10 @@ func (f ClockFault) Validate() error {
 	return nil
 }
 
-// FaultClock is a Clock that runs at a skewed rate and whose real-time
-// reading steps, as ClockFault says: the system clock of a host with a
-// faulty clock, for fault tests only (see ClockFault). Only its readings and
-// sleeps are skewed: the timeouts of store requests run on real time, which
-// changes how long an attempt may take, never when the fence falls. Its
-// methods are safe for concurrent use.
+// FaultClock is the system clock of a host with a faulty clock, as ClockFault
+// says, for fault tests. Only its readings and sleeps are skewed: store
+// requests' timeouts run on real time, which changes how long an attempt may
+// take, never when the fence falls. Its methods are safe for concurrent use.
 type FaultClock struct {
 	real  Clock     // real time: its Now and Sleep
 	start time.Time // real.Now() at creation

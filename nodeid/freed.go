@@ -28,9 +28,8 @@ func (p *Provider) newWatched() *watched {
 // gossip freed since this Acquire's previous look, the one its rank picks,
 // without a LIST, and takes it if that read judges it free or expired
 // (docs/evidence/design.md section 7.4). It returns nil, nil whenever it
-// takes nothing: the ordinary look follows. A lease read held is noted in w,
-// as a visit notes it; only the errors visit returns from a take are
-// returned.
+// takes nothing (the ordinary look follows), and of a take's errors only
+// those visit returns. A lease read held is noted in w, as a visit notes it.
 func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 	if p.hints() == nil {
 		return nil, nil

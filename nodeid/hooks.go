@@ -15,10 +15,10 @@ type Peers interface {
 }
 
 // Tasks tells which tasks are alive by a signal other than the store (the
-// gossip package's membership satisfies it, for members named by task
-// identity). In read mode a task that finds a lease held by a task it does
-// not show live challenges it (docs/evidence/design.md section 11); a live holder
-// answers with one write, so a wrong answer costs a write, never safety.
+// gossip package's membership, for members named by task identity). In read
+// mode a lease held by a task it does not show live is challenged
+// (docs/evidence/design.md section 11); a live holder answers with one
+// write, so a wrong answer costs a write, never safety.
 type Tasks interface {
 	// TaskLive reports whether the task called taskID is alive.
 	TaskLive(taskID string) bool
@@ -70,12 +70,10 @@ type Observer interface {
 	Renewed(id int, latency time.Duration)
 	// RenewFailed reports one failed renewal attempt.
 	RenewFailed(id int, err error)
-	// Jeopardy reports a claim whose renewals gave up with no evidence of
-	// another writer (err says why): fenced, it renews on its last write
-	// for Config.LossGrace.
+	// Jeopardy reports a claim in jeopardy (see ErrJeopardy); err says why.
 	Jeopardy(id int, err error)
 	// Recovered reports a claim in jeopardy that a landed write recovered,
-	// after fenced in jeopardy.
+	// after it was fenced for fenced.
 	Recovered(id int, fenced time.Duration)
 	// Lost reports a claim that ended without a release.
 	Lost(id int, err error)

@@ -2,8 +2,7 @@ package nodeid
 
 import "time"
 
-// ClaimOption configures the claim an Acquire takes. Options are given
-// before the claim exists, so that it runs with them from its take: nothing
+// ClaimOption configures the claim an Acquire takes, before it exists: nothing
 // about a claim is set after its loops have started.
 type ClaimOption func(*claimOptions)
 
@@ -18,11 +17,9 @@ type claimOptions struct {
 // and writes the lease's reservation at it (never below the floor): lowered,
 // or raised when issuers outside it stamped past it (see WithReserveClock),
 // so that a successor starts right above it. Without one, Close keeps the
-// reservation. The generator that knows the answer is built from the claim,
-// after Acquire: f may read a variable set later (returning 0, the floor,
-// before), as package node's does. Close may call f from within Acquire
-// too, when Acquire gives the claim up (ErrClockBehind, or ctx ending while
-// it waits for the floor).
+// reservation. f may read a generator built after Acquire (returning 0, the
+// floor, before), as package node's does: Close may call it from within
+// Acquire too, when Acquire gives the claim up.
 func WithIssuedFunc(f func() int64) ClaimOption {
 	return func(o *claimOptions) { o.issued = f }
 }
@@ -30,10 +27,9 @@ func WithIssuedFunc(f func() int64) ClaimOption {
 // WithReserveClock gives the clock of issuers outside the claim's own
 // generator: an application that stamps its IDs with the host's real-time
 // clock, which may step, where the Provider's Clock (its Wall) does not.
-// Every renewal reserves up to the later of the two clocks plus the lease,
-// so that the reservation covers the timestamps those issuers stamp too (the
-// take reserves on the Provider's Wall). A zero Time counts as no reading:
-// now may return it while there is no such issuer.
+// Every renewal (not the take) reserves up to the later of the two clocks
+// plus the lease, covering those issuers' timestamps too. A zero Time counts
+// as no reading: now may return it while there is no such issuer.
 func WithReserveClock(now func() time.Time) ClaimOption {
 	return func(o *claimOptions) { o.reserveClock = now }
 }

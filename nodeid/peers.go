@@ -22,10 +22,10 @@ func (p *Provider) knownNodes() map[int]int64 {
 				bad = map[int]int64{}
 			}
 			bad[id] = v
+			delete(known, id)
 		}
 	}
 	if bad != nil {
-		maps.DeleteFunc(known, func(id int, _ int64) bool { _, drop := bad[id]; return drop })
 		p.reportBadPeers(bad)
 	}
 	return known
