@@ -168,8 +168,9 @@ func (p *Provider) dropped(id int, v *clusterView, w *watched, known map[int]int
 
 // liveByGossip reports whether gossip knows id to be held by a live member
 // and the listing shows its lease written within this task's LeaseDuration
-// and not releaseShrink shorter than the longest object (a free record,
-// which gossip lags behind): such a lease is not read (design.md section 7.4).
+// and not releaseShrink shorter than the longest object (a free record, which
+// gossip lags behind): such a lease is not read (docs/evidence/design.md
+// section 7.4).
 func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64, longest int64) bool {
 	if _, live := known[id]; !live {
 		return false

@@ -174,8 +174,8 @@ type Config struct {
 	// skipped as an anomaly (ErrClockBehind when only such leases were
 	// takeable), unless its last holder's reservation explains the floor:
 	// then, when no other ID can be taken, Acquire takes it and holds it until
-	// this clock nears the floor (ErrAwaitingFloor; design.md section 7.2).
-	// Default 5 s.
+	// this clock nears the floor (ErrAwaitingFloor; docs/evidence/design.md
+	// section 7.2). Default 5 s.
 	MaxClockWait time.Duration
 
 	// BootstrapWindow is how old (on the store's clock) the manifest must be
@@ -318,8 +318,12 @@ func (c Config) Validate() error {
 	check(c.TaskID != "" && len(c.TaskID) <= 1024, "TaskID", "must be 1..1024 bytes")
 	check(len(c.Value) <= lease.MaxValueLen, "Value", "%d bytes, more than %d", len(c.Value), lease.MaxValueLen)
 	check(c.GossipAddr == "" || lease.ValidGossip(c.GossipAddr), "GossipAddr", "%q is not host:port of at most %d bytes", c.GossipAddr, lease.MaxGossipLen)
-	check(t.Lease >= time.Second, c.leaseField(), "%v below 1s", t.Lease)
-	check(t.Lease <= t.MaxLeaseDuration, c.leaseField(), "%v above MaxLeaseDuration %v", t.Lease, t.MaxLeaseDuration)
+	leaseField := "LeaseDuration" // the field the lease comes from
+	if c.readMode() {
+		leaseField = "Backstop"
+	}
+	check(t.Lease >= time.Second, leaseField, "%v below 1s", t.Lease)
+	check(t.Lease <= t.MaxLeaseDuration, leaseField, "%v above MaxLeaseDuration %v", t.Lease, t.MaxLeaseDuration)
 	check(t.MaxLeaseDuration <= 24*time.Hour, "MaxLeaseDuration", "%v above 24h", t.MaxLeaseDuration)
 	check(t.SafetyMargin > 0 && t.SafetyMargin < t.Lease, "SafetyMargin", "%v must be in (0, LeaseDuration %v)", t.SafetyMargin, t.Lease)
 	check(c.ClockMargin >= 0, "ClockMargin", "%v is negative", c.ClockMargin)
@@ -438,14 +442,6 @@ func (t Timings) LossWindow() time.Duration {
 
 // LossWindow is c.Timings().LossWindow(): see Timings.LossWindow.
 func (c Config) LossWindow() time.Duration { return c.Timings().LossWindow() }
-
-// leaseField names the field LeaseDuration comes from: Backstop in read mode.
-func (c *Config) leaseField() string {
-	if c.readMode() {
-		return "Backstop"
-	}
-	return "LeaseDuration"
-}
 
 // Read mode's defaults (docs/evidence/design.md section 11): at these, with
 // PollInterval Window / 2 and RenewInterval Backstop / 3, a holder sends

@@ -113,10 +113,11 @@ func (p *Provider) takeRecent(ctx context.Context, f farFloor, o claimOptions) (
 }
 
 // awaitFloor holds c, taken with a floor more than MaxClockWait ahead of this
-// task's wall clock, until the clock is within MaxClockWait of it (design.md
-// section 7.2). It releases c and returns ErrClockBehind when the clock steps
-// back more than MaxClockWait meanwhile, or ctx's error when ctx ends; an
-// error when c is lost. round is Acquire's, for WaitObserver.
+// task's wall clock, until the clock is within MaxClockWait of it
+// (docs/evidence/design.md section 7.2). It releases c and returns
+// ErrClockBehind when the clock steps back more than MaxClockWait meanwhile,
+// or ctx's error when ctx ends; an error when c is lost. round is Acquire's,
+// for WaitObserver.
 func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 	if p.cfg.IssuesNoIDs {
 		return nil
