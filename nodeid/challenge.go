@@ -40,23 +40,32 @@ const maxAnswers = 3
 // with etag: when it names the claim's last landed write, or a pending one
 // (which it proves landed: adopted at its send), the claim's next write goes
 // on etag and answers it (errChallenged); any other writeId is another
-// holder's record, challenged: the claim is lost. Callers hold c.mu.
+// holder's record, challenged: the claim is lost.
 func (c *Claim) challengedBy(rec lease.Record, etag string, seen time.Time) error {
 	of := rec.Challenge.Of
 	if c.p.rules.answers(of, c.rec.WriteID) {
-		c.etag, c.answering = etag, true
-		c.subs.changed()
+		c.etag = etag
+		c.answerChallenge()
 		return errChallenged
 	}
 	for _, pw := range c.pending {
 		if pw.rec.WriteID == of {
 			c.committed(pw.rec, etag, c.p.rules.adoptedAt(pw.sent, seen))
-			c.answering = true
-			c.subs.changed()
+			c.answerChallenge()
 			return errChallenged
 		}
 	}
 	return &takenError{id: c.id, holder: rec.Holder, version: rec.Version, seen: seen}
+}
+
+// answerChallenge marks the claim answering a challenge: its next write,
+// on the challenge's ETag, answers it.
+func (c *Claim) answerChallenge() {
+	c.setFence(func(s snapshot) snapshot {
+		s.answering = true
+		return s
+	})
+	c.subs.changed()
 }
 
 // answered reports a landed write that answered a challenge.
@@ -223,13 +232,10 @@ func (p *Provider) writeChallenge(ctx context.Context, key string, rec lease.Rec
 // pauseFor returns d, a renewal round's (or jeopardy's) pause before its next
 // attempt, cut to a quarter PollInterval while the claim answers a
 // challenge: the answer must land within the window, which no read holds up
-// meanwhile, and a poll that shows the challenge's ETag unchanged does not
-// wake the loop.
+// meanwhile, and a read that shows the challenge's ETag unchanged does not
+// wake the owner.
 func (c *Claim) pauseFor(d time.Duration) time.Duration {
-	c.mu.Lock()
-	answering := c.answering
-	c.mu.Unlock()
-	if answering {
+	if c.snap.Load().answering {
 		return min(d, c.p.t.PollInterval/4)
 	}
 	return d

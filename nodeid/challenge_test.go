@@ -211,8 +211,8 @@ func TestChallengeOfAPendingWrite(t *testing.T) {
 	if after.Challenge != nil || after.Holder != "a" || after.Version != landed.Version || held.answered != 1 {
 		t.Fatalf("after the answer: %+v, answered %d", after, held.answered)
 	}
-	if c.lastSent.Before(sent) || !c.Valid() {
-		t.Fatalf("last write sent %v, before the pending one's %v; valid %v", c.lastSent, sent, c.Valid())
+	if last := c.snap.Load().lastSent; last.Before(sent) || !c.Valid() {
+		t.Fatalf("last write sent %v, before the pending one's %v; valid %v", last, sent, c.Valid())
 	}
 }
 
@@ -496,10 +496,9 @@ func TestWaiterTakesACrashedIssuerAndHoldsItUntilTheFloor(t *testing.T) {
 	events := &timedEvents{acquiredClock: acquiredClock{clk: e.clk}}
 	p, _ := e.challenger(slow, func(c *Config) { c.AcquireTimeout, c.Observer = time.Minute, events })
 	took := e.recordTake(&events.challengeEvents)
-	// One goroutine sleeps on the clock until the take (Acquire's), three
-	// after it (the claim's renewal and read loops, and Acquire waiting for
-	// the floor).
-	r := e.stepUntilBy(acquireAsync(p), func() int { return map[bool]int{true: 1, false: 3}[took().IsZero()] })
+	// One goroutine sleeps on the clock until the take (Acquire's), two
+	// after it (the claim's loop, and Acquire waiting for the floor).
+	r := e.stepUntilBy(acquireAsync(p), func() int { return map[bool]int{true: 1, false: 2}[took().IsZero()] })
 	if r.err != nil {
 		t.Fatalf("Acquire: %v", r.err)
 	}
@@ -588,10 +587,11 @@ func TestASuspectMetInGossipIsNotChallenged(t *testing.T) {
 // the loop while the challenge's ETag stands); otherwise the backoff's.
 func TestAnswerRetriesWithinTheWindow(t *testing.T) {
 	c := &Claim{p: &Provider{t: Timings{PollInterval: 400 * time.Millisecond}}}
+	c.snap.Store(&snapshot{})
 	if got := c.pauseFor(5 * time.Second); got != 5*time.Second {
 		t.Errorf("pause while not answering = %v, want the backoff's 5s", got)
 	}
-	c.answering = true
+	c.answerChallenge()
 	if got := c.pauseFor(5 * time.Second); got != 100*time.Millisecond {
 		t.Errorf("pause while answering = %v, want a quarter PollInterval, 100ms", got)
 	}

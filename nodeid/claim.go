@@ -21,48 +21,32 @@ type Claim struct {
 	key     string
 	from    lease.State // state of the lease when taken: free or expired
 
-	// snap is the fence as Valid reads it: one immutable fenceState,
-	// replaced whole (setFence) by whoever moves the fence.
-	snap         atomic.Pointer[fenceState]
+	// snap is the claim as other goroutines read it (Valid, Status, the
+	// node): one immutable snapshot, replaced whole (setFence).
+	snap         atomic.Pointer[snapshot]
 	issued       func() int64     // WithIssuedFunc's; nil: none
 	reserveClock func() time.Time // WithReserveClock's; nil: none
 	closing      atomic.Bool      // Close has begun: the release is being written
-	// wake ends the renewal loop's current or next wait (read mode: a poll
-	// saw the ETag change; see wakeRenewal); buffered, one pending wake.
-	wake chan struct{}
 
-	mu   sync.Mutex // guards the fields below and serialises writes
-	etag string
-	// answering: etag is not our record's but a challenge's (or a
-	// confirm's) naming our last landed write (read mode, challenge.go): the
-	// next write answers it, and no read on it proves the claim. A landed
-	// write clears it.
-	answering bool
-	rec       lease.Record   // the last record written
-	lastSent  time.Time      // when the last successful write was sent (Clock.Now)
-	pending   []pendingWrite // writes whose outcome is unknown, since lastSent
-	// lastSuspendFence is suspendDeadline(lastSent): the cap on the
-	// suspend-counting reading (read mode: no read arms past it).
-	lastSuspendFence int64
-	// provenUntil and provenSuspendUntil are the fence the last proof of
-	// the lease allows, on the monotonic (nanoseconds after p.base) and the
-	// suspend-counting readings: a landed write's (armedDeadline), or in
-	// read mode a later read's that showed its ETag (proved). Kept when
-	// the fence falls: before them no successor can have taken the lease
-	// from the claim, expired nor by a challenge, which Close's read-back
-	// proof (freedByOurRelease) needs.
-	provenUntil, provenSuspendUntil int64
-	fellAt                          time.Time // when the fence last fell with the claim held (Clock.Now); zero: up
-	// recoveries counts the fences lifted by a landed write (recovered).
-	// It changes with the lift, under mu: a snapshot of it and Valid under
-	// mu (Status) tells which side of a recovery the snapshot is on.
-	recoveries int64
-	err        error
+	// The claim's held state: read and written by its owner alone
+	// (owner.go), the renewal loop while it runs, then Close.
+	etag    string
+	rec     lease.Record   // the last record written
+	pending []pendingWrite // writes whose outcome is unknown, since the last landed one
+	// capUntil and capSuspendUntil are the last landed write's fence for
+	// LeaseDuration (fenceAt): in read mode no read arms past them.
+	capUntil, capSuspendUntil int64
 
-	done      chan struct{}
-	endOnce   sync.Once
-	stopLoop  context.CancelFunc
-	loopDone  chan struct{}
+	reads  *readSchedule // the read schedule, in read mode while the loop runs
+	woken  bool          // a read saw the ETag change: the owner writes now
+	signal chan struct{} // capacity 1: a request answered (owner.go)
+
+	err      error // why the claim ended; set before done is closed
+	done     chan struct{}
+	endOnce  sync.Once
+	stopLoop context.CancelFunc
+	loopDone chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 
@@ -74,11 +58,13 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 	c := &Claim{
 		p: p, id: rec.NodeID, version: rec.Version, floor: floor, key: lease.RecordKey(rec.NodeID), from: from,
 		issued: o.issued, reserveClock: o.reserveClock,
-		done: make(chan struct{}), loopDone: make(chan struct{}), wake: make(chan struct{}, 1),
+		done: make(chan struct{}), loopDone: make(chan struct{}), signal: make(chan struct{}, 1),
 	}
-	c.rec, c.etag, c.lastSent, c.lastSuspendFence = rec, etag, sent, c.suspendDeadline(sent)
-	c.provenUntil, c.provenSuspendUntil = int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent)
-	c.snap.Store(&fenceState{until: c.provenUntil, suspendUntil: c.provenSuspendUntil, reservation: rec.ReservedUntilMs})
+	c.rec, c.etag = rec, etag
+	c.capUntil, c.capSuspendUntil = c.fenceAt(sent, p.t.Lease)
+	until, suspendUntil := c.fenceAt(sent, p.t.armSpan())
+	c.snap.Store(&snapshot{until: until, suspendUntil: suspendUntil, reservation: rec.ReservedUntilMs,
+		lastSent: sent, provenUntil: until, provenSuspendUntil: suspendUntil})
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
 	p.hooks.newClaimed(c)
@@ -118,7 +104,7 @@ func (c *Claim) Reservation() int64 { return c.snap.Load().reservation }
 // that clock (NTP after a suspension, a strobe) can neither lift a fence that
 // fell nor put off one that a suspension brought nearer: only a write that
 // lands moves the fence out. It is cheap enough for every ID: one load of
-// the fence (fenceState) and one clock reading, Clock.Now, which on the
+// the snapshot and one clock reading, Clock.Now, which on the
 // system clock (time.Now) carries both readings.
 func (c *Claim) Valid() bool { return c.validOn(c.snap.Load(), c.p.clock.Now()) }
 
@@ -140,22 +126,18 @@ func (c *Claim) ValidNow() (unixNs int64, valid bool) {
 	return c.p.clock.Wall().UnixNano(), true
 }
 
-// validOn is Valid judged on the fence s at now (Clock.Now).
-func (c *Claim) validOn(s *fenceState, now time.Time) bool {
+// validOn is Valid judged on the fence s at now (Clock.Now); in jeopardy,
+// false.
+func (c *Claim) validOn(s *snapshot, now time.Time) bool {
 	if s.jeopardy {
-		return c.validInJeopardy(s)
+		return c.p.rules.validInJeopardy && s.until != math.MinInt64
 	}
 	return c.validAt(s, now)
 }
 
-// validInJeopardy is Valid in jeopardy, on the fence s: false.
-func (c *Claim) validInJeopardy(s *fenceState) bool {
-	return c.p.rules.validInJeopardy && s.until != math.MinInt64
-}
-
 // validAt is Valid out of jeopardy, judged on the fence s at now
 // (Clock.Now).
-func (c *Claim) validAt(s *fenceState, now time.Time) bool {
+func (c *Claim) validAt(s *snapshot, now time.Time) bool {
 	elapsed := int64(now.Sub(c.p.base))
 	if elapsed >= s.until {
 		return false
@@ -182,11 +164,12 @@ func (c *Claim) validAt(s *fenceState, now time.Time) bool {
 // this much, which the safety margin covers.
 const foldSlack = time.Millisecond
 
-// fenceState is the fence of a claim: what Valid reads, published whole
-// through Claim.snap and never changed once published, so that one load
-// sees both deadlines, jeopardy and the reservation of one instant. Those
-// who move the fence replace it (setFence).
-type fenceState struct {
+// snapshot is the claim as Valid, Status and the node read it: published
+// whole through Claim.snap and never changed once published, so that one
+// load sees the fence on both readings, jeopardy, the reservation and what
+// Status reports of one instant. The owner moves it; Valid's fold and end
+// only lower the fence (setFence).
+type snapshot struct {
 	// until is the fence: nanoseconds after p.base (monotonic) until
 	// which the claim may issue IDs; math.MinInt64 once fenced for good.
 	until int64
@@ -201,6 +184,24 @@ type fenceState struct {
 	// reservation is the highest Snowflake timestamp (Unix ms) the last
 	// landed write allows (Reservation).
 	reservation int64
+	// lastSent is when the last landed write was sent (Clock.Now).
+	lastSent time.Time
+	// provenUntil and provenSuspendUntil are the fence the last proof of
+	// the lease allows, on both readings: a landed write's
+	// (fenceAt), or in read mode a later read's that showed its
+	// ETag (proved). Kept when the fence falls: before them no successor
+	// can have taken the lease from the claim, expired nor by a
+	// challenge, which Close's read-back proof (freedByOurRelease) needs.
+	provenUntil, provenSuspendUntil int64
+	// fellAt is when the fence fell into jeopardy (Clock.Now); zero: up.
+	fellAt time.Time
+	// recoveries counts the fences lifted by a landed write, published
+	// with the lift: Status tells which side of a recovery it is on.
+	recoveries int64
+	// answering: the owner's etag is a challenge's (or a confirm's)
+	// naming our last landed write (read mode, challenge.go): the next
+	// write answers it, and no read on it proves the claim.
+	answering bool
 }
 
 // inJeopardy reports whether the claim is in jeopardy.
@@ -211,7 +212,7 @@ func (c *Claim) inJeopardy() bool { return c.snap.Load().jeopardy }
 // tried again with the new cur when another writer (Valid's fold, a fence
 // that falls) replaced it meanwhile. next must not change what it is
 // handed; when it returns cur itself, nothing is published.
-func (c *Claim) setFence(next func(cur fenceState) fenceState) (old, now fenceState) {
+func (c *Claim) setFence(next func(cur snapshot) snapshot) (old, now snapshot) {
 	for {
 		p := c.snap.Load()
 		n := next(*p)
@@ -224,7 +225,7 @@ func (c *Claim) setFence(next func(cur fenceState) fenceState) (old, now fenceSt
 // suspendLeft returns the time left, in nanoseconds, until the deadline on
 // the suspend-counting reading of now in s (0 once fenced), and false when
 // the Clock has no such reading.
-func (c *Claim) suspendLeft(s *fenceState, now time.Time) (int64, bool) {
+func (c *Claim) suspendLeft(s *snapshot, now time.Time) (int64, bool) {
 	if c.p.suspend == nil {
 		return 0, false
 	}
@@ -236,7 +237,7 @@ func (c *Claim) suspendLeft(s *fenceState, now time.Time) (int64, bool) {
 
 // suspendFallen reports whether the deadline on the suspend-counting reading
 // of now in s has passed.
-func (c *Claim) suspendFallen(s *fenceState, now time.Time) bool {
+func (c *Claim) suspendFallen(s *snapshot, now time.Time) bool {
 	left, ok := c.suspendLeft(s, now)
 	return ok && left <= 0
 }
@@ -279,10 +280,7 @@ func (c *Claim) ReadsFailingAt() time.Time {
 	if !t.readMode() {
 		return time.Time{}
 	}
-	c.mu.Lock()
-	proven := c.provenUntil
-	c.mu.Unlock()
-	sent := c.p.base.Add(time.Duration(proven) - (t.Window - t.SafetyMargin))
+	sent := c.p.base.Add(time.Duration(c.snap.Load().provenUntil) - (t.Window - t.SafetyMargin))
 	return sent.Add(t.PollInterval + t.PollInterval/4 + t.StoreTimeout)
 }
 
@@ -297,9 +295,12 @@ func (c *Claim) Done() <-chan struct{} { return c.done }
 // Err returns nil while the claim is held, an error wrapping ErrLeaseLost after
 // a loss, and ErrClosed after Close.
 func (c *Claim) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
 }
 
 // Check returns Err, or an error while the claim is not Valid (ErrJeopardy
@@ -369,78 +370,48 @@ type Status struct {
 
 // Status returns a snapshot of the claim.
 func (c *Claim) Status() Status {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.p.clock.Now()
-	s := c.snap.Load()
+	s, now := c.snap.Load(), c.p.clock.Now()
 	st := Status{
 		NodeID: c.id, Version: c.version, Valid: c.validOn(s, now), Floor: c.floor,
-		Reservation: s.reservation, SinceWrite: now.Sub(c.lastSent), Err: c.err,
-		Jeopardy: s.jeopardy, Recoveries: c.recoveries, Challenged: c.answering,
+		Reservation: s.reservation, SinceWrite: now.Sub(s.lastSent), Err: c.Err(),
+		Jeopardy: s.jeopardy, Recoveries: s.recoveries, Challenged: s.answering,
 	}
-	if st.Jeopardy && !c.fellAt.IsZero() {
-		st.Fenced = now.Sub(c.fellAt)
+	if st.Jeopardy && !s.fellAt.IsZero() {
+		st.Fenced = now.Sub(s.fellAt)
 	}
 	return st
 }
 
-// deadline returns the latest fence a write sent at sent allows, in
-// nanoseconds after p.base: sent + LeaseDuration - SafetyMargin. In write
-// mode it is that write's fence; in read mode (lease = Backstop) it is the
-// cap no read moves the fence past (see keepalive.go).
-func (c *Claim) deadline(sent time.Time) time.Duration {
-	return c.deadlineFor(sent, c.p.t.Lease)
-}
-
-// suspendDeadline is deadline on the Clock's suspend-counting reading (see
-// suspendClock); MaxInt64 when it has none.
-func (c *Claim) suspendDeadline(sent time.Time) int64 {
-	return c.suspendDeadlineFor(sent, c.p.t.Lease)
-}
-
-// armedDeadline returns the fence a landed write sent at sent arms, in
-// nanoseconds after p.base: deadline in write mode, sent + Window -
-// SafetyMargin in read mode (below the cap, Window < Backstop).
-func (c *Claim) armedDeadline(sent time.Time) time.Duration {
-	return c.deadlineFor(sent, c.p.t.armSpan())
-}
-
-// armedSuspendDeadline is armedDeadline on the suspend-counting reading.
-func (c *Claim) armedSuspendDeadline(sent time.Time) int64 {
-	return c.suspendDeadlineFor(sent, c.p.t.armSpan())
-}
-
-// deadlineFor returns sent + span - SafetyMargin, in nanoseconds after p.base.
-func (c *Claim) deadlineFor(sent time.Time, span time.Duration) time.Duration {
-	return sent.Sub(c.p.base) + c.p.rules.fenceSpan(span, c.p.t.SafetyMargin)
-}
-
-// suspendDeadlineFor is deadlineFor on the Clock's suspend-counting reading;
-// MaxInt64 when it has none.
-func (c *Claim) suspendDeadlineFor(sent time.Time, span time.Duration) int64 {
-	if c.p.suspend == nil {
-		return math.MaxInt64
+// fenceAt returns the fence that a proof of the lease sent at sent, good
+// for span, allows: sent + span - SafetyMargin, in nanoseconds after p.base,
+// and on the Clock's suspend-counting reading (see suspendClock; MaxInt64
+// when it has none). A landed write proves it for armSpan (LeaseDuration,
+// in read mode Window) and caps the reads for LeaseDuration (read mode:
+// Backstop); a read that shows its ETag proves it for Window.
+func (c *Claim) fenceAt(sent time.Time, span time.Duration) (until, suspendUntil int64) {
+	d := c.p.rules.fenceSpan(span, c.p.t.SafetyMargin)
+	until, suspendUntil = int64(sent.Sub(c.p.base)+d), math.MaxInt64
+	if c.p.suspend != nil {
+		suspendUntil = c.p.suspend.suspendReading(sent) + int64(d)
 	}
-	return c.p.suspend.suspendReading(sent) + int64(c.p.rules.fenceSpan(span, c.p.t.SafetyMargin))
+	return until, suspendUntil
 }
 
 // fence stops the claim from issuing IDs, at once and for good.
 func (c *Claim) fence() {
-	c.setFence(func(s fenceState) fenceState {
+	c.setFence(func(s snapshot) snapshot {
 		s.until, s.suspendUntil = math.MinInt64, math.MinInt64
 		return s
 	})
 }
 
-// end fences and closes Done with err, once.
+// end fences and closes Done with err, once. Any goroutine may end a claim.
 func (c *Claim) end(err error) bool {
 	ended := false
 	c.endOnce.Do(func() {
 		c.fence()
 		c.stopLoop()
-		c.mu.Lock()
 		c.err = err
-		c.mu.Unlock()
 		close(c.done)
 		c.subs.stop(err, true)
 		ended = true

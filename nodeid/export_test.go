@@ -124,7 +124,7 @@ func (s SimRules) mutated() *rules {
 		r.readArmedAt = func(_, answered time.Time) time.Time { return answered }
 	}
 	if s.ReadArmBackstop {
-		r.readProves = func(c *Claim, sent time.Time) (int64, int64) { return int64(c.deadline(sent)), c.suspendDeadline(sent) }
+		r.readProves = func(c *Claim, sent time.Time) (int64, int64) { return c.fenceAt(sent, c.p.t.Lease) }
 	}
 	if s.AnswerAny {
 		r.answers = func(string, string) bool { return true }
@@ -148,9 +148,15 @@ func (c *Claim) InJeopardy() bool { return c.inJeopardy() }
 // NextRenewal returns when the renewal loop renews next: RenewInterval after
 // the last successful write was sent, on the Provider's Clock.
 func (c *Claim) NextRenewal() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lastSent.Add(c.p.t.RenewInterval)
+	return c.snap.Load().lastSent.Add(c.p.t.RenewInterval)
+}
+
+// poll sends one read and judges its answer, as the owner does, on the
+// caller's goroutine (the claim's owner, its loop stopped); it returns the
+// read's send time and its judgement.
+func (c *Claim) poll(ctx context.Context) (time.Time, error) {
+	a := c.newRead()(ctx)
+	return a.sent, c.judgeRead(a)
 }
 
 // Provider returns the Provider of the claim.

@@ -112,9 +112,11 @@ func (c *FaultClock) hostAt(now time.Time) time.Time {
 // system clock does: a step forward past the fence fences the claim early.
 func (c *FaultClock) suspendReading(now time.Time) int64 { return c.hostAt(now).UnixNano() }
 
-// realDuration returns the real duration of d on this clock.
+// realDuration returns the real duration of d on this clock, rounded up:
+// a sleep that ends before d has passed on this clock would be one that
+// wakes too early, again and again.
 func (c *FaultClock) realDuration(d time.Duration) time.Duration {
-	return time.Duration(float64(d) / c.rate)
+	return time.Duration(math.Ceil(float64(d) / c.rate))
 }
 
 // Sleep waits for d on this clock (d/Rate of real time) or until ctx is

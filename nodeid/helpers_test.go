@@ -63,9 +63,9 @@ func (e *env) acquire(p *Provider) *Claim {
 	return c
 }
 
-// settle waits until every renewal loop (and read loop, in read mode) of
-// claims that is still running sleeps on the fake clock (loops of ended
-// claims exit).
+// settle waits until every renewal loop of claims that is still running
+// sleeps on the fake clock, with no request in flight (loops of ended claims
+// exit).
 func (e *env) settle(claims ...*Claim) {
 	e.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -76,9 +76,6 @@ func (e *env) settle(claims ...*Claim) {
 			case <-c.loopDone:
 			default:
 				running++
-				if c.p.cfg.readMode() {
-					running++ // its read loop
-				}
 			}
 		}
 		if e.clk.Sleepers() >= running {

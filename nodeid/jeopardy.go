@@ -39,11 +39,9 @@ func giveUp(err error) error {
 // endangered puts the claim in jeopardy for cause (it gave up): fenced at
 // once, not lost.
 func (c *Claim) endangered(cause error) {
-	c.mu.Lock()
-	c.fellAt = c.p.clock.Now()
-	c.mu.Unlock()
-	c.setFence(func(s fenceState) fenceState {
-		s.jeopardy = true
+	fell := c.p.clock.Now()
+	c.setFence(func(s snapshot) snapshot {
+		s.jeopardy, s.fellAt = true, fell
 		return s
 	})
 	c.subs.changed()
@@ -52,18 +50,11 @@ func (c *Claim) endangered(cause error) {
 	c.p.cfg.Observer.Jeopardy(c.id, cause)
 }
 
-// recovered records that a landed write lifted a fence that had fallen (in
-// jeopardy, or by time while the write was in flight), and counts it; arm
-// lifted it, jeopardy with it, in one replacement of the fence. Callers
-// hold c.mu, under which the fence was lifted: Status sees the lift and the
-// count together.
-func (c *Claim) recovered(now time.Time) {
-	fenced := time.Duration(0)
-	if !c.fellAt.IsZero() {
-		fenced = now.Sub(c.fellAt)
-	}
-	c.fellAt = time.Time{}
-	c.recoveries++
+// recovered reports that a landed write lifted a fence that had fallen
+// fenced ago (in jeopardy, or by time while the write was in flight): arm
+// lifted it, jeopardy with it, and counted it in one snapshot, so Status
+// sees the lift and the count together.
+func (c *Claim) recovered(fenced time.Duration) {
 	c.p.log.Warn("lease recovered: a write on its last ETag landed; issuing IDs again", "nodeId", c.id, "version", c.version,
 		"fenced", fenced.String())
 	c.p.cfg.Observer.Recovered(c.id, fenced)

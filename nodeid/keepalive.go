@@ -1,20 +1,20 @@
 package nodeid
 
 // Keep-alive by reads (docs/evidence/design.md section 11), the holder's half: in
-// read mode a claim reads its own lease object every PollInterval,
+// read mode a claim's owner (owner.go) reads its own lease object every PollInterval,
 // conditionally on its ETag, and a read whose answer shows that ETag re-arms
 // the fence from the read's send. The renewal loop still writes, every
 // RenewInterval: a backstop renewal, which keeps the cap ahead. The rules,
 // one copy each:
-//   - a landed write arms the fence for Window from its send (armedDeadline);
+//   - a landed write arms the fence for Window from its send (fenceAt);
 //   - a read sent at s whose answer shows the claim's ETag (a 304 with it,
 //     lease.ErrNotModified, or a 200 with it) re-arms it to s + Window -
 //     SafetyMargin, on the monotonic and the suspend-counting readings, never
 //     past the cap: the last landed write's send + Backstop - SafetyMargin
-//     (deadline), the fence write mode would have for a lease of Backstop;
+//     (capUntil), the fence write mode would have for a lease of Backstop;
 //   - a 304 that does not show the ETag (lease.ErrNotModifiedUnproven)
 //     proves nothing, nor does a read sent before the last landed write;
-//   - another ETag is left to the write path: the renewal loop is woken, and
+//   - another ETag is left to the write path: the owner writes at once, and
 //     its CAS on the claim's ETag meets the change (a 412: lost, or a
 //     pending write of ours found landed by read-back, as ever);
 //   - one read in flight at a time, each answer credited to its own send.
@@ -33,73 +33,18 @@ import (
 
 // errETagChanged is a poll whose answer shows an ETag other than the one it
 // was conditional on: another writer's, or a write of ours that landed
-// meanwhile. The renewal loop tells which.
+// meanwhile. The write path tells which.
 var errETagChanged = errors.New("nodeid: the lease object's ETag changed")
 
 // errAnswering is a poll that showed the claim's ETag while it is a
-// challenge's that the renewal loop is answering (challenge.go): it proves
+// challenge's that the claim is answering (challenge.go): it proves
 // nothing.
 var errAnswering = errors.New("nodeid: answering a challenge")
 
-// startPolling starts the read loop of a claim in read mode, and returns the
-// function that waits for it to end (after ctx ends).
-func (c *Claim) startPolling(ctx context.Context) (wait func()) {
-	if !c.p.t.readMode() {
-		return func() {}
-	}
-	done := make(chan struct{})
-	c.p.goRun(func() {
-		defer close(done)
-		c.pollLoop(ctx)
-	})
-	return func() { _ = c.p.waitDone(context.Background(), done) }
-}
-
-// pollLoop reads every PollInterval after the previous read's send (the
-// first a PollInterval after it starts, when the take has just armed the
-// fence), until ctx ends; a read that failed is followed by the next a
-// quarter of that later, so that one failed read does not let the fence fall.
-// A changed ETag wakes the renewal loop.
-//
-// It is the loop that keeps the fence up, so it is the one that sees it fall:
-// with NoLossGrace a fence that fell is final (arm lifts it no more), and the
-// loop ends the claim as lost at the fall (its wait ends then too), not at
-// the renewal loop's next write.
-func (c *Claim) pollLoop(ctx context.Context) {
-	clock := c.p.clock
-	sent, every := clock.Now(), c.p.t.PollInterval
-	for {
-		if c.p.rules.fellForGood(c) {
-			c.lose(lostf("node %d: its fence fell (no read or write proved the lease for Window - SafetyMargin, %v) and LossGrace is NoLossGrace: the first fence is final",
-				c.id, c.p.t.Window-c.p.t.SafetyMargin))
-			return
-		}
-		due := sent.Add(every)
-		if fall, ok := c.p.rules.finalFall(c); ok && fall.Before(due) {
-			due = fall
-		}
-		if err := clock.Sleep(ctx, due.Sub(clock.Now())); err != nil {
-			return
-		}
-		if clock.Now().Before(sent.Add(every)) {
-			continue // woken at the fence's fall: it fell, or a write moved it
-		}
-		var err error
-		sent, err = c.poll(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		var wake bool
-		if every, wake = afterPoll(err, c.p.t.PollInterval); wake {
-			c.wakeRenewal()
-		}
-	}
-}
-
-// afterPoll tells the read loop what follows a poll that returned err: the
+// afterPoll tells the owner what follows a read whose judgement was err: the
 // time from its send to the next (PollInterval, a quarter of it after a
-// failed read), and whether to wake the renewal loop (the ETag changed, or
-// the object is gone).
+// failed read), and whether to write now (the ETag changed, or the object is
+// gone).
 func afterPoll(err error, poll time.Duration) (next time.Duration, wake bool) {
 	switch {
 	case errors.Is(err, errETagChanged) || errors.Is(err, lease.ErrNotFound):
@@ -110,45 +55,61 @@ func afterPoll(err error, poll time.Duration) (next time.Duration, wake bool) {
 	return poll, false
 }
 
-// poll sends one conditional read of the claim's lease object on its ETag
-// (a plain GET once the store answered one with a 304 that does not show the
-// ETag: lease.ReadOwn), bounded by StoreTimeout, and re-arms the fence from
-// its send when the answer shows that ETag. It returns the send time, and nil
-// when the read proved the ETag; errETagChanged when the object has another;
-// the store's error otherwise (lease.ErrNotModifiedUnproven included: that
-// read proves nothing, and the next, a quarter poll later, is plain).
-func (c *Claim) poll(ctx context.Context) (time.Time, error) {
-	c.mu.Lock()
-	etag, answering := c.etag, c.answering
-	c.mu.Unlock()
-	// While the renewal loop answers a challenge, a read that shows the
-	// challenge proves nothing; one that shows another ETag (the answer
-	// landed though its outcome was unknown, or a challenge again) wakes
-	// the loop as ever, so that no retry pause of it outlasts the window.
-	proves := !answering || c.p.rules.readsProveChallenge
-	rctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
-	sent := c.p.clock.Now()
-	_, meta, err := lease.ReadOwn(rctx, c.p.store, c.key, etag, c.p.plainReads.Load())
-	cancel()
-	if errors.Is(err, lease.ErrNotModifiedUnproven) && !c.p.plainReads.Swap(true) {
+// polled is the answer to one read of the claim's lease object.
+type polled struct {
+	etag string // the ETag the read was conditional on: the claim's at its send
+	// proves: a read that shows etag proves the claim; not while the claim
+	// answers a challenge, whose ETag etag then is.
+	proves         bool
+	sent, answered time.Time // Clock.Now
+	meta           lease.Meta
+	err            error
+}
+
+// newRead returns the next read of the claim's lease object, to send on any
+// goroutine: conditional on the claim's ETag (a plain GET once the store
+// answered one with a 304 that does not show the ETag: lease.ReadOwn), and
+// bounded by StoreTimeout.
+func (c *Claim) newRead() func(ctx context.Context) polled {
+	a := polled{etag: c.etag, proves: !c.snap.Load().answering || c.p.rules.readsProveChallenge}
+	plain := c.p.plainReads.Load()
+	return func(ctx context.Context) polled {
+		rctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
+		defer cancel()
+		a.sent = c.p.clock.Now()
+		_, a.meta, a.err = lease.ReadOwn(rctx, c.p.store, c.key, a.etag, plain)
+		a.answered = c.p.clock.Now()
+		return a
+	}
+}
+
+// judgeRead judges the answer a, and re-arms the fence from its send when it
+// shows the ETag it was conditional on. It returns nil when the read proved
+// the ETag; errAnswering when it showed the challenge the claim answers (a
+// read that shows another ETag then, the answer landed though its outcome
+// was unknown or a challenge again, wakes the owner as ever, so that no
+// retry pause outlasts the window); errETagChanged when the object has
+// another; the store's error otherwise (lease.ErrNotModifiedUnproven
+// included: that read proves nothing, and the next is plain).
+func (c *Claim) judgeRead(a polled) error {
+	if errors.Is(a.err, lease.ErrNotModifiedUnproven) && !c.p.plainReads.Swap(true) {
 		c.p.log.Warn("the store answers a conditional read with a 304 that does not show the ETag: reading with plain GETs from now on (the same price per request on S3)",
-			"nodeId", c.id, "err", err)
+			"nodeId", c.id, "err", a.err)
 	}
-	seen := err == nil || errors.Is(err, lease.ErrNotModified) // meta holds the object's ETag
+	seen := a.err == nil || errors.Is(a.err, lease.ErrNotModified) // meta holds the object's ETag
 	switch {
-	case seen && meta.ETag == etag && !proves:
-		return sent, errAnswering
-	case seen && meta.ETag == etag:
-		answered := c.p.clock.Now()
-		c.proved(c.p.rules.readArmedAt(sent, answered))
+	case seen && a.meta.ETag == a.etag && !a.proves:
+		return errAnswering
+	case seen && a.meta.ETag == a.etag:
+		c.proved(c.p.rules.readArmedAt(a.sent, a.answered))
 		if o, ok := c.p.cfg.Observer.(ReadObserver); ok {
-			o.ReadProved(c.id, answered.Sub(sent))
+			o.ReadProved(c.id, a.answered.Sub(a.sent))
 		}
-		return sent, nil
+		return nil
 	case seen:
-		return sent, fmt.Errorf("%w: read %s on %s, answered %s", errETagChanged, c.key, etag, meta.ETag)
+		return fmt.Errorf("%w: read %s on %s, answered %s", errETagChanged, c.key, a.etag, a.meta.ETag)
 	}
-	return sent, err
+	return a.err
 }
 
 // proved re-arms the fence after a read sent at sent showed the claim's
@@ -157,29 +118,31 @@ func (c *Claim) poll(ctx context.Context) (time.Time, error) {
 // fence that stands (a write sent after the read arms a later one) and
 // lifts a fallen one by arm's rule.
 func (c *Claim) proved(sent time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if sent.Before(c.lastSent) || c.closing.Load() {
+	s := c.snap.Load()
+	if sent.Before(s.lastSent) || c.closing.Load() {
 		return // the last landed write proves more; or Close fenced for good
 	}
 	until, suspendUntil := c.p.rules.readProves(c, sent)
 	// The read proves the lease until then, whatever the fence does: a
 	// challenge that a successor may take was written after its send.
-	c.provenUntil, c.provenSuspendUntil = max(c.provenUntil, until), max(c.provenSuspendUntil, suspendUntil)
-	now, s := c.p.clock.Now(), c.snap.Load()
-	standing := !s.jeopardy && !c.suspendFallen(s, now) && int64(now.Sub(c.p.base)) < s.until
-	if standing && until <= s.until {
+	prove := func(s *snapshot) {
+		s.provenUntil, s.provenSuspendUntil = max(s.provenUntil, until), max(s.provenSuspendUntil, suspendUntil)
+	}
+	now := c.p.clock.Now()
+	if standing := !s.jeopardy && !c.suspendFallen(s, now) && int64(now.Sub(c.p.base)) < s.until; standing && until <= s.until {
+		c.setFence(func(s snapshot) snapshot { prove(&s); return s })
 		return
 	}
-	c.arm(until, suspendUntil)
+	c.arm(until, suspendUntil, prove)
 	c.subs.changed()
 }
 
 // readProves returns how far a read sent at sent that showed the claim's
 // ETag proves the lease, on both readings: sent + Window - SafetyMargin,
-// capped by the last landed write's deadline. Callers hold c.mu.
+// capped by the last landed write's deadline.
 func (c *Claim) readProves(sent time.Time) (until, suspendUntil int64) {
-	return int64(min(c.deadlineFor(sent, c.p.t.Window), c.deadline(c.lastSent))), min(c.suspendDeadlineFor(sent, c.p.t.Window), c.lastSuspendFence)
+	until, suspendUntil = c.fenceAt(sent, c.p.t.Window)
+	return min(until, c.capUntil), min(suspendUntil, c.capSuspendUntil)
 }
 
 // finalFall returns when the fence falls for good unless a write or a read

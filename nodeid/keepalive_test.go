@@ -347,9 +347,8 @@ func TestPollWhileAnsweringSeesAChange(t *testing.T) {
 	e := newEnv(t)
 	c, _ := e.readClaim(e.oneID)
 	r, m := e.record(0)
-	c.mu.Lock()
-	c.etag, c.answering = m.ETag, true // as challengedBy leaves it
-	c.mu.Unlock()
+	c.etag = m.ETag // as challengedBy leaves it
+	c.answerChallenge()
 	before := c.ValidUntil()
 	if _, err := c.poll(context.Background()); !errors.Is(err, errAnswering) || !c.ValidUntil().Equal(before) {
 		t.Fatalf("poll on the challenge's ETag while answering: %v, fence moved %v; want errAnswering, no proof", err, c.ValidUntil().Sub(before))

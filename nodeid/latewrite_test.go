@@ -32,9 +32,7 @@ func TestLateRenewalIsAdoptedWithItsSendTime(t *testing.T) {
 		e.advance(cfg.RenewInterval/5, c)
 
 		r, meta := e.record(0)
-		c.mu.Lock()
-		etag, lastSent, pending := c.etag, c.lastSent, len(c.pending)
-		c.mu.Unlock()
+		etag, lastSent, pending := c.etag, c.snap.Load().lastSent, len(c.pending) // the loop sleeps (advance settles it)
 		if isDone(c) || !c.Valid() {
 			t.Fatalf("mutated %v: the claim ended after a late renewal: %v", mutated, c.Err())
 		}

@@ -186,9 +186,7 @@ func TestAmbiguousRenewalThatLandedIsOurs(t *testing.T) {
 	e.advance(1*time.Second, c)
 	e.settle(c)
 	r, meta := e.record(c.NodeID())
-	c.mu.Lock()
-	etag, sent, pending := c.etag, c.lastSent, len(c.pending)
-	c.mu.Unlock()
+	etag, sent, pending := c.etag, c.snap.Load().lastSent, len(c.pending) // the loop sleeps (settled)
 	if etag != meta.ETag || r.WriteID != c.rec.WriteID || pending != 0 {
 		t.Fatalf("landed ambiguous write not adopted: etag %q vs %q, pending %d", etag, meta.ETag, pending)
 	}
@@ -562,9 +560,7 @@ func TestReleaseAfterAPendingRenewalLanded(t *testing.T) {
 	e.store.Queue(storetest.OpUpdate, storetest.Fault{Landed: true})
 	e.store.Queue(storetest.OpGet, storetest.Fault{Err: errors.New("read timeout")})
 	e.advance(time.Second, c) // the renewal lands, its answer and read-back fail: pending
-	c.mu.Lock()
-	pending := len(c.pending)
-	c.mu.Unlock()
+	pending := len(c.pending) // the loop sleeps (advance settles it)
 	if pending != 1 {
 		t.Fatalf("%d pending writes, want the landed renewal", pending)
 	}

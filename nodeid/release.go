@@ -47,9 +47,7 @@ func (c *Claim) release(ctx context.Context) error {
 	if err := c.Err(); err != nil {
 		return nil // lost before: nothing of ours to release
 	}
-	c.mu.Lock()
-	rec := c.rec
-	c.mu.Unlock()
+	rec := c.rec // the loop ended: Close owns the claim (owner.go)
 	if c.issued != nil {
 		rec.ReservedUntilMs = max(c.floor, c.issued())
 	}
@@ -83,17 +81,13 @@ func (c *Claim) release(ctx context.Context) error {
 		case errors.Is(err, errChallenged):
 			continue // a challenge of ours (read mode): release on its ETag, at once
 		}
-		if !c.sleepOrDone(ctx, pace.next()) {
-			continue // the next write sees ctx done and reports it
-		}
+		_ = c.p.clock.Sleep(ctx, pace.next()) // the next write sees ctx done and reports it
 	}
 }
 
 // lastWriteFree reports whether the claim's last write, as adopted, is a
 // release (a free record).
 func (c *Claim) lastWriteFree() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return c.rec.Free()
 }
 
@@ -121,8 +115,6 @@ func (c *Claim) freedByOurRelease(err error) bool {
 	if !errors.As(err, &te) || te.version <= c.version || te.holder == RecreatedHolder {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	released := false
 	for _, pw := range c.pending {
 		released = released || pw.rec.Free()
@@ -134,10 +126,11 @@ func (c *Claim) freedByOurRelease(err error) bool {
 // the fence of the claim's last proof (provenUntil) on the monotonic clock
 // and, where the Clock has one, on the suspend-counting reading (a host
 // suspended in between let that much more real time pass: the store's clock
-// went on). Callers hold c.mu.
+// went on).
 func (c *Claim) withinLastFence(seen time.Time) bool {
-	if int64(seen.Sub(c.p.base)) >= c.provenUntil {
+	s := c.snap.Load()
+	if int64(seen.Sub(c.p.base)) >= s.provenUntil {
 		return false
 	}
-	return c.p.suspend == nil || c.p.suspend.suspendReading(seen) < c.provenSuspendUntil
+	return c.p.suspend == nil || c.p.suspend.suspendReading(seen) < s.provenSuspendUntil
 }

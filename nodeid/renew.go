@@ -4,25 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // renewLoop renews the lease every RenewInterval after the last successful write
 // until ctx is canceled (by Close or a loss) or the lease is lost.
 //
-// In read mode it also runs the claim's read loop (keepalive.go), and waits
-// for it to end before it returns. A poll that sees the ETag change wakes it
-// (wakeRenewal): every wait of the loop (await: here, a round's retry pause,
-// jeopardy's) ends then, and the loop writes at once.
+// It is the claim's owner (owner.go): in read mode it also runs the
+// claim's reads (keepalive.go), the first a PollInterval after it starts
+// (the take has just armed the fence), from every one of its waits, and
+// waits for the read in flight before it returns. A read that sees the ETag
+// change ends its wait (here, a round's retry pause, jeopardy's): the loop
+// writes at once.
 func (c *Claim) renewLoop(ctx context.Context) {
 	defer close(c.loopDone)
-	defer c.startPolling(ctx)()
-	clock := c.p.clock
+	if c.p.t.readMode() {
+		c.reads = &readSchedule{due: c.p.clock.Now().Add(c.p.t.PollInterval), answers: make(chan polled, 1)}
+		defer c.stopReads()
+	}
 	for {
-		c.mu.Lock()
-		next := c.lastSent.Add(c.p.t.RenewInterval)
-		c.mu.Unlock()
-		if c.await(ctx, next.Sub(clock.Now())) != nil {
+		if c.serve(ctx, c.snap.Load().lastSent.Add(c.p.t.RenewInterval), nil) != nil {
 			return
 		}
 		if err := c.renewStep(ctx); err != nil {
@@ -57,9 +57,7 @@ func (c *Claim) renewStep(ctx context.Context) error {
 // write landed and no such evidence.
 func (c *Claim) renewRound(ctx context.Context) error {
 	clock, cfg, t := c.p.clock, c.p.cfg, c.p.t
-	c.mu.Lock()
-	deadline := c.lastSent.Add(c.p.rules.renewDeadline(t))
-	c.mu.Unlock()
+	deadline := c.snap.Load().lastSent.Add(c.p.rules.renewDeadline(t))
 	pace := c.p.newBackoff(renewPause(t.RenewDeadline-t.RenewInterval), renewPause(t.RenewDeadline-t.RenewInterval))
 	for attempt := 1; ; attempt++ {
 		if now := clock.Now(); !now.Before(deadline) {
@@ -90,32 +88,10 @@ func (c *Claim) renewRound(ctx context.Context) error {
 	}
 }
 
-// await waits d on the provider's clock, or less when a wake comes
-// (wakeRenewal: a poll saw the ETag change, and the loop must write now), and
-// returns ctx's error when ctx ends first (Close, a loss). It is the renewal
-// loop's one way to wait, so that no sleep of it outlasts a wake.
-func (c *Claim) await(ctx context.Context, d time.Duration) error {
-	return sleepOrWake(ctx, c.p.clock, d, c.wake)
-}
-
-// wakeRenewal ends the renewal loop's current wait, or its next one when it
-// is not waiting: it writes at once. A wake that comes while a write is being
-// sent is dropped by it (attempt): that write, sent after the wake, meets
-// what the poll saw.
-func (c *Claim) wakeRenewal() {
-	select {
-	case c.wake <- struct{}{}:
-	default: // a wake is pending already
-	}
-}
-
 // attempt is one renewal attempt, bounded by StoreTimeout: its CAS and, when
 // its answer needs one, the read-back that resolves it.
 func (c *Claim) attempt(ctx context.Context) error {
-	select {
-	case <-c.wake: // this attempt is the write the wake asks for
-	default:
-	}
+	c.woken = false // this attempt is the write a read that saw the ETag change asks for
 	actx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
 	defer cancel()
 	err := c.renewOnce(actx)
@@ -130,9 +106,7 @@ func (c *Claim) attempt(ctx context.Context) error {
 // on the challenge's ETag: the answer.
 func (c *Claim) renewOnce(ctx context.Context) error {
 	for range maxAnswers {
-		c.mu.Lock()
 		rec := c.rec
-		c.mu.Unlock()
 		c.p.stamp(&rec, c.reserveWall())
 		rec.KnownNodes = c.p.knownNodes()
 		switch err := c.write(ctx, rec); {
@@ -143,9 +117,4 @@ func (c *Claim) renewOnce(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("node %d: challenged again at each of %d answers", c.id, maxAnswers)
-}
-
-// sleepOrDone waits d on the provider's clock; false if ctx ended first.
-func (c *Claim) sleepOrDone(ctx context.Context, d time.Duration) bool {
-	return c.p.clock.Sleep(ctx, d) == nil
 }

@@ -83,12 +83,12 @@ type rules struct {
 	// live by gossip.
 	dropped func(p *Provider, id int, v *clusterView, w *watched, known map[int]int64, longest int64) bool
 	// retryPause is a renewal round's (and jeopardy's) wait between
-	// attempts: await, which the read loop's wake ends, so that a challenge
-	// seen meanwhile is answered at once.
+	// attempts: pause, which a read that saw the ETag change ends, so
+	// that a challenge seen meanwhile is answered at once.
 	retryPause func(c *Claim, ctx context.Context, d time.Duration) error
-	// fellForGood and finalFall are how the read loop sees the fence fall
-	// for good (NoLossGrace) and when it wakes for that fall, so that it
-	// ends such a claim at the fall.
+	// fellForGood and finalFall are how the owner sees the fence fall for
+	// good (NoLossGrace) and when it wakes for that fall, so that it ends
+	// such a claim at the fall.
 	fellForGood func(c *Claim) bool
 	finalFall   func(c *Claim) (time.Time, bool)
 	// staleChallenge is whether a standing challenge is challenged again
@@ -116,7 +116,7 @@ func productionRules() rules {
 		take:           (*Provider).take,
 		suspected:      (*Provider).suspected,
 		dropped:        (*Provider).dropped,
-		retryPause:     (*Claim).await,
+		retryPause:     (*Claim).pause,
 		fellForGood:    (*Claim).fellForGood,
 		finalFall:      (*Claim).finalFall,
 		staleChallenge: (*Provider).staleChallenge,

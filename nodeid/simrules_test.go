@@ -11,14 +11,19 @@ import (
 // (rules): the mutants that the simulation's liveness checks must catch
 // (SimHooks, TestSimulationCatchesBrokenLiveness).
 
-// unwokenRetryPause: a round's retry pause (and jeopardy's) sleeps on ctx
-// alone, so a challenge the read loop sees meanwhile is answered only after
-// it.
+// unwokenRetryPause: a round's retry pause (and jeopardy's) waits its
+// whole length, its reads served, whatever they see: a challenge a read
+// sees meanwhile is answered only after it.
 func unwokenRetryPause(c *Claim, ctx context.Context, d time.Duration) error {
-	return c.p.clock.Sleep(ctx, d)
+	for end := c.p.clock.Now().Add(d); c.p.clock.Now().Before(end); {
+		if err := c.pause(ctx, end.Sub(c.p.clock.Now())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// neverFellForGood and noFinalFall: the read loop neither wakes at the fall
+// neverFellForGood and noFinalFall: the owner neither wakes at the fall
 // of a fence that NoLossGrace makes final nor ends the claim then; the
 // renewal loop's next write does.
 func neverFellForGood(*Claim) bool                                     { return false }

@@ -6,7 +6,7 @@ import (
 )
 
 // subscription holds a claim's Changed channel and Context. The claim's
-// loops signal it by closing a channel under its own lock, never held across
+// owner signals it by closing a channel under its own lock, never held across
 // a call out: they never wait on a subscriber.
 type subscription struct {
 	mu     sync.Mutex
@@ -74,7 +74,7 @@ func (c *Claim) Context() context.Context {
 }
 
 // changed signals a change of the claim's state: it closes the channel
-// Changed handed out, if any. Safe under c.mu.
+// Changed handed out, if any.
 func (s *subscription) changed() {
 	s.mu.Lock()
 	s.signalLocked()

@@ -8,16 +8,6 @@ import (
 	"time"
 )
 
-// closed reports whether ch is closed now.
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // The claim's Context lives while the claim is held, through renewals and a
 // jeopardy (it is not the fence), and ends at the loss, with the loss as its
 // cause; a Context asked for after the end is ended already.

@@ -33,7 +33,7 @@ func TestValidNowIsValid(t *testing.T) {
 		// Bring the monotonic fence to 100 ms from now, before the first
 		// renewal (at 1 s) and the suspend-counting fence (at 2.5 s).
 		at := int64(e.clk.Now().Sub(c.p.base) + 100*time.Millisecond)
-		c.setFence(func(s fenceState) fenceState { s.until = at; return s })
+		c.setFence(func(s snapshot) snapshot { s.until = at; return s })
 		e.advance(100*time.Millisecond-time.Nanosecond, c)
 		check(t, c, clk, true, "a nanosecond before the fence")
 		e.advance(time.Nanosecond, c)
@@ -83,15 +83,13 @@ func TestFenceForGoodWinsARace(t *testing.T) {
 	// folds it.
 	sus := clk.suspendReading(c.p.base) + int64(time.Hour-5*time.Millisecond)
 	for i := range 200 {
-		c.snap.Store(&fenceState{until: int64(time.Hour), suspendUntil: sus}) // up, far out
+		c.snap.Store(&snapshot{until: int64(time.Hour), suspendUntil: sus}) // up, far out
 		var wg sync.WaitGroup
 		wg.Add(3)
 		go func() { defer wg.Done(); c.fence() }()
 		go func() {
 			defer wg.Done()
-			c.mu.Lock()
-			c.arm(int64(time.Hour)+int64(i), sus)
-			c.mu.Unlock()
+			c.arm(int64(time.Hour)+int64(i), sus, func(*snapshot) {})
 		}()
 		go func() { defer wg.Done(); c.Valid() }()
 		wg.Wait()

@@ -72,17 +72,17 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	etag, answering := c.etag, c.answering
-	c.mu.Unlock()
-	wctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
-	sent := c.p.clock.Now()
-	meta, err := lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
-	cancel()
+	etag, answering := c.etag, c.snap.Load().answering
+	var meta lease.Meta
+	var sent time.Time
+	c.request(ctx, func() {
+		wctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
+		defer cancel()
+		sent = c.p.clock.Now()
+		meta, err = lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
+	})
 	if err == nil {
-		c.mu.Lock()
 		c.committed(rec, meta.ETag, sent)
-		c.mu.Unlock()
 		if answering {
 			c.answered()
 		}
@@ -90,12 +90,10 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	}
 	unknown := !errors.Is(err, lease.ErrPreconditionFailed) &&
 		(errors.Is(err, lease.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
-	c.mu.Lock()
 	if unknown {
 		c.pending = append(c.pending, pendingWrite{rec: rec, sent: sent})
 	}
 	pending := len(c.pending)
-	c.mu.Unlock()
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -148,16 +146,19 @@ func (c *Claim) resolve(ctx context.Context, rec lease.Record) error {
 // readBack resolves pending writes by reading the lease object. It returns the
 // writeId of the pending write it found landed and adopted.
 func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
-	body, meta, err := c.p.store.Get(ctx, c.key)
-	seen := c.p.clock.Now()
+	var body []byte
+	var meta lease.Meta
+	var seen time.Time
+	c.request(ctx, func() {
+		body, meta, err = c.p.store.Get(ctx, c.key)
+		seen = c.p.clock.Now()
+	})
 	if errors.Is(err, lease.ErrNotFound) {
 		return "", lostf("lease object %s was deleted", c.key)
 	}
 	if err != nil {
 		return "", fmt.Errorf("read back %s: %w", c.key, err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if meta.ETag == c.etag {
 		return "", errNotApplied
 	}
@@ -191,28 +192,30 @@ func (c *Claim) takenBy(rec lease.Record, _ string, seen time.Time) (string, err
 // into jeopardy, is lifted only when the claim may recover (LossGrace not
 // NoLossGrace); otherwise it stays down, as before jeopardy existed, and the
 // renewal loop ends the claim. A write whose deadline has passed already
-// leaves the claim fenced. Callers hold c.mu.
+// leaves the claim fenced.
 func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
-	c.rec, c.etag, c.lastSent, c.pending, c.answering = rec, etag, sent, nil, false
-	c.lastSuspendFence = c.suspendDeadline(sent)
-	c.provenUntil, c.provenSuspendUntil = int64(c.armedDeadline(sent)), c.armedSuspendDeadline(sent)
-	c.setFence(func(s fenceState) fenceState {
-		s.reservation = rec.ReservedUntilMs
-		return s
+	c.rec, c.etag, c.pending = rec, etag, nil
+	c.capUntil, c.capSuspendUntil = c.fenceAt(sent, c.p.t.Lease)
+	until, suspendUntil := c.fenceAt(sent, c.p.t.armSpan())
+	c.arm(until, suspendUntil, func(s *snapshot) {
+		s.reservation, s.lastSent, s.answering = rec.ReservedUntilMs, sent, false
+		s.provenUntil, s.provenSuspendUntil = until, suspendUntil
 	})
-	c.arm(c.provenUntil, c.provenSuspendUntil)
 	c.subs.changed()
 }
 
 // arm moves the fence to until (nanoseconds after p.base) and, on the
 // suspend-counting reading, to suspendUntil: committed's rule, which a read
 // that proves the claim's ETag in read mode follows too (see keepalive.go).
-// Callers hold c.mu.
-func (c *Claim) arm(until, suspendUntil int64) {
+// It publishes update's changes with it, in one snapshot; a recovery, with
+// its count.
+func (c *Claim) arm(until, suspendUntil int64, update func(*snapshot)) {
 	nowT := c.p.clock.Now()
 	now := int64(nowT.Sub(c.p.base))
 	var recovery bool
-	c.setFence(func(s fenceState) fenceState {
+	var fenced time.Duration
+	c.setFence(func(s snapshot) snapshot {
+		update(&s)
 		fallen := s.jeopardy || c.suspendFallen(&s, nowT) || now >= s.until
 		recovery = false
 		if (fallen && c.p.t.LossGrace == NoLossGrace) || s.until == math.MinInt64 {
@@ -224,11 +227,15 @@ func (c *Claim) arm(until, suspendUntil int64) {
 		// suspend-counting deadline passed, and Valid brings the fence
 		// down again at once.
 		if fallen && until > now && !c.suspendFallen(&s, nowT) {
-			s.jeopardy, recovery = false, true
+			recovery, fenced = true, 0
+			if !s.fellAt.IsZero() {
+				fenced = nowT.Sub(s.fellAt)
+			}
+			s.jeopardy, s.fellAt, s.recoveries = false, time.Time{}, s.recoveries+1
 		}
 		return s
 	})
 	if recovery {
-		c.recovered(nowT)
+		c.recovered(fenced)
 	}
 }
