@@ -12,8 +12,11 @@ package nodeid
 // fold, end).
 //
 // The owner sleeps on the Clock only while no request is in flight; while
-// one is, it waits for that request's answer (at most StoreTimeout), and a
-// read or a write that falls due meanwhile is sent after it.
+// one is, it waits for that request's answer, and a read or a write that
+// falls due meanwhile is sent after it: at most StoreTimeout later (a
+// renewal attempt's bound), so a read is sent at most PollInterval +
+// StoreTimeout after the last, which Validate keeps below Window -
+// SafetyMargin.
 
 import (
 	"context"
