@@ -52,7 +52,8 @@ const (
 
 // Config configures a Provider. Start from DefaultConfig; New validates it once.
 // The fields the manifest pins are those of Pinned: a task configured
-// otherwise is refused (ErrManifestMismatch).
+// otherwise is refused (ErrManifestMismatch). The rules Validate checks
+// are in docs/evidence/design.md section 9 (read mode's: section 11).
 type Config struct {
 	// TaskID identifies this task in the lease it holds: the ECS task ARN, or
 	// any string unique among live tasks. Default: host name + pid + random.
@@ -91,51 +92,40 @@ type Config struct {
 
 	// LeaseDuration is how long a lease lasts after each write, judged on the
 	// store's clock by other tasks: longer means fewer writes and slower
-	// failover. Default 15 s. In read mode the lease is Backstop
-	// (Timings.Lease), and the rules below written for LeaseDuration apply
-	// to it.
+	// failover. Default 15 s. In read mode Backstop is the lease instead.
 	LeaseDuration time.Duration
 
-	// KeepAlive is how the claim keeps its lease alive; pinned by the
-	// manifest, with Window and Backstop. KeepAliveWrite (the default, also
-	// "") writes every RenewInterval. KeepAliveRead reads the lease object
-	// every PollInterval and writes every RenewInterval of Backstop, far
-	// cheaper on S3; the store must be a lease.ConditionalReader whose
-	// conditional reads show every completed write (lease.ProbeReads, run by
-	// package node at start).
+	// KeepAlive is how the claim keeps its lease alive, pinned by the
+	// manifest with Window and Backstop: KeepAliveWrite (the default, also
+	// "") writes every RenewInterval; KeepAliveRead, far cheaper on S3,
+	// reads the lease object every PollInterval and needs a
+	// lease.ConditionalReader (docs/evidence/design.md section 11).
 	KeepAlive KeepAlive
 
 	// Window is W in read mode: a read showing the claim's lease unchanged,
 	// or a landed write, keeps the claim valid for Window - SafetyMargin
 	// after its send, never past Backstop - SafetyMargin after the last
-	// landed write. Whole milliseconds, at least 1 s and above SafetyMargin.
-	// Zero: DefaultWindow in read mode; zero in write mode.
+	// landed write. Zero: DefaultWindow in read mode.
 	Window time.Duration
 
 	// Backstop is B in read mode: the lease every record states, renewed by
-	// a write every RenewInterval (B/3 unless set); MaxLeaseDuration is raised
-	// to it. Whole milliseconds, at least RenewDeadline + Window, so that a
-	// backstop renewal still retrying never stops the reads from keeping the
-	// claim valid. Zero: DefaultBackstop in read mode; zero in write mode.
+	// a write every RenewInterval. Zero: DefaultBackstop in read mode.
 	Backstop time.Duration
 
 	// PollInterval is P in read mode: the time between two conditional reads
 	// of the claim's lease object, a failed one tried again after a quarter
-	// of it. PollInterval + StoreTimeout < Window - SafetyMargin, so that a
-	// read answered at the last instant arrives before the previous read's
-	// fence falls. Zero: the lesser of Window / 2 and 3/4 of Window -
-	// SafetyMargin - StoreTimeout; zero in write mode.
+	// of it. Zero: the lesser of Window / 2 and 3/4 of Window - SafetyMargin
+	// - StoreTimeout.
 	PollInterval time.Duration
 
-	// RenewInterval is the time from one successful write to the next renewal.
-	// Zero: LeaseDuration / 3. New checks that it is at least the store's
-	// shortest interval between two writes of one object (lease.MinWriteInterval).
+	// RenewInterval is the time from one successful write to the next
+	// renewal; at least the store's shortest interval between two writes of
+	// one object (lease.MinWriteInterval). Zero: LeaseDuration / 3.
 	RenewInterval time.Duration
 
 	// RenewDeadline is how long after its last successful write a holder keeps
 	// retrying a failing renewal before it fences itself and the claim ends.
-	// RenewInterval < RenewDeadline <= LeaseDuration - SafetyMargin. Zero: the
-	// lesser of LeaseDuration * 2 / 3 and LeaseDuration - SafetyMargin.
+	// Zero: the lesser of LeaseDuration * 2 / 3 and LeaseDuration - SafetyMargin.
 	RenewDeadline time.Duration
 
 	// SafetyMargin is subtracted from the lease on this task's own monotonic
@@ -172,31 +162,26 @@ type Config struct {
 	// (the predecessor's reservation) of a lease it takes: the generator
 	// waits that long at most. A lease whose floor is further ahead is
 	// skipped as an anomaly (ErrClockBehind when only such leases were
-	// takeable), unless its last holder's reservation explains the floor:
-	// then, when no other ID can be taken, Acquire takes it and holds it until
-	// this clock nears the floor (ErrAwaitingFloor; docs/evidence/design.md
-	// section 7.2). Default 5 s.
+	// takeable), unless its last holder's reservation explains it
+	// (ErrAwaitingFloor; docs/evidence/design.md section 7.2). Default 5 s.
 	MaxClockWait time.Duration
 
 	// BootstrapWindow is how old (on the store's clock) the manifest must be
-	// before a task fills the cluster: creates the lease objects never created,
-	// free, and marks the manifest filled. Until then tasks take missing IDs by
-	// creating them held; once filled, a missing object was deleted by someone
-	// and is left out until an operator repairs it. Default 10 s.
+	// before a task fills the cluster (docs/evidence/design.md section 7.1).
+	// Default 10 s.
 	BootstrapWindow time.Duration
 
 	// StoreTimeout bounds each renewal attempt (its CAS and any read-back that
-	// resolves it) and each request of Close. Three attempts and their pauses
-	// must fit between RenewInterval and RenewDeadline: StoreTimeout <= 4/15
-	// of RenewDeadline - RenewInterval. Zero: the lesser of 2 s and that.
+	// resolves it) and each request of Close; three attempts and their pauses
+	// must fit between RenewInterval and RenewDeadline. Zero: the lesser of
+	// 2 s and 4/15 of RenewDeadline - RenewInterval.
 	StoreTimeout time.Duration
 
 	// LossGrace is how long a claim whose renewals gave up, with no evidence
 	// of another writer, stays in jeopardy: fenced (Check fails with
-	// ErrJeopardy) but renewing on its last write's ETag. A write that lands
-	// recovers it; evidence of a takeover, or the grace's end, makes the loss
-	// final (docs/evidence/design.md section 7.3). Safety does not depend on
-	// it. Zero: the lease. NoLossGrace: none, the first fence is final.
+	// ErrJeopardy) but renewing on its last write's ETag
+	// (docs/evidence/design.md section 7.3). Safety does not depend on it.
+	// Zero: the lease. NoLossGrace: none, the first fence is final.
 	LossGrace time.Duration
 
 	// Clock is the time source. Default SystemClock(0).
@@ -343,7 +328,21 @@ func (c Config) Validate() error {
 			t.StoreTimeout, t.RenewInterval, t.RenewDeadline, maxStoreTimeout(w))
 	}
 	check(t.LossGrace >= 0 || t.LossGrace == NoLossGrace, "LossGrace", "%v is negative (NoLossGrace, -1ns, turns jeopardy off)", t.LossGrace)
-	c.checkKeepAlive(t, check)
+	switch c.KeepAlive.Mode() { // read mode's rules: docs/evidence/design.md section 11
+	case KeepAliveWrite:
+		check(c.Window == 0 && c.Backstop == 0 && c.PollInterval == 0, "KeepAlive",
+			"Window %v, Backstop %v and PollInterval %v are for KeepAliveRead only", c.Window, c.Backstop, c.PollInterval)
+	case KeepAliveRead:
+		check(t.Window >= time.Second && t.Window%time.Millisecond == 0 && t.Window > t.SafetyMargin, "Window",
+			"%v must be a whole number of ms, at least 1s and above SafetyMargin %v", t.Window, t.SafetyMargin)
+		check(t.Backstop%time.Millisecond == 0, "Backstop", "%v is not a whole number of ms", t.Backstop)
+		check(t.Backstop >= t.RenewDeadline+t.Window, "Backstop",
+			"%v below RenewDeadline %v + Window %v: a backstop renewal still retrying would stop the reads from keeping the claim valid", t.Backstop, t.RenewDeadline, t.Window)
+		check(t.PollInterval > 0 && t.PollInterval+t.StoreTimeout < t.Window-t.SafetyMargin, "PollInterval",
+			"%v must be positive, and with StoreTimeout %v below Window - SafetyMargin (%v)", t.PollInterval, t.StoreTimeout, t.Window-t.SafetyMargin)
+	default:
+		check(false, "KeepAlive", "%q is not %q or %q", c.KeepAlive, KeepAliveWrite, KeepAliveRead)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("nodeid: invalid config: %w", err)
 	}
@@ -452,28 +451,6 @@ const (
 	// DefaultBackstop is Config.Backstop's default in read mode.
 	DefaultBackstop = 10 * time.Minute
 )
-
-// checkKeepAlive checks the mode and, in read mode, its timings: the rules
-// of docs/evidence/design.md section 11.
-func (c *Config) checkKeepAlive(t Timings, check func(ok bool, field, format string, args ...any)) {
-	switch c.KeepAlive.Mode() {
-	case KeepAliveWrite:
-		check(c.Window == 0 && c.Backstop == 0 && c.PollInterval == 0, "KeepAlive",
-			"Window %v, Backstop %v and PollInterval %v are for KeepAliveRead only", c.Window, c.Backstop, c.PollInterval)
-		return
-	case KeepAliveRead:
-	default:
-		check(false, "KeepAlive", "%q is not %q or %q", c.KeepAlive, KeepAliveWrite, KeepAliveRead)
-		return
-	}
-	check(t.Window >= time.Second && t.Window%time.Millisecond == 0 && t.Window > t.SafetyMargin, "Window",
-		"%v must be a whole number of ms, at least 1s and above SafetyMargin %v", t.Window, t.SafetyMargin)
-	check(t.Backstop%time.Millisecond == 0, "Backstop", "%v is not a whole number of ms", t.Backstop)
-	check(t.Backstop >= t.RenewDeadline+t.Window, "Backstop",
-		"%v below RenewDeadline %v + Window %v: a backstop renewal still retrying would stop the reads from keeping the claim valid", t.Backstop, t.RenewDeadline, t.Window)
-	check(t.PollInterval > 0 && t.PollInterval+t.StoreTimeout < t.Window-t.SafetyMargin, "PollInterval",
-		"%v must be positive, and with StoreTimeout %v below Window - SafetyMargin (%v)", t.PollInterval, t.StoreTimeout, t.Window-t.SafetyMargin)
-}
 
 // maxStoreTimeout is the longest renewal attempt that lets three attempts
 // and the two pauses between them (renewPause: at most a tenth of the window
