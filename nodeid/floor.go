@@ -10,20 +10,17 @@ import (
 	"github.com/nodeid/nodeid/lease"
 )
 
-// farFloor is a free or expired lease skipped because its floor (the
-// predecessor's reservation) is further ahead of this task's wall clock than
-// MaxClockWait.
+// farFloor is a free or expired lease skipped because its floor (prev's
+// reservation) is further ahead of this task's wall clock than MaxClockWait:
+// the read r, its record prev and state, on which a take of it writes.
 type farFloor struct {
-	id    int
-	floor int64
+	r     readResult
+	prev  lease.Record
+	state lease.State
 	ahead time.Duration
 	// recent: its last holder's reservation explains the floor
 	// (recentFloor); takeFirst takes it when nothing else is takeable.
 	recent bool
-	// r, prev and state are what the take of a recent floor writes on.
-	r     readResult
-	prev  lease.Record
-	state lease.State
 }
 
 // recentFloor reports whether a floor ahead of this task's wall clock is
@@ -70,17 +67,19 @@ func (p *Provider) farFloorOf(r readResult, prev lease.Record, state lease.State
 		return nil
 	}
 	key := lease.RecordKey(r.id)
+	f := &farFloor{r: r, prev: prev, state: state, ahead: ahead}
 	if p.rules.recentFloor(p, prev, r.meta, ahead) {
 		p.log.Info("passing over a lease whose floor its last holder's reservation explains: taken only if no other ID is",
 			"key", key, "nodeId", r.id, "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
-		return &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead, recent: true, r: r, prev: prev, state: state}
+		f.recent = true
+		return f
 	}
 	err := fmt.Errorf("%w: %s lease of node %d has floor (reservedUntilMs) %d, %v ahead of this task's wall clock %s, more than MaxClockWait %v",
 		ErrClockBehind, state, r.id, prev.ReservedUntilMs, ahead, wall.UTC().Format(time.RFC3339Nano), p.cfg.MaxClockWait)
 	p.log.Warn("skipping a lease whose floor is far ahead of this task's wall clock (its last holder's clock was ahead, or this task's is behind)",
 		"key", key, "nodeId", r.id, "state", state.String(), "version", prev.Version, "floor", prev.ReservedUntilMs, "ahead", ahead)
 	p.cfg.Observer.Anomaly(key, err)
-	return &farFloor{id: r.id, floor: prev.ReservedUntilMs, ahead: ahead}
+	return f
 }
 
 // describeFar describes the leases skipped for their far floors.
@@ -92,7 +91,7 @@ func (p *Provider) describeFar(far []farFloor) string {
 			fmt.Fprintf(&b, " and %d more", len(far)-i)
 			break
 		}
-		fmt.Fprintf(&b, " node %d (floor %d, %v ahead)", f.id, f.floor, f.ahead)
+		fmt.Fprintf(&b, " node %d (floor %d, %v ahead)", f.r.id, f.prev.ReservedUntilMs, f.ahead)
 	}
 	return b.String()
 }
@@ -105,11 +104,11 @@ func (p *Provider) takeRecent(ctx context.Context, f farFloor, o claimOptions) (
 	case c != nil:
 		return c, nil
 	case errors.Is(err, errTaken):
-		return nil, fmt.Errorf("%w: node %d, the only ID left (its floor %v ahead), was taken by another task first", ErrClusterFull, f.id, f.ahead)
+		return nil, fmt.Errorf("%w: node %d, the only ID left (its floor %v ahead), was taken by another task first", ErrClusterFull, f.r.id, f.ahead)
 	case err != nil:
 		return nil, err
 	}
-	return nil, fmt.Errorf("%w: node %d not taken", ErrClusterFull, f.id) // a mutant take (rules.take) takes nothing
+	return nil, fmt.Errorf("%w: node %d not taken", ErrClusterFull, f.r.id) // a mutant take (rules.take) takes nothing
 }
 
 // awaitFloor holds c, taken with a floor more than MaxClockWait ahead of this
