@@ -157,26 +157,18 @@ func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, kn
 
 // dropped reports whether candidates leaves id out: a lease this Acquire
 // read held that the listing still shows held (unless gossip shows its
-// holder dead: read again, to challenge), or one live by gossip.
+// holder dead: read again, to challenge), or one gossip knows held by a live
+// member that the listing shows written within this task's lease and not
+// releaseShrink shorter than the longest object (a free record, which gossip
+// lags behind; docs/evidence/design.md section 7.4).
 func (p *Provider) dropped(id int, v *clusterView, w *watched, known map[int]int64, longest int64) bool {
 	if w.stillHeld(id, v, p.cfg.ClockMargin) {
 		h := w.held[id]
 		return !p.deadByGossip(id, h.holder, h.version, known, w)
 	}
-	return p.liveByGossip(id, v, known, longest)
-}
-
-// liveByGossip reports whether gossip knows id to be held by a live member
-// and the listing shows its lease written within this task's LeaseDuration
-// and not releaseShrink shorter than the longest object (a free record, which
-// gossip lags behind): such a lease is not read (docs/evidence/design.md
-// section 7.4).
-func (p *Provider) liveByGossip(id int, v *clusterView, known map[int]int64, longest int64) bool {
-	if _, live := known[id]; !live {
-		return false
-	}
+	_, live := known[id]
 	o, exists := v.objects[id]
-	return exists && !lease.ListedExpired(o, v.listing.Date, p.t.Lease, p.cfg.ClockMargin) && !shrunk(o, longest)
+	return live && exists && !lease.ListedExpired(o, v.listing.Date, p.t.Lease, p.cfg.ClockMargin) && !shrunk(o, longest)
 }
 
 // spreadByRank reorders the first group of order (those i with same(i))
