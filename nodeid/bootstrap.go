@@ -29,30 +29,25 @@ type clusterView struct {
 	created      bool  // this task created the manifest
 	createdIDs   []int // lease objects this task created free
 	deletedIDs   []int // lease objects found deleted (left missing: see noteDeleted)
-	first, size  int   // the node IDs first..first+size-1
 	listing      lease.Listing
 	objects      map[int]lease.ObjectInfo // lease objects by ID, in the range
 }
 
 // ids returns the cluster's node IDs in this task's visit order.
 func (v *clusterView) ids(p *Provider) []int {
-	ids := p.visitOrder(v.size)
+	ids := p.visitOrder(v.manifest.ClusterSize)
 	for i := range ids {
-		ids[i] += v.first
+		ids[i] += v.manifest.FirstNodeID
 	}
 	return ids
 }
 
-// newClusterView returns the view of a manifest.
-func newClusterView(m lease.Manifest, meta lease.Meta) *clusterView {
-	return &clusterView{manifest: m, manifestMeta: meta, first: m.FirstNodeID, size: m.ClusterSize}
-}
-
-// index records the lease objects of a listing.
+// index records the lease objects of a listing in the manifest's range.
 func (v *clusterView) index(l lease.Listing) {
 	v.listing, v.objects = l, map[int]lease.ObjectInfo{}
+	first, size := v.manifest.FirstNodeID, v.manifest.ClusterSize
 	for _, o := range l.Objects {
-		if id, ok := lease.ParseRecordKey(o.Key); ok && id >= v.first && id-v.first < v.size {
+		if id, ok := lease.ParseRecordKey(o.Key); ok && id >= first && id-first < size {
 			v.objects[id] = o
 		}
 	}
@@ -177,9 +172,7 @@ func (p *Provider) cachedView(listed *lease.ObjectInfo, date time.Time) *cluster
 	meta := lease.Meta{ETag: c.etag, LastModified: listed.LastModified, Date: date, Liveness: listed.Liveness}
 	aged := meta
 	aged.LastModified = aged.LastModified.Truncate(time.Second) // listings may carry ms
-	v := newClusterView(c.manifest, meta)
-	v.manifestAge = p.manifestAge(aged)
-	return v
+	return &clusterView{manifest: c.manifest, manifestMeta: meta, manifestAge: p.manifestAge(aged)}
 }
 
 // readOrCreateManifest reads the manifest, or creates it when the listing
@@ -206,9 +199,7 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 			p.log.Info("created cluster manifest", "clusterSize", mine.ClusterSize, "nodeIds", mine.RangeString(), "layout", mine.LayoutString(),
 				"keepAlive", mine.KeepAliveString())
 			p.remember(mine, meta.ETag)
-			v := newClusterView(mine, meta)
-			v.created = true
-			return v, nil
+			return &clusterView{manifest: mine, manifestMeta: meta, created: true}, nil
 		case errors.Is(err, lease.ErrPreconditionFailed):
 			// Someone else created it, or we did before an answer was lost:
 			// it exists, read it.
@@ -251,9 +242,7 @@ func (p *Provider) checkManifest(body []byte, meta lease.Meta) (*clusterView, er
 	}
 	p.observeDate(meta.Date, p.clock.Now())
 	p.remember(m, meta.ETag)
-	v := newClusterView(m, meta)
-	v.manifestAge = p.manifestAge(meta)
-	return v, nil
+	return &clusterView{manifest: m, manifestMeta: meta, manifestAge: p.manifestAge(meta)}, nil
 }
 
 // keepAliveFlags returns nodeid-broker's flags for the keep-alive of m.
@@ -313,9 +302,9 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 	if err != nil {
 		return
 	}
-	check := &clusterView{first: v.first, size: v.size}
+	check := &clusterView{manifest: v.manifest}
 	check.index(l)
-	if len(check.objects)+len(v.deletedIDs) < v.size { // deleted ones stay missing
+	if len(check.objects)+len(v.deletedIDs) < v.manifest.ClusterSize { // deleted ones stay missing
 		return
 	}
 	v.index(l)
@@ -398,9 +387,6 @@ func (p *Provider) noteDeleted(v *clusterView, id int, knownVersion int64) {
 	defer p.deletedMu.Unlock()
 	if p.deletedSeen[id] {
 		return
-	}
-	if p.deletedSeen == nil {
-		p.deletedSeen = map[int]bool{}
 	}
 	p.deletedSeen[id] = true
 	key := lease.RecordKey(id)

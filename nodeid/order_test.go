@@ -12,7 +12,7 @@ import (
 // filledView returns a view of n lease objects listed at date, object i last
 // modified at modified[i] with ETag "e<i>".
 func filledView(n int, date time.Time, modified func(id int) time.Time) *clusterView {
-	v := &clusterView{size: n, manifest: lease.Manifest{ClusterSize: n, Filled: true}}
+	v := &clusterView{manifest: lease.Manifest{ClusterSize: n, Filled: true}}
 	l := lease.Listing{Date: date}
 	for id := range n {
 		l.Objects = append(l.Objects, lease.ObjectInfo{Key: lease.RecordKey(id), ETag: "e" + strconv.Itoa(id), LastModified: modified(id)})

@@ -70,8 +70,9 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 	seed := h.Sum64()
 	p := &Provider{
 		store: store, cfg: cfg, t: cfg.Timings(), clock: cfg.Clock, base: cfg.Clock.Now(),
-		log:  cfg.Logger.With("task", cfg.TaskID),
-		rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		log:         cfg.Logger.With("task", cfg.TaskID),
+		rand:        rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		deletedSeen: map[int]bool{},
 	}
 	p.suspend, _ = cfg.Clock.(suspendClock)
 	p.hooks = cfg.hooks
