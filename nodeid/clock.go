@@ -10,9 +10,8 @@ import (
 )
 
 // Clock is the time source of a Provider. Now is used only for durations (the
-// monotonic fence, deadlines); Wall is used only for Snowflake reservations and
-// the human-readable fields of a record. Tests and the simulation substitute their
-// own; the default is the system clock.
+// monotonic fence, deadlines); Wall only for Snowflake reservations and the
+// human-readable fields of a record. The default is the system clock.
 type Clock interface {
 	// Now returns the current time; only differences between its results are
 	// used, so it should carry a monotonic reading.
@@ -29,18 +28,17 @@ type Clock interface {
 
 // SystemClock returns the system clock, its wall clock shifted by wallOffset
 // (zero in production; demo-broker's --debug-clock-offset sets it to test
-// clock skew).
-//
-// Its wall clock is read once, now, and then advanced by the monotonic clock,
-// like snowflake.NewSystemClock: it never steps, so NTP steps and manual
-// changes of the host's clock after this call are not seen (slewing is, as the
-// monotonic clock follows it). A fresh process reads the wall clock again; the
-// Snowflake floor covers the difference between two processes' clocks.
+// clock skew). Its wall clock is read once, now, and then advanced by the
+// monotonic clock, like snowflake.NewSystemClock: it never steps (NTP steps
+// after this call are not seen; slewing is). A fresh process reads the wall
+// clock again; the Snowflake floor covers the difference between two
+// processes' clocks.
 func SystemClock(wallOffset time.Duration) Clock {
 	start := time.Now()
 	return &systemClock{start: start, startNs: start.UnixNano() + int64(wallOffset), offset: wallOffset}
 }
 
+// systemClock is SystemClock's Clock.
 type systemClock struct {
 	start   time.Time // wall and monotonic reading at creation
 	startNs int64     // start's Unix nanoseconds plus offset: Wall at start
@@ -77,10 +75,9 @@ type wakeClock interface {
 
 // goClock is a Clock that runs the Provider's goroutines itself: the
 // simulation's, where each is a coroutine that runs only while the others
-// wait. On it every wait of one goroutine for another is a sleep that the
-// other's end wakes (waitDone), so that a wait is one more thing the clock
-// schedules. On any other Clock (the system clock, a test's) the Provider
-// starts them with the go statement and waits in a select.
+// wait, so that every wait of one goroutine for another (waitDone) is a sleep
+// the clock schedules. On any other Clock the Provider uses the go statement
+// and a select.
 type goClock interface {
 	wakeClock
 	// Go runs f on a goroutine of the clock's.
@@ -97,11 +94,10 @@ func (p *Provider) goRun(f func()) {
 	go f()
 }
 
-// withTimeout returns ctx ended d from now on the Provider's clock:
-// context.WithTimeout's on any Clock but a goClock, where a sleep of the
-// clock's ends it with context.DeadlineExceeded as its cause, so that a
-// request's StoreTimeout runs on the clock that schedules the request (the
-// simulation's), not on real time, which a loaded run spends at its own pace.
+// withTimeout returns ctx ended d from now on the Provider's clock: on a
+// goClock, a sleep of the clock's ends it (cause context.DeadlineExceeded),
+// so that a request's StoreTimeout runs on the simulation's clock, not on
+// real time; elsewhere it is context.WithTimeout.
 func (p *Provider) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := p.clock.(goClock); !ok {
 		return context.WithTimeout(ctx, d)
@@ -190,21 +186,12 @@ func (*systemClock) suspendReading(now time.Time) int64 { return now.UnixNano() 
 
 // suspendClock is a Clock whose readings (Now) carry a second reading, in
 // nanoseconds, that keeps counting while the host is suspended, where the
-// monotonic one Now's differences are measured on does not (Go's monotonic
-// clock on Linux, CLOCK_MONOTONIC). A claim keeps its fence on both and falls
-// at the first: after a VM resumes, it stops issuing at once instead of at
-// the next failed renewal.
-//
-// The system clock's second reading is the host's real-time clock
-// (CLOCK_REALTIME, which time.Now reads anyway). CLOCK_BOOTTIME would not
-// step, but reading it is a system call (260 ns on this project's VMs against
-// 50 ns for time.Now), paid on every ID. The real-time clock can step: a step
-// forward larger than the time left on the fence fences early (fail closed:
-// the claim is in jeopardy until a write lands). Valid folds the real-time
-// deadline into the monotonic one whenever it is the nearer, so a later step
-// back changes nothing; a step back between the send of the last landed
-// write and the first Valid after a resume hides up to its size of the
-// suspension (docs/evidence/design.md section 5 states this assumption).
+// monotonic one does not. A claim keeps its fence on both and falls at the
+// first: after a VM resumes, it stops issuing at once instead of at the next
+// failed renewal (docs/evidence/design.md section 5, with the assumption
+// this rests on). The system clock's is the real-time clock, which time.Now
+// reads anyway: CLOCK_BOOTTIME would not step, but reading it is a system
+// call (260 ns on this project's VMs against 50 ns for time.Now) on every ID.
 type suspendClock interface {
 	Clock
 	suspendReading(now time.Time) int64
@@ -225,6 +212,7 @@ func SnowflakeClock(c Clock) snowflake.Clock {
 // preciseSleep lends its Sleep to SnowflakeClock on the system clock.
 var preciseSleep = snowflake.NewSystemClock()
 
+// generatorClock is SnowflakeClock's snowflake.Clock.
 type generatorClock struct {
 	wall  Clock
 	sleep func(time.Duration)

@@ -35,6 +35,7 @@ func (p *Provider) spread(n int) (offset, stride int) {
 	return offset, stride
 }
 
+// gcd returns the greatest common divisor of a and b.
 func gcd(a, b int) int {
 	for b != 0 {
 		a, b = b, a%b

@@ -96,6 +96,7 @@ func (s *subscription) stop(cause error, ended bool) {
 	s.signalLocked()
 }
 
+// signalLocked is changed with s.mu held.
 func (s *subscription) signalLocked() {
 	if s.next != nil {
 		close(s.next)
