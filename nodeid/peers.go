@@ -9,7 +9,8 @@ import (
 // into records, and used to tell a deleted object from a never-created one.
 // nil without Peers. It builds a new map at each call. An entry no record may
 // carry (lease.KnownNodeValid), which a buggy peer can advertise, is dropped
-// and reported: written, it would fail every holder's renewals.
+// (written, it would fail every holder's renewals) and logged, once for each
+// set of node IDs, not at every renewal while the same peer misbehaves.
 func (p *Provider) knownNodes() map[int]int64 {
 	if p.cfg.Peers == nil {
 		return nil
@@ -25,22 +26,16 @@ func (p *Provider) knownNodes() map[int]int64 {
 			delete(known, id)
 		}
 	}
-	if bad != nil {
-		p.reportBadPeers(bad)
+	if bad == nil {
+		return known
 	}
-	return known
-}
-
-// reportBadPeers logs the gossip entries knownNodes dropped, once for each
-// set of node IDs (not at every renewal while the same peer misbehaves).
-func (p *Provider) reportBadPeers(bad map[int]int64) {
 	ids := slices.Sorted(maps.Keys(bad))
 	p.badPeersMu.Lock()
 	defer p.badPeersMu.Unlock()
-	if slices.Equal(ids, p.badPeers) {
-		return
+	if !slices.Equal(ids, p.badPeers) {
+		p.badPeers = ids
+		p.log.Warn("gossip: ignoring entries no lease record can carry (a peer advertises an impossible node ID or version)",
+			"entries", bad)
 	}
-	p.badPeers = ids
-	p.log.Warn("gossip: ignoring entries no lease record can carry (a peer advertises an impossible node ID or version)",
-		"entries", bad)
+	return known
 }
