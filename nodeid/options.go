@@ -33,12 +33,3 @@ func WithIssuedFunc(f func() int64) ClaimOption {
 func WithReserveClock(now func() time.Time) ClaimOption {
 	return func(o *claimOptions) { o.reserveClock = now }
 }
-
-// claimOptionsOf returns the options opts set.
-func claimOptionsOf(opts []ClaimOption) claimOptions {
-	var o claimOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}

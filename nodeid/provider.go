@@ -112,7 +112,9 @@ func (p *Provider) Acquire(ctx context.Context, opts ...ClaimOption) (*Claim, er
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
 	w := p.newWatched()
-	w.opts = claimOptionsOf(opts)
+	for _, opt := range opts {
+		opt(&w.opts)
+	}
 	lastLook := start
 	for round := 1; ; round++ {
 		if err := p.awaitFreed(ctx, start, lastLook, round > 1); err != nil {
