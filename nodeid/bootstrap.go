@@ -71,10 +71,8 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 	}
 	p.observeDate(l.Date, p.clock.Now())
 	var listed *lease.ObjectInfo
-	for i, o := range l.Objects {
-		if o.Key == lease.ManifestKey {
-			listed = &l.Objects[i]
-		}
+	if i := slices.IndexFunc(l.Objects, func(o lease.ObjectInfo) bool { return o.Key == lease.ManifestKey }); i >= 0 {
+		listed = &l.Objects[i]
 	}
 	v := p.cachedView(listed, l.Date)
 	if v == nil && listed != nil {
