@@ -16,9 +16,8 @@ import (
 const bootstrapParallelism = 32
 
 // RecreatedHolder is the holder that earlier nodeid releases wrote into a
-// lease object they found deleted and recreated, with a floor from their own
-// wall clock, which is not safe: such an object is an anomaly, never taken,
-// restored with nodeidctl repair (docs/evidence/design.md section 7.6).
+// lease object they recreated after a deletion: an anomaly, never taken
+// (docs/evidence/design.md section 7.6).
 const RecreatedHolder = "nodeid:recreated"
 
 // clusterView is what one bootstrap learned: the manifest and the listing.
@@ -54,8 +53,7 @@ func (v *clusterView) index(l lease.Listing) {
 }
 
 // bootstrap lists the prefix, reads (or creates) the manifest and checks it,
-// and fills the cluster once the manifest is BootstrapWindow old
-// (docs/evidence/design.md section 7.1).
+// and fills the cluster when due (docs/evidence/design.md section 7.1).
 func (p *Provider) bootstrap(ctx context.Context) (*clusterView, error) {
 	return p.bootstrapFill(ctx, false)
 }
@@ -139,9 +137,8 @@ func (p *Provider) clusterFullHint() string {
 }
 
 // recentManifest returns the cached manifest when a response showed it
-// current within the last RenewInterval (the period at which a waiting
-// Acquire looks at the store anyway); false otherwise. takeFreed relies on
-// it for the cluster's range, so it sees a resize at most that late.
+// current within the last RenewInterval; false otherwise. takeFreed takes
+// the cluster's range from it (docs/evidence/design.md section 7.4).
 func (p *Provider) recentManifest() (lease.Manifest, bool) {
 	p.clockMu.Lock()
 	defer p.clockMu.Unlock()
@@ -152,10 +149,10 @@ func (p *Provider) recentManifest() (lease.Manifest, bool) {
 	return c.manifest, true
 }
 
-// cachedView returns the view of a bootstrap whose listing shows the manifest
-// (listed, with the listing's date) with the ETag this Provider last checked:
-// the same body, as each write has its own writeId, so no GET. The listing
-// counts as a sighting (recentManifest). Nil when it must be read.
+// cachedView returns the view of a bootstrap whose listing (listed, its
+// date) shows the manifest with the ETag this Provider last checked: the
+// same body, as each write has its own writeId, so no GET. Nil when it must
+// be read.
 func (p *Provider) cachedView(listed *lease.ObjectInfo, date time.Time) *clusterView {
 	p.clockMu.Lock()
 	c := p.manifest
@@ -189,8 +186,6 @@ func (p *Provider) readOrCreateManifest(ctx context.Context, listed bool) (*clus
 		if body, err = mine.Encode(); err != nil {
 			return nil, err
 		}
-		// On a store that judges expiry itself, the manifest's liveness
-		// runs out when the bootstrap window has passed (see manifestAge).
 		meta, err = p.createManifest(ctx, body)
 		switch {
 		case err == nil:
@@ -270,9 +265,9 @@ func (p *Provider) createManifest(ctx context.Context, body []byte) (lease.Meta,
 }
 
 // manifestAge returns how old the manifest read with meta is on the store's
-// clock: Date - Last-Modified; on a store that judges expiry itself, created
-// with a liveness of BootstrapWindow, that window once the liveness ran out
-// (or a later write bound none). Unknown: 0 (a later bootstrap fills).
+// clock: Date - Last-Modified, or, on a store that judges expiry itself
+// (createManifest binds a liveness of BootstrapWindow), BootstrapWindow once
+// the liveness ran out. Unknown: 0 (a later bootstrap fills).
 func (p *Provider) manifestAge(meta lease.Meta) time.Duration {
 	if meta.Liveness.Judged() {
 		if meta.Liveness == lease.LivenessExpired {
@@ -325,10 +320,9 @@ func (p *Provider) fill(ctx context.Context, v *clusterView, yield bool) {
 	}
 }
 
-// createMissing goes through the IDs below the cluster size that the listing
-// lacks: those that existed once are deleted (noteDeleted); with filling, the
-// others are created free. With yield, it stops at the first create another
-// task won, with errFillRaced: that task is filling too.
+// createMissing goes through the IDs the listing lacks: those that existed
+// once are deleted (noteDeleted); with filling, the others are created free.
+// With yield, it stops at the first create another task won (errFillRaced).
 func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, yield bool) error {
 	known := p.knownNodes()
 	var missing []int
@@ -377,8 +371,8 @@ func (p *Provider) createMissing(ctx context.Context, v *clusterView, filling, y
 }
 
 // noteDeleted records that the lease object of id, which existed (the cluster
-// is filled, or gossip saw version knownVersion of it), is missing: it is left
-// out, and reported once per Provider (docs/evidence/design.md section 7.6).
+// is filled, or gossip saw version knownVersion of it), is missing: left out,
+// and reported once per Provider (docs/evidence/design.md section 7.6).
 func (p *Provider) noteDeleted(v *clusterView, id int, knownVersion int64) {
 	v.deletedIDs = append(v.deletedIDs, id)
 	p.deletedMu.Lock()
@@ -429,15 +423,14 @@ type InitReport struct {
 	// missing ones of a cluster that was not filled yet.
 	Created []int
 	// Deleted lists, in ID order, the lease objects that existed once and
-	// are missing: deleted by someone. Init does not recreate them (see
-	// RecreatedHolder); nodeidctl repair restores them.
+	// are missing: Init does not recreate them; nodeidctl repair restores them.
 	Deleted []int
 }
 
-// Init bootstraps the cluster at once, as an operator would (nodeidctl init):
-// it creates the manifest from cfg if it is absent (and checks it if not), then
-// every missing lease object, and marks the manifest filled. It is idempotent
-// and safe while tasks start. cfg.TaskID names the operator in logs only.
+// Init bootstraps the cluster at once, as nodeidctl init does: it creates the
+// manifest from cfg if it is absent (and checks it if not), then every missing
+// lease object, and marks the manifest filled. It is idempotent and safe while
+// tasks start. cfg.TaskID names the operator in logs only.
 func Init(ctx context.Context, store lease.Store, cfg Config) (InitReport, error) {
 	p, err := New(store, cfg)
 	if err != nil {
