@@ -16,29 +16,25 @@
 //
 // # Safety
 //
-// Safety never depends on node wall clocks agreeing:
+// Safety never depends on node wall clocks agreeing (docs/evidence/design.md
+// states the argument in full):
 //
-//   - Another task judges a lease expired only on the store's clock: the Date
-//     and Last-Modified of one response (lease.Expired), or, on a store that
-//     judges expiry itself (etcd), the end of the liveness that the holder's
-//     last write bound (lease.Liveness).
+//   - Another task judges a lease expired only on the store's clock
+//     (lease.Expired; lease.Liveness on a store that judges expiry itself).
 //   - The holder fences itself on its own monotonic clock: [Claim.Valid] turns
 //     false at t0 + LeaseDuration - SafetyMargin, t0 being when its last
-//     successful write was sent. The store applied that write after t0, so every
-//     observer judges the lease expired strictly later than the holder stops.
-//   - A renewal that keeps failing fences the claim at RenewDeadline, and
-//     unless a write lands within Config.LossGrace, [Claim.Done] closes and
-//     [Claim.Err] wraps [ErrLeaseLost]: a broker then fails its health check
-//     and exits.
-//   - A write whose outcome is unknown (a timeout, a 5xx) is resolved by reading
-//     the object back and looking for its writeId, never by a blind retry.
-//   - Each write reserves the Snowflake timestamps its holder may use
-//     ([Claim.Reservation]); a successor issues only timestamps above its
-//     predecessor's reservation ([Claim.Floor]), whatever the two clocks say.
+//     successful write was sent, before the store applied it.
+//   - A renewal that keeps failing fences the claim at RenewDeadline; unless a
+//     write lands within Config.LossGrace, [Claim.Done] closes and [Claim.Err]
+//     wraps [ErrLeaseLost].
+//   - A write whose outcome is unknown is resolved by reading the object back,
+//     never by a blind retry.
+//   - A successor issues only Snowflake timestamps above its predecessor's
+//     reservation ([Claim.Floor]), whatever the two clocks say.
 //
-// docs/evidence/design.md states the argument in full; the package's simulation
-// checks it under clock skew and drift, crashes, pauses, partitions and
-// ambiguous writes, and is shown to catch deliberately broken rules.
+// The package's simulation checks this under clock skew and drift, crashes,
+// pauses, partitions and ambiguous writes, and is shown to catch deliberately
+// broken rules.
 //
 // # Use
 //
