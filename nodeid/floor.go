@@ -24,22 +24,18 @@ type farFloor struct {
 }
 
 // recentFloor reports whether a floor ahead of this task's wall clock is
-// explained by the reservation of prev's writer, written age ago on the
-// store's clock:
+// explained by the reservation of prev's writer, written age ago (from m, 0
+// when unknown) on the store's clock (docs/evidence/design.md section 7.2):
 //
 //	ahead <= MaxClockWait + prev's lease - age + StoreClockResolution + ClockMargin
-//
-// with age from m, 0 when unknown (docs/evidence/design.md section 7.2). It
-// only decides whether Acquire takes the ID and holds it (awaitFloor), or
-// reports ErrClockBehind.
 func (p *Provider) recentFloor(prev lease.Record, m lease.Meta, ahead time.Duration) bool {
 	age, _ := lease.StoreAge(m.LastModified, m.Date) // 0 when unknown
 	return ahead <= p.cfg.MaxClockWait+prev.Lease()-age+lease.StoreClockResolution+p.cfg.ClockMargin
 }
 
 // nearestRecent returns the recent floor among far that this task's clock
-// nears first; false when none is recent. (storeErrs: a store error hid a
-// candidate; only the rule before the fix, a mutant, reads it.)
+// nears first; false when none is recent. Only a mutant rule reads storeErrs
+// (a store error hid a candidate).
 func (p *Provider) nearestRecent(far []farFloor, _ bool) (farFloor, bool) {
 	var nearest farFloor
 	found := false
@@ -112,11 +108,10 @@ func (p *Provider) takeRecent(ctx context.Context, f farFloor, o claimOptions) (
 }
 
 // awaitFloor holds c, taken with a floor more than MaxClockWait ahead of this
-// task's wall clock, until the clock is within MaxClockWait of it
-// (docs/evidence/design.md section 7.2). It releases c and returns
-// ErrClockBehind when the clock steps back more than MaxClockWait meanwhile,
-// or ctx's error when ctx ends; an error when c is lost. round is Acquire's,
-// for WaitObserver.
+// task's wall clock, until the clock is within MaxClockWait of it; it
+// releases c when the clock steps back more than MaxClockWait meanwhile
+// (ErrClockBehind) or ctx ends (docs/evidence/design.md section 7.2). round
+// is Acquire's, for WaitObserver.
 func (p *Provider) awaitFloor(ctx context.Context, c *Claim, round int) error {
 	if p.cfg.IssuesNoIDs {
 		return nil

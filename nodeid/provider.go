@@ -18,15 +18,13 @@ import (
 // Provider leases node IDs from a lease.Store. It is safe for concurrent use; one
 // Provider usually serves one Claim for the life of the process.
 type Provider struct {
-	store lease.Store
-	cfg   Config
-	t     Timings // cfg resolved: derived timings are read here, never from cfg
-	log   *slog.Logger
-	clock Clock
-	// suspend is clock when it also counts suspended time (nil otherwise):
-	// claims keep their fence on it too.
-	suspend suspendClock
-	base    time.Time // monotonic origin of claim deadlines
+	store   lease.Store
+	cfg     Config
+	t       Timings // cfg resolved: derived timings are read here, never from cfg
+	log     *slog.Logger
+	clock   Clock
+	suspend suspendClock // clock, when it counts suspended time: claims fence on it too
+	base    time.Time    // monotonic origin of claim deadlines
 
 	randMu sync.Mutex
 	rand   *rand.Rand
@@ -34,8 +32,8 @@ type Provider struct {
 	deletedMu   sync.Mutex
 	deletedSeen map[int]bool // the deleted lease objects reported (noteDeleted)
 
-	// plainReads: the store answered a claim's conditional read with a 304
-	// that does not show the ETag: every claim reads with plain GETs since.
+	// plainReads: the store answered a conditional read with a 304 that does
+	// not show the ETag, so every claim reads with plain GETs since.
 	plainReads atomic.Bool
 
 	badPeersMu sync.Mutex
@@ -96,18 +94,13 @@ func (p *Provider) Config() Config { return p.cfg }
 func (p *Provider) Timings() Timings { return p.t }
 
 // Acquire bootstraps the cluster if needed and takes a free or expired node ID,
-// its claim configured by opts. When none is free it retries with jittered
-// backoff until Config.AcquireTimeout, then returns an error wrapping
-// ErrClusterFull. It returns at once on an error retrying cannot fix: a store
-// error matching lease.ErrMisconfigured, a manifest that does not match the
-// configuration, a corrupt manifest. The returned Claim renews itself until
-// it is closed or lost.
-//
-// An ID taken with a floor more than MaxClockWait ahead (see
-// Config.MaxClockWait) is returned once this task's clock nears it: a wait
-// bounded by the floor, not AcquireTimeout, that releases the claim (its
-// floor kept) when ctx ends. With PeerHints, a waiting Acquire looks when
-// gossip frees an ID.
+// its claim configured by opts; the Claim renews itself until it is closed or
+// lost. When none is free it retries with jittered backoff until
+// Config.AcquireTimeout, then returns an error wrapping ErrClusterFull; it
+// returns at once on an error retrying cannot fix (a store error matching
+// lease.ErrMisconfigured, a manifest that does not match the configuration, a
+// corrupt manifest). An ID taken with a floor far ahead is returned once this
+// task's clock nears it, or released when ctx ends first (Config.MaxClockWait).
 func (p *Provider) Acquire(ctx context.Context, opts ...ClaimOption) (*Claim, error) {
 	start := p.clock.Now()
 	pace := p.newBackoff(p.cfg.AcquireBackoff, 8*p.cfg.AcquireBackoff)
@@ -179,9 +172,8 @@ func (p *Provider) acquireRound(ctx context.Context, w *watched) (*Claim, error)
 }
 
 // observeDate records the Date of a response received at local instant recv
-// (Clock.Now): the store's clock read at least date at recv, and the highest
-// such bound locates its ticks on the local clock. It only schedules looks
-// (see localWhen), never decides a take.
+// (Clock.Now): the store's clock read at least date at recv. It only
+// schedules looks (localWhen), never decides a take.
 func (p *Provider) observeDate(date, recv time.Time) {
 	if date.IsZero() {
 		return

@@ -36,10 +36,9 @@ func (p *Provider) tryCreate(ctx context.Context, id int, o claimOptions) (*Clai
 }
 
 // judge decodes the object read in r and judges it on that response alone
-// (lease.StateOf, on the store's clock): the record and its state. An object
-// that must never be taken automatically (it does not decode, it states a
-// lease above MaxLeaseDuration, or an older release recreated it) gives an
-// error wrapping lease.ErrCorrupt, reported as an anomaly.
+// (lease.StateOf, on the store's clock). An object never to be taken
+// automatically (it does not decode, states a lease above MaxLeaseDuration,
+// or an older release recreated it) is an anomaly wrapping lease.ErrCorrupt.
 func (p *Provider) judge(r readResult) (lease.Record, lease.State, error) {
 	key := lease.RecordKey(r.id)
 	prev, err := lease.DecodeRecord(r.body, r.id)
@@ -94,12 +93,9 @@ func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, st
 }
 
 // claimTaken builds the claim of a successful take of prev (read with
-// prevMeta, in state from) and checks that this task's wall clock is not too
-// far behind the floor: within MaxClockWait of it, or behind a floor that
-// prev's own reservation explains (recentFloor: Acquire holds the claim until
-// this clock nears it, awaitFloor). farFloorOf judges a floor before the
-// write; this check after it catches a wall clock stepped back meanwhile, and
-// releases the ID.
+// prevMeta, in state from) and checks again, as farFloorOf did before the
+// write, that the floor is within MaxClockWait of this task's wall clock or
+// recent (recentFloor): a clock stepped back meanwhile releases the ID.
 func (p *Provider) claimTaken(ctx context.Context, next lease.Record, etag string, t0 time.Time, prev lease.Record, prevMeta lease.Meta, from lease.State, o claimOptions) (*Claim, error) {
 	c := p.newClaim(next, etag, t0, p.rules.floor(prev), from, o)
 	p.log.Info("acquired node ID", "nodeId", next.NodeID, "version", next.Version, "from", from.String(),
