@@ -9,8 +9,7 @@ import (
 	"github.com/nodeid/nodeid/lease"
 )
 
-// maxRelists bounds the LISTs of one acquire round after lost races, each
-// for a fresh view of which IDs moved meanwhile.
+// maxRelists bounds the LISTs of one acquire round after lost races.
 const maxRelists = 3
 
 // errTaken means another task created or took the candidate first.
@@ -37,12 +36,11 @@ func (p *Provider) readAll(ctx context.Context, ids []int) []readResult {
 	return out
 }
 
-// takeFirst visits the candidates and takes the first free or expired ID: a
-// never-created one by creating it held, the others read in batches (1, 2, 4,
-// ... up to MaxReadsInFlight) and taken by CAS. After a lost race it lists
-// again, at most maxRelists times. When only leases with far floors could be
-// taken, it takes the nearest recent floor, or fails with ErrClockBehind
-// (ErrClusterFull when a store error may have hidden another candidate).
+// takeFirst visits the candidates and takes the first free or expired ID,
+// listing again after a lost race (docs/evidence/design.md section 7.2). When
+// only leases with far floors could be taken, it takes the nearest recent
+// floor, or fails with ErrClockBehind (ErrClusterFull when a store error may
+// have hidden another candidate).
 func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*Claim, error) {
 	tried := map[int]bool{}
 	var errs []error
@@ -88,9 +86,10 @@ func (p *Provider) takeFirst(ctx context.Context, v *clusterView, w *watched) (*
 	return nil, ErrClusterFull
 }
 
-// visit makes one pass over the untried candidates. lostRace reports a create
-// or a take lost to another task: the pass stops there, as the listing is
-// stale, and the caller lists again rather than read on near the winner.
+// visit makes one pass over the untried candidates: never-created ones
+// created held, the others read in batches (1, 2, 4, ... up to
+// MaxReadsInFlight) and taken by CAS. lostRace reports a create or a take
+// lost to another task: the listing is stale, the caller lists again.
 func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool, errs *[]error, far *[]farFloor, w *watched) (c *Claim, lostRace bool, err error) {
 	known := p.knownNodes() // one view of gossip per pass
 	order := p.candidates(v, tried, w, known)

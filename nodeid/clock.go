@@ -51,9 +51,8 @@ func (c *systemClock) Wall() time.Time {
 	return c.start.Add(time.Since(c.start) + c.offset).Round(0)
 }
 
-// wallNsAt returns Wall at the instant now (a reading of Now) was taken, in
-// Unix nanoseconds: the same as Wall read then, without reading the clock
-// again.
+// wallNsAt returns Wall, in Unix nanoseconds, at the instant now (a reading
+// of Now) was taken, without reading the clock again.
 func (c *systemClock) wallNsAt(now time.Time) int64 { return c.startNs + int64(now.Sub(c.start)) }
 
 func (*systemClock) Sleep(ctx context.Context, d time.Duration) error { return ctxtime.Sleep(ctx, d) }
@@ -153,10 +152,9 @@ func (p *Provider) goEach(n, limit int, f func(i int)) {
 	}
 }
 
-// sleepOrWake sleeps d on clock, or less when wake delivers (a value sent on
-// it, which it takes, or its close), and returns ctx's error when ctx ends
-// first. On a Clock that cannot be woken (a test's) a goroutine ends the
-// sleep at the wake.
+// sleepOrWake sleeps d on clock, or less when wake delivers (a value, which
+// it takes, or its close); ctx's error when ctx ends first. On a Clock that
+// is no wakeClock a goroutine ends the sleep at the wake.
 func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan struct{}) error {
 	if wake == nil {
 		return clock.Sleep(ctx, d)
@@ -180,8 +178,7 @@ func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan 
 }
 
 // suspendReading implements suspendClock with the real-time reading that
-// time.Now takes beside the monotonic one: free, and it keeps counting while
-// the host is suspended.
+// time.Now takes anyway, which keeps counting while the host is suspended.
 func (*systemClock) suspendReading(now time.Time) int64 { return now.UnixNano() }
 
 // suspendClock is a Clock whose readings (Now) carry a second reading, in

@@ -20,9 +20,8 @@ var (
 	ErrJeopardy = errors.New("nodeid: lease in jeopardy (fenced, renewing on its last write)")
 	// ErrClosed means the claim was closed (released) by its owner.
 	ErrClosed = errors.New("nodeid: claim closed")
-	// ErrManifestMismatch means the cluster manifest describes another Snowflake
-	// layout or epoch, another range of node IDs, or another keep-alive than
-	// this task's configuration: IDs would collide, or the lease rules differ.
+	// ErrManifestMismatch means the cluster manifest pins otherwise than this
+	// task's configuration (Pinned): IDs would collide, or the rules differ.
 	ErrManifestMismatch = errors.New("nodeid: cluster manifest does not match this task's configuration")
 	// ErrClockBehind means this task's wall clock is more than MaxClockWait
 	// behind the floor of every free or expired lease Acquire found: its
@@ -31,8 +30,7 @@ var (
 	ErrClockBehind = errors.New("nodeid: wall clock behind the lease's floor")
 	// ErrAwaitingFloor is why Acquire, holding a node ID it took, has not
 	// returned it yet (WaitObserver.AcquireWaiting): the ID's floor is more
-	// than MaxClockWait ahead of this task's wall clock (see
-	// Config.MaxClockWait).
+	// than Config.MaxClockWait ahead of this task's wall clock.
 	ErrAwaitingFloor = errors.New("nodeid: holding a node ID until this task's clock nears its floor")
 )
 

@@ -24,12 +24,11 @@ func (p *Provider) newWatched() *watched {
 	return w
 }
 
-// takeFreed is the first part of a look with PeerHints: it reads an ID that
-// gossip freed since this Acquire's previous look, the one its rank picks,
-// without a LIST, and takes it if that read judges it free or expired
-// (docs/evidence/design.md section 7.4). It returns nil, nil whenever it
-// takes nothing (the ordinary look follows), and of a take's errors only
-// those visit returns. A lease read held is noted in w, as a visit notes it.
+// takeFreed is the first part of a look with PeerHints: without a LIST, it
+// reads the ID its rank picks among those gossip freed since this Acquire's
+// previous look, and takes it if free or expired (docs/evidence/design.md
+// section 7.4). It returns nil, nil whenever it takes nothing (the ordinary
+// look follows), and of a take's errors only those visit returns.
 func (p *Provider) takeFreed(ctx context.Context, w *watched) (*Claim, error) {
 	if p.hints() == nil {
 		return nil, nil
@@ -90,8 +89,7 @@ func gossipFree(known map[int]int64, first, size int) []int {
 }
 
 // readFreed reads the lease object of id and, unless cached says that m is
-// the manifest, the manifest beside it (concurrently), and checks that. It
-// returns the read and the manifest.
+// the manifest, the manifest beside it, checked: the read and the manifest.
 func (p *Provider) readFreed(ctx context.Context, id int, cached bool, m lease.Manifest) (readResult, lease.Manifest, error) {
 	if cached {
 		r := p.readAll(ctx, []int{id})[0]
@@ -157,9 +155,8 @@ func (e *earlyManifest) wait() {
 	}
 }
 
-// view returns the view of the manifest e read, checked (checkManifest); nil
-// and no error when e is nil or its GET failed: the bootstrap then reads the
-// manifest itself, after the listing (readOrCreateManifest).
+// view returns the view of the manifest e read, checked; nil and no error
+// when e is nil or its GET failed (the bootstrap then reads it itself).
 func (e *earlyManifest) view(p *Provider) (*clusterView, error) {
 	if e == nil {
 		return nil, nil

@@ -1,11 +1,9 @@
 package nodeid
 
 // testHooks is how the deterministic simulation (sim_test.go) watches a
-// Provider: it learns of each claim. The rules it breaks on purpose are rule
-// values (see rules), and it runs the Provider's goroutines through the
-// Clock it hands in (see goClock), not through hooks. Provider.hooks is nil
-// in production; every method is safe on a nil *testHooks and then gives the
-// production behaviour.
+// Provider: it learns of each claim (it breaks rules through rules, and runs
+// goroutines through goClock). Provider.hooks is nil in production; every
+// method is safe on a nil *testHooks.
 type testHooks struct {
 	// onClaim, when set, is called with every claim the Provider creates,
 	// before Acquire returns it.
