@@ -140,8 +140,8 @@ func (p *Provider) visit(ctx context.Context, v *clusterView, tried map[int]bool
 					w.suspects = append(w.suspects, suspect{r: r, prev: prev})
 				}
 				w.note(r, prev, p.lookAgain(prev), p.cfg.ClockMargin)
-				if w.movedHeld(v, r) {
-					return nil, true, nil
+				if o, listed := v.objects[r.id]; listed && o.ETag != r.meta.ETag {
+					return nil, true, nil // written since the listing (taken, most likely): it is stale
 				}
 				continue
 			}

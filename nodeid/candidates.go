@@ -171,10 +171,9 @@ func (p *Provider) dropped(id int, v *clusterView, w *watched, known map[int]int
 	return live && exists && !lease.ListedExpired(o, v.listing.Date, p.t.Lease, p.cfg.ClockMargin) && !shrunk(o, longest)
 }
 
-// spreadByRank reorders the first group of order (those i with same(i))
-// when gossip ranks this task among several waiting ones: sorted by ID and
-// rotated to start at this task's rank, so that tasks waiting together each
-// read a different ID first instead of racing for one.
+// spreadByRank sorts by ID the first group of order (those i with same(i))
+// and rotates it to start at this task's rank among several waiting ones, so
+// that tasks waiting together each read a different ID first.
 func (p *Provider) spreadByRank(order []int, same func(i int) bool) {
 	r, of := p.rank()
 	if of < 2 || len(order) == 0 {
@@ -206,10 +205,9 @@ func listedSizes(objects map[int]lease.ObjectInfo) (least, most int64) {
 }
 
 // stillHeld reports whether the listing shows id still held as this Acquire
-// read it (unchanged, or rewritten to about the same length) and not yet
-// due for another look: reading it again would most likely tell nothing
-// (docs/evidence/design.md section 7.2). The instant it could be found
-// expired counts for Acquire's wait.
+// read it (unchanged, or rewritten to about the same length) and not yet due
+// for another look (docs/evidence/design.md section 7.2); then the instant it
+// could be found expired counts for Acquire's wait.
 func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) bool {
 	o, exists := v.objects[id]
 	h, seen := w.held[id]
@@ -221,14 +219,4 @@ func (w *watched) stillHeld(id int, v *clusterView, clockMargin time.Duration) b
 	}
 	w.soon(o.LastModified, h.look, clockMargin)
 	return true
-}
-
-// movedHeld reports whether the read r found held (noted in w) an object
-// whose ETag differs from the listing's: it was written since the listing
-// (taken, most likely), so the listing is stale and reading on from it would
-// find more such objects.
-func (w *watched) movedHeld(v *clusterView, r readResult) bool {
-	o, listed := v.objects[r.id]
-	h, held := w.held[r.id]
-	return listed && held && h.etag == r.meta.ETag && o.ETag != r.meta.ETag
 }
