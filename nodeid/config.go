@@ -27,9 +27,8 @@ const (
 	OrderLowestFirst Order = "lowest-first"
 )
 
-// Layout is the Snowflake bit layout and epoch this task issues IDs with
-// (snowflake.Layout, as lease.Manifest records it). It must equal the
-// cluster manifest's: two layouts in one ID space collide.
+// Layout is the Snowflake bit layout and epoch this task issues IDs with, as
+// the cluster manifest pins it: two layouts in one ID space collide.
 type Layout = snowflake.Layout
 
 // DefaultLayout is 41 timestamp bits (ms, ~69 years), 10 node bits, 12 sequence
@@ -204,9 +203,8 @@ type Config struct {
 	rules *rules
 }
 
-// DefaultConfig returns the defaults documented on each Config field; the
-// timings derived from LeaseDuration are left zero, so that setting
-// LeaseDuration alone is enough (see Config.Timings).
+// DefaultConfig returns the defaults documented on each Config field, the
+// timings derived from LeaseDuration left zero: setting it alone is enough.
 func DefaultConfig() Config {
 	return Config{
 		TaskID:           DefaultTaskID(),
@@ -377,9 +375,8 @@ type Pinned struct {
 	Window, Backstop time.Duration
 }
 
-// Timings are a Config resolved (Config.Timings): what the manifest pins,
-// and this task's timings, each one left zero derived as its field
-// documents. Validate checks them and a Provider runs by them.
+// Timings are a Config resolved (Config.Timings): what the manifest pins and
+// this task's timings. Validate checks them and a Provider runs by them.
 type Timings struct {
 	Pinned
 	Lease time.Duration // the lease every record states: LeaseDuration, or Backstop in read mode
@@ -429,12 +426,11 @@ func (t *Timings) armSpan() time.Duration {
 	return t.Lease
 }
 
-// LossWindow is the time between the moment a claim gives up renewing
-// (RenewDeadline after its last landed write) and the latest fence that
-// write allows (Lease - SafetyMargin after it): what a process using the ID
-// outside the claim (package node's child) has, at most, to stop after a
-// loss. In read mode failing reads drop the fence sooner
-// (Claim.ReadsFailingAt).
+// LossWindow is the time from a claim's giving up renewing (RenewDeadline
+// after its last landed write) to the latest fence that write allows (Lease -
+// SafetyMargin after it): at most what a process using the ID outside the
+// claim (package node's child) has to stop after a loss. In read mode
+// failing reads drop the fence sooner (Claim.ReadsFailingAt).
 func (t Timings) LossWindow() time.Duration {
 	return t.Lease - t.SafetyMargin - t.RenewDeadline
 }

@@ -25,9 +25,8 @@ type Tasks interface {
 }
 
 // TasksHints is a Tasks that also tells a waiting Acquire when a task may
-// have died (the gossip package's Freed), so that it looks at once: how an
-// election's candidate, which has no Peers, challenges a dead leader
-// without waiting out its backoff.
+// have died (the gossip package's Freed), so that an election's candidate,
+// which has no Peers, challenges a dead leader without waiting out its backoff.
 type TasksHints interface {
 	Tasks
 	// Freed returns a channel closed at the next such event.
@@ -50,9 +49,9 @@ type PeerHints interface {
 }
 
 // GossipJoiner is a Peers (or Tasks) that can join the gossip member at an
-// address (the gossip package's Node satisfies it). In read mode Acquire joins
-// the address a holder's record publishes before it challenges a holder that
-// gossip does not show live, and judges again: a live one is spared.
+// address (the gossip package's Node): in read mode, before it challenges a
+// holder gossip does not show live, Acquire joins the address its record
+// publishes and judges again.
 type GossipJoiner interface {
 	// JoinGossip joins the member at addr ("host:port"); it returns within
 	// about the gossip's TCP timeout.
@@ -60,9 +59,9 @@ type GossipJoiner interface {
 }
 
 // Observer receives a Provider's events, for metrics. Methods must be fast, safe
-// for concurrent use and must not block. Embed NopObserver to implement a subset.
-// A Provider also calls the methods of WaitObserver, ReadObserver and
-// ChallengeObserver when Config.Observer implements them.
+// for concurrent use and must not block; embed NopObserver to implement a
+// subset. A Config.Observer may also implement WaitObserver, ReadObserver and
+// ChallengeObserver.
 type Observer interface {
 	// Acquired reports node id taken at version, took after Acquire began.
 	Acquired(id int, version int64, took time.Duration)
@@ -111,8 +110,7 @@ func (NopObserver) Released(int) {}
 func (NopObserver) Anomaly(string, error) {}
 
 // WaitObserver is an Observer that also hears of each round of Acquire that
-// took no node ID, so that a waiting task can say why it waits (package node
-// logs it and puts it in /health).
+// took no node ID, so that a waiting task can say why it waits (in /health).
 type WaitObserver interface {
 	Observer
 	// AcquireWaiting reports that round (from 1) of Acquire took no node

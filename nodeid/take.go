@@ -60,11 +60,9 @@ func (p *Provider) judge(r readResult) (lease.Record, lease.State, error) {
 	return prev, p.rules.stateOf(&prev, r.meta, p.cfg.ClockMargin), nil
 }
 
-// take takes prev, read in r and judged free or expired (judge), by one CAS
-// on the ETag it was read with: version + 1, and the predecessor's
-// reservation kept as this claim's floor. It returns errTaken when another
-// writer changed the object first; a write whose outcome is unknown is
-// resolved by reading the object back.
+// take takes prev, read in r and judged free or expired, by one CAS on the
+// ETag it was read with: version + 1, the predecessor's reservation kept as
+// this claim's floor. errTaken: another writer changed the object first.
 func (p *Provider) take(ctx context.Context, r readResult, prev lease.Record, state lease.State, o claimOptions) (*Claim, error) {
 	key := lease.RecordKey(r.id)
 	next := lease.Record{
@@ -131,8 +129,8 @@ func (p *Provider) readBackTake(ctx context.Context, key, writeID string) (lease
 }
 
 // stamp sets the fields every write of a held lease renews: a new writeId, the
-// human-readable times, and the Snowflake reservation (never lowered; not
-// raised when the claim issues no IDs, Config.IssuesNoIDs).
+// human-readable times, and the reservation (never lowered; not raised with
+// Config.IssuesNoIDs).
 func (p *Provider) stamp(r *lease.Record, wall time.Time) {
 	r.WriteID = lease.NewWriteID()
 	r.RenewedAt, r.ExpiresAt = wall, wall.Add(p.t.Lease)
