@@ -159,10 +159,9 @@ type Config struct {
 
 	// MaxClockWait is how far this task's wall clock may be behind the floor
 	// (the predecessor's reservation) of a lease it takes: the generator
-	// waits that long at most. A lease whose floor is further ahead is
-	// skipped as an anomaly (ErrClockBehind when only such leases were
-	// takeable), unless its last holder's reservation explains it
-	// (ErrAwaitingFloor; docs/evidence/design.md section 7.2). Default 5 s.
+	// waits that long at most. A lease whose floor is further ahead is skipped
+	// (ErrClockBehind) or held (ErrAwaitingFloor): docs/evidence/design.md
+	// section 7.2. Default 5 s.
 	MaxClockWait time.Duration
 
 	// BootstrapWindow is how old (on the store's clock) the manifest must be

@@ -25,8 +25,7 @@ func (p *Provider) freedSignal() <-chan struct{} {
 	return nil
 }
 
-// rank returns this task's place among the tasks waiting for a node ID and
-// their number, by gossip; (0, 0) without hints.
+// rank is PeerHints.Rank; (0, 0) without hints.
 func (p *Provider) rank() (rank, of int) {
 	if h := p.hints(); h != nil {
 		return h.Rank()
@@ -34,9 +33,8 @@ func (p *Provider) rank() (rank, of int) {
 	return 0, 0
 }
 
-// freeForUs reports whether gossip's view leaves a node ID for this task: more
-// IDs that no live member holds than tasks waiting before it by rank. Always
-// true without hints.
+// freeForUs reports whether gossip's view leaves a node ID for this task (more
+// free IDs than tasks waiting before it by rank); true without hints.
 func (p *Provider) freeForUs() bool {
 	h := p.hints()
 	if h == nil {

@@ -5,9 +5,8 @@ import (
 	"sync"
 )
 
-// subscription holds a claim's Changed channel and Context. The claim's
-// owner signals it by closing a channel under its own lock, never held across
-// a call out: they never wait on a subscriber.
+// subscription holds a claim's Changed channel and Context, signalled under
+// its own lock, never held across a call out: no signal waits on a subscriber.
 type subscription struct {
 	mu     sync.Mutex
 	next   chan struct{} // closed at the next change; nil: nobody asked since the last
@@ -73,8 +72,7 @@ func (c *Claim) Context() context.Context {
 	return s.ctx
 }
 
-// changed signals a change of the claim's state: it closes the channel
-// Changed handed out, if any.
+// changed signals a change of the claim's state to Changed's callers.
 func (s *subscription) changed() {
 	s.mu.Lock()
 	s.signalLocked()
