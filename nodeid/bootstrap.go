@@ -419,8 +419,7 @@ type InitReport struct {
 	Manifest lease.Manifest
 	// ManifestCreated is true when Init created the manifest.
 	ManifestCreated bool
-	// Created lists the lease objects Init created free, in ID order: the
-	// missing ones of a cluster that was not filled yet.
+	// Created lists the lease objects Init created free, in ID order.
 	Created []int
 	// Deleted lists, in ID order, the lease objects that existed once and
 	// are missing: Init does not recreate them; nodeidctl repair restores them.

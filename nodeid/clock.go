@@ -62,9 +62,8 @@ func (*systemClock) SleepOrWake(ctx context.Context, d time.Duration, wake <-cha
 }
 
 // wakeClock is a Clock whose sleep can also end early when a channel closes,
-// without a goroutine: the system clock (a select) and the simulation's
-// (its event loop). A waiting Acquire sleeps on it until gossip frees an ID
-// (see pause).
+// without a goroutine: the system clock (a select) and the simulation's (its
+// event loop).
 type wakeClock interface {
 	Clock
 	// SleepOrWake is Sleep that also ends, returning nil, when wake is
@@ -196,9 +195,8 @@ type suspendClock interface {
 
 // SnowflakeClock returns c's wall clock as the clock of a snowflake.Generator:
 // the generator of a claim must read the clock its reservations were stamped
-// with (Clock.Wall), or a step of one against the other stalls it. On the
-// system clock its Sleep is the generator's precise one (waits for the next
-// millisecond); on another Clock it is c.Sleep.
+// with (Clock.Wall), or a step of one against the other stalls it. Its Sleep
+// is the generator's precise one on the system clock, c.Sleep otherwise.
 func SnowflakeClock(c Clock) snowflake.Clock {
 	if _, ok := c.(*systemClock); ok {
 		return generatorClock{wall: c, sleep: preciseSleep.Sleep}

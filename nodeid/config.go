@@ -190,10 +190,9 @@ type Config struct {
 	Observer Observer
 	// Peers, when set, supplies gossip hints (see Peers).
 	Peers Peers
-	// Tasks, when set, tells which tasks are alive (see Tasks): in read mode
-	// a lease whose holder it does not show live is challenged at once, not
-	// when its backstop is late. Elections keep it (they drop Peers): it is
-	// how a dead leader is replaced within about a Window.
+	// Tasks, when set, tells which tasks are alive (see Tasks). Elections keep
+	// it (they drop Peers): it is how a dead leader is replaced within about
+	// a Window.
 	Tasks Tasks
 
 	// hooks is nil in production; tests set it (see testHooks).
@@ -362,9 +361,8 @@ func (c Config) ValidateFor(store lease.Store) error {
 	return nil
 }
 
-// Pinned is what the cluster manifest pins of a configuration: the first task
-// writes its own into the manifest, and a task configured otherwise is
-// refused (ErrManifestMismatch).
+// Pinned is what the cluster manifest pins of a configuration, as the first
+// task wrote it: a task configured otherwise is refused (ErrManifestMismatch).
 type Pinned struct {
 	Layout      Layout
 	FirstNodeID int

@@ -38,9 +38,8 @@ type TasksHints interface {
 // store requests (docs/evidence/design.md section 7.4).
 type PeerHints interface {
 	Peers
-	// Freed returns a channel that is closed when a node ID leaves
-	// KnownNodes after the call (its holder released it, left, or was
-	// found dead).
+	// Freed returns a channel closed when a node ID leaves KnownNodes after
+	// the call (its holder released it, left, or was found dead).
 	Freed() <-chan struct{}
 	// Rank returns this task's place among the live members that hold no
 	// node ID (0 for the first, in an order all members share) and their
