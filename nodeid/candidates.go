@@ -92,12 +92,7 @@ func (w *watched) soon(lastModified time.Time, leaseDur, clockMargin time.Durati
 func (p *Provider) candidates(v *clusterView, tried map[int]bool, w *watched, known map[int]int64) []int {
 	previous := w.listed
 	w.listed = maps.Clone(v.objects)
-	var order []int
-	for _, id := range v.ids(p) {
-		if !tried[id] {
-			order = append(order, id)
-		}
-	}
+	order := slices.DeleteFunc(v.ids(p), func(id int) bool { return tried[id] })
 	if p.cfg.Order != OrderSpread {
 		return order
 	}
