@@ -82,8 +82,7 @@ type goClock interface {
 	Go(f func())
 }
 
-// goRun runs f on a goroutine of its own: the Clock's (goClock), or a new
-// one.
+// goRun runs f on a goroutine of its own: the Clock's (goClock), or a new one.
 func (p *Provider) goRun(f func()) {
 	if gc, ok := p.clock.(goClock); ok {
 		gc.Go(f)
