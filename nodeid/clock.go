@@ -16,11 +16,10 @@ type Clock interface {
 	// Now returns the current time; only differences between its results are
 	// used, so it should carry a monotonic reading.
 	Now() time.Time
-	// Wall returns the wall-clock time (Unix ms feed Snowflake reservations).
-	// The Snowflake generator of a claim must read the same wall clock
-	// (SnowflakeClock), and it should not step: a reservation stamped
-	// from a clock that stepped back falls below the timestamps already
-	// issued, and the generator waits for renewals that never catch up.
+	// Wall returns the wall-clock time, which stamps Snowflake reservations:
+	// a claim's generator must read it too (SnowflakeClock), and it should
+	// not step back, or the reservations fall below the timestamps issued
+	// and the generator waits for renewals that never catch up.
 	Wall() time.Time
 	// Sleep waits for d or until ctx is done, and then returns ctx.Err().
 	Sleep(ctx context.Context, d time.Duration) error

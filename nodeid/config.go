@@ -94,11 +94,9 @@ type Config struct {
 	// failover. Default 15 s. In read mode Backstop is the lease instead.
 	LeaseDuration time.Duration
 
-	// KeepAlive is how the claim keeps its lease alive, pinned by the
-	// manifest with Window and Backstop: KeepAliveWrite (the default, also
-	// "") writes every RenewInterval; KeepAliveRead, far cheaper on S3,
-	// reads the lease object every PollInterval and needs a
-	// lease.ConditionalReader (docs/evidence/design.md section 11).
+	// KeepAlive is how the claim keeps its lease alive: KeepAliveWrite (the
+	// default, also "") or KeepAliveRead, far cheaper on S3, which needs a
+	// lease.ConditionalReader. Pinned by the manifest, with Window and Backstop.
 	KeepAlive KeepAlive
 
 	// Window is W in read mode: a read showing the claim's lease unchanged,

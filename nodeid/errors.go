@@ -24,9 +24,8 @@ var (
 	// task's configuration (Pinned): IDs would collide, or the rules differ.
 	ErrManifestMismatch = errors.New("nodeid: cluster manifest does not match this task's configuration")
 	// ErrClockBehind means this task's wall clock is more than MaxClockWait
-	// behind the floor of every free or expired lease Acquire found: its
-	// clock is behind, or those leases' last holders' clocks were ahead. The
-	// wrapping error names this task's clock and the floors.
+	// behind the floor of every free or expired lease Acquire found (or their
+	// last holders' clocks were ahead): the wrapping error names the clock and floors.
 	ErrClockBehind = errors.New("nodeid: wall clock behind the lease's floor")
 	// ErrAwaitingFloor is why Acquire, holding a node ID it took, has not
 	// returned it yet (WaitObserver.AcquireWaiting): the ID's floor is more
