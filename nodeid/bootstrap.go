@@ -74,7 +74,7 @@ func (p *Provider) bootstrapFill(ctx context.Context, fillNow bool) (*clusterVie
 	}
 	v := p.cachedView(listed, l.Date)
 	if v == nil && listed != nil {
-		if v, err = early.view(p); err != nil {
+		if v, err = early.view(); err != nil {
 			return nil, err
 		}
 	}

@@ -157,7 +157,7 @@ func (e *earlyManifest) wait() {
 
 // view returns the view of the manifest e read, checked; nil and no error
 // when e is nil or its GET failed (the bootstrap then reads it itself).
-func (e *earlyManifest) view(p *Provider) (*clusterView, error) {
+func (e *earlyManifest) view() (*clusterView, error) {
 	if e == nil {
 		return nil, nil
 	}
@@ -165,5 +165,5 @@ func (e *earlyManifest) view(p *Provider) (*clusterView, error) {
 	if e.err != nil {
 		return nil, nil
 	}
-	return p.checkManifest(e.body, e.meta)
+	return e.p.checkManifest(e.body, e.meta)
 }
