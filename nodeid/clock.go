@@ -180,12 +180,10 @@ func (*systemClock) suspendReading(now time.Time) int64 { return now.UnixNano() 
 
 // suspendClock is a Clock whose readings (Now) carry a second reading, in
 // nanoseconds, that keeps counting while the host is suspended, where the
-// monotonic one does not. A claim keeps its fence on both and falls at the
-// first: after a VM resumes, it stops issuing at once instead of at the next
-// failed renewal (docs/evidence/design.md section 5, with the assumption
-// this rests on). The system clock's is the real-time clock, which time.Now
-// reads anyway: CLOCK_BOOTTIME would not step, but reading it is a system
-// call (260 ns on this project's VMs against 50 ns for time.Now) on every ID.
+// monotonic one does not: a claim fences on both, so that after a VM resumes
+// it stops issuing at once (docs/evidence/design.md section 5). The system
+// clock's is the real-time clock, which time.Now reads anyway: CLOCK_BOOTTIME
+// would not step, but costs a system call (260 ns against 50 ns) on every ID.
 type suspendClock interface {
 	Clock
 	suspendReading(now time.Time) int64
