@@ -269,8 +269,10 @@ func (c *Claim) ValidUntil() time.Time {
 // Clock) from which the claim's reads count as failing: a PollInterval, the
 // quarter of it after which a failed read is retried, and that retry's
 // StoreTimeout after the send of the last read or write that proved the
-// lease. Past it two reads in a row failed or timed out, and the fence falls
-// in less than Window - SafetyMargin - that: a process that uses the ID
+// lease. Past it two reads in a row failed or timed out (or one that a
+// write in flight held back by up to StoreTimeout, owner.go, took over a
+// quarter PollInterval), and the fence falls in less than Window -
+// SafetyMargin - that: a process that uses the ID
 // outside the claim should stop then, before the fence. When the cap bounds
 // the fence (the backstop writes are failing too), the instant is earlier.
 // It is kept once the fence fell. The zero Time in write mode, whose
