@@ -99,7 +99,7 @@ func (c *Claim) Reservation() int64 { return c.snap.Load().reservation }
 // monotonic clock stands still while the host (a VM) is suspended; on the
 // system clock the deadline is also kept on the host's real-time clock,
 // which counts the suspension, so the fence falls at once on resume (see
-// suspendClock). Valid folds that deadline into the monotonic one whenever
+// SuspendClock). Valid folds that deadline into the monotonic one whenever
 // the real-time clock has run ahead (see foldSlack), so a later step back of
 // that clock (NTP after a suspension, a strobe) can neither lift a fence that
 // fell nor put off one that a suspension brought nearer: only a write that
@@ -174,7 +174,7 @@ type snapshot struct {
 	// which the claim may issue IDs; math.MinInt64 once fenced for good.
 	until int64
 	// suspendUntil is the same deadline on the Clock's suspend-counting
-	// reading (see suspendClock), math.MinInt64 once fenced for good;
+	// reading (see SuspendClock), math.MinInt64 once fenced for good;
 	// unused when the Clock has none.
 	suspendUntil int64
 	// jeopardy: the renewals gave up with no evidence of another writer:
@@ -232,7 +232,7 @@ func (c *Claim) suspendLeft(s *snapshot, now time.Time) (int64, bool) {
 	if s.suspendUntil == math.MinInt64 {
 		return 0, true
 	}
-	return s.suspendUntil - c.p.suspend.suspendReading(now), true
+	return s.suspendUntil - c.p.suspend.SuspendReading(now), true
 }
 
 // suspendFallen reports whether the deadline on the suspend-counting reading
@@ -386,7 +386,7 @@ func (c *Claim) Status() Status {
 
 // fenceAt returns the fence that a proof of the lease sent at sent, good
 // for span, allows: sent + span - SafetyMargin, in nanoseconds after p.base,
-// and on the Clock's suspend-counting reading (see suspendClock; MaxInt64
+// and on the Clock's suspend-counting reading (see SuspendClock; MaxInt64
 // when it has none). A landed write proves it for armSpan (LeaseDuration,
 // in read mode Window) and caps the reads for LeaseDuration (read mode:
 // Backstop); a read that shows its ETag proves it for Window.
@@ -394,7 +394,7 @@ func (c *Claim) fenceAt(sent time.Time, span time.Duration) (until, suspendUntil
 	d := c.p.rules.fenceSpan(span, c.p.t.SafetyMargin)
 	until, suspendUntil = int64(sent.Sub(c.p.base)+d), math.MaxInt64
 	if c.p.suspend != nil {
-		suspendUntil = c.p.suspend.suspendReading(sent) + int64(d)
+		suspendUntil = c.p.suspend.SuspendReading(sent) + int64(d)
 	}
 	return until, suspendUntil
 }

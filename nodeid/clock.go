@@ -174,19 +174,22 @@ func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan 
 	return nil
 }
 
-// suspendReading implements suspendClock with the real-time reading that
+// SuspendReading implements SuspendClock with the real-time reading that
 // time.Now takes anyway, which keeps counting while the host is suspended.
-func (*systemClock) suspendReading(now time.Time) int64 { return now.UnixNano() }
+func (*systemClock) SuspendReading(now time.Time) int64 { return now.UnixNano() }
 
-// suspendClock is a Clock whose readings (Now) carry a second reading, in
+// SuspendClock is a Clock whose readings (Now) carry a second reading, in
 // nanoseconds, that keeps counting while the host is suspended, where the
 // monotonic one does not: a claim fences on both, so that after a VM resumes
 // it stops issuing at once (docs/evidence/design.md section 5). The system
-// clock's is the real-time clock, which time.Now reads anyway: CLOCK_BOOTTIME
-// would not step, but costs a system call (260 ns against 50 ns) on every ID.
-type suspendClock interface {
+// clock is one; its second reading is the real-time clock, which time.Now
+// reads anyway: CLOCK_BOOTTIME would not step, but costs a system call (260 ns
+// against 50 ns) on every ID.
+type SuspendClock interface {
 	Clock
-	suspendReading(now time.Time) int64
+	// SuspendReading returns the second reading taken with now, a result
+	// of Now, without reading the clock again.
+	SuspendReading(now time.Time) int64
 }
 
 // SnowflakeClock returns c's wall clock as the clock of a snowflake.Generator:

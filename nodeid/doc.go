@@ -53,5 +53,4 @@
 //
 // Package node composes a claim with its Snowflake generator, gossip, an id
 // file and a supervised child: most users want it, not a bare Claim.
-// [FaultClock] exists for nodeid-broker's debug flags and the fault suites.
 package nodeid

@@ -2,90 +2,11 @@ package nodeid
 
 import (
 	"context"
-	"math"
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/testkit/fakeclock"
+	"github.com/nodeid/nodeid/internal/faultclock"
 )
-
-// TestFaultClockRunsAtItsRate: every reading advances Rate seconds per real
-// second, the wall clock from the creation's reading plus Offset, and a sleep
-// of d lasts d/Rate.
-func TestFaultClockRunsAtItsRate(t *testing.T) {
-	real := fakeclock.New(start)
-	c := newFaultClock(ClockFault{Rate: 0.5, Offset: 2 * time.Second}, real)
-	real.Advance(10 * time.Second)
-	if got := c.Now().Sub(start); got != 5*time.Second {
-		t.Fatalf("Now advanced %v in 10 s at rate 0.5, want 5s", got)
-	}
-	if got, want := c.Wall(), start.Add(7*time.Second); !got.Equal(want) {
-		t.Fatalf("Wall = %v, want %v (start + offset 2 s + 5 s)", got, want)
-	}
-	if got := c.Host(); !got.Equal(c.Wall()) {
-		t.Fatalf("Host = %v, want the wall clock %v (no steps)", got, c.Wall())
-	}
-
-	done := make(chan error, 1)
-	go func() { done <- c.Sleep(context.Background(), time.Second) }()
-	if err := real.WaitForSleepers(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
-	real.Advance(2*time.Second - time.Nanosecond)
-	if real.Sleepers() != 1 {
-		t.Fatal("a sleep of 1 s at rate 0.5 ended before 2 s of real time")
-	}
-	real.Advance(time.Nanosecond)
-	if err := <-done; err != nil {
-		t.Fatalf("Sleep = %v", err)
-	}
-}
-
-// TestFaultClockSteps: the real-time clock (Host, and the suspension check's
-// reading) takes each step at its instant on the faulty clock, in any order
-// given; the wall clock never steps.
-func TestFaultClockSteps(t *testing.T) {
-	real := fakeclock.New(start)
-	c := newFaultClock(ClockFault{Rate: 2, Steps: []ClockStep{
-		{At: 4 * time.Second, By: -5 * time.Second},
-		{At: 2 * time.Second, By: 3 * time.Second},
-	}}, real)
-	for _, tt := range []struct {
-		real, shift time.Duration // real time since creation; the step sum then
-	}{
-		{0, 0},
-		{999 * time.Millisecond, 0},    // 1.998 s on the clock
-		{time.Second, 3 * time.Second}, // 2 s: the first step
-		{1999 * time.Millisecond, 3 * time.Second},
-		{2 * time.Second, -2 * time.Second}, // 4 s: the second step
-		{time.Hour, -2 * time.Second},
-	} {
-		real.Advance(tt.real - real.Now().Sub(start))
-		wall := start.Add(2 * tt.real)
-		if got := c.Wall(); !got.Equal(wall) {
-			t.Fatalf("after %v: Wall = %v, want %v (it never steps)", tt.real, got, wall)
-		}
-		if got, want := c.Host(), wall.Add(tt.shift); !got.Equal(want) {
-			t.Fatalf("after %v: Host = %v, want wall %+v", tt.real, got, tt.shift)
-		}
-		if got, want := c.suspendReading(c.Now()), wall.Add(tt.shift).UnixNano(); got != want {
-			t.Fatalf("after %v: suspendReading = %d, want %d", tt.real, got, want)
-		}
-	}
-}
-
-func TestClockFaultValidate(t *testing.T) {
-	for _, rate := range []float64{-0.5, math.NaN(), math.Inf(1)} {
-		if (ClockFault{Rate: rate}).Validate() == nil {
-			t.Errorf("rate %v validated", rate)
-		}
-	}
-	for _, rate := range []float64{0, 0.8, 1.25} {
-		if err := (ClockFault{Rate: rate}).Validate(); err != nil {
-			t.Errorf("rate %v: %v", rate, err)
-		}
-	}
-}
 
 // TestClockRateBound: a holder cut off from its store stops issuing before
 // the store can judge its lease expired (LeaseDuration of real time after
@@ -107,7 +28,7 @@ func TestClockRateBound(t *testing.T) {
 	} {
 		e := newEnv(t)
 		cfg := e.config("a")
-		cfg.Clock, cfg.ClusterSize = newFaultClock(ClockFault{Rate: tt.rate}, e.clk), 1
+		cfg.Clock, cfg.ClusterSize = faultclock.New(faultclock.Fault{Rate: tt.rate}, e.clk), 1
 		c, err := e.provider(cfg).Acquire(context.Background()) // its take is sent now
 		if err != nil {
 			t.Fatal(err)
@@ -129,7 +50,7 @@ func TestClockRateBound(t *testing.T) {
 // The wall clock, which Snowflake timestamps are read from, does not move.
 func TestStepForwardFencesTheClaim(t *testing.T) {
 	e := newEnv(t)
-	clk := newFaultClock(ClockFault{Steps: []ClockStep{{At: 1500 * time.Millisecond, By: time.Hour}}}, e.clk)
+	clk := faultclock.New(faultclock.Fault{Steps: []faultclock.Step{{At: 1500 * time.Millisecond, By: time.Hour}}}, e.clk)
 	cfg := e.config("a")
 	cfg.Clock, cfg.ClusterSize = clk, 1
 	c := e.acquire(e.provider(cfg))
@@ -158,7 +79,7 @@ func TestStepForwardFencesTheClaim(t *testing.T) {
 // /health 503 and then, 100 ms later, 200 with the same recovery count.
 func TestStepBackDoesNotLiftTheFence(t *testing.T) {
 	e := newEnv(t)
-	clk := newFaultClock(ClockFault{Steps: []ClockStep{
+	clk := faultclock.New(faultclock.Fault{Steps: []faultclock.Step{
 		{At: 1500 * time.Millisecond, By: time.Hour},
 		{At: 1600 * time.Millisecond, By: -time.Hour},
 	}}, e.clk)

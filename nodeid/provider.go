@@ -23,7 +23,7 @@ type Provider struct {
 	t       Timings // cfg resolved: derived timings are read here, never from cfg
 	log     *slog.Logger
 	clock   Clock
-	suspend suspendClock // clock, when it counts suspended time: claims fence on it too
+	suspend SuspendClock // clock, when it counts suspended time: claims fence on it too
 	base    time.Time    // monotonic origin of claim deadlines
 
 	randMu sync.Mutex
@@ -72,7 +72,7 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 		rand:        rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		deletedSeen: map[int]bool{},
 	}
-	p.suspend, _ = cfg.Clock.(suspendClock)
+	p.suspend, _ = cfg.Clock.(SuspendClock)
 	p.hooks = cfg.hooks
 	p.rules = productionRules()
 	switch {

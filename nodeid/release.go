@@ -132,5 +132,5 @@ func (c *Claim) withinLastFence(seen time.Time) bool {
 	if int64(seen.Sub(c.p.base)) >= s.provenUntil {
 		return false
 	}
-	return c.p.suspend == nil || c.p.suspend.suspendReading(seen) < s.provenSuspendUntil
+	return c.p.suspend == nil || c.p.suspend.SuspendReading(seen) < s.provenSuspendUntil
 }

@@ -21,7 +21,7 @@ type suspendingClock struct {
 	suspended atomic.Int64 // ns spent suspended
 }
 
-func (c *suspendingClock) suspendReading(now time.Time) int64 {
+func (c *suspendingClock) SuspendReading(now time.Time) int64 {
 	return now.UnixNano() + c.suspended.Load()
 }
 
@@ -129,7 +129,7 @@ func TestStepBackAfterSuspendKeepsTheSuspension(t *testing.T) {
 
 // stampedSuspendClock is a suspendingClock whose readings carry their
 // suspend-counting reading, as the system clock's readings carry the
-// real-time one: suspendReading of a reading taken before a suspension does
+// real-time one: SuspendReading of a reading taken before a suspension does
 // not count it. The count rides in the reading's Location, which
 // differences and comparisons ignore.
 type stampedSuspendClock struct {
@@ -141,7 +141,7 @@ func (c *stampedSuspendClock) Now() time.Time {
 	return c.Clock.Now().In(time.FixedZone(strconv.FormatInt(c.suspended.Load(), 10), 0))
 }
 
-func (c *stampedSuspendClock) suspendReading(now time.Time) int64 {
+func (c *stampedSuspendClock) SuspendReading(now time.Time) int64 {
 	ns, err := strconv.ParseInt(now.Location().String(), 10, 64)
 	if err != nil {
 		panic("stampedSuspendClock: a reading it did not take: " + now.String())

@@ -81,7 +81,7 @@ func TestFenceForGoodWinsARace(t *testing.T) {
 	c := e.acquire(e.provider(cfg))
 	// The real-time deadline 5 ms nearer than the monotonic one: a Valid
 	// folds it.
-	sus := clk.suspendReading(c.p.base) + int64(time.Hour-5*time.Millisecond)
+	sus := clk.SuspendReading(c.p.base) + int64(time.Hour-5*time.Millisecond)
 	for i := range 200 {
 		c.snap.Store(&snapshot{until: int64(time.Hour), suspendUntil: sus}) // up, far out
 		var wg sync.WaitGroup

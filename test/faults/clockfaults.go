@@ -9,15 +9,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/faultclock"
 )
 
 // ClockFault is what a broker's clock does wrong (the broker's
-// --debug-clock-rate and --debug-clock-steps, nodeid.ClockFault): its rate
+// --debug-clock-rate and --debug-clock-steps, faultclock.Fault): its rate
 // against real time (0: 1) and the steps of its real-time clock.
 type ClockFault struct {
 	Rate  float64
-	Steps []nodeid.ClockStep
+	Steps []faultclock.Step
 }
 
 // Args returns the broker flags that give it this clock.
@@ -71,13 +71,13 @@ func DrawClockFault(seed uint64, slot, gen int, rates []float64, d time.Duration
 	}
 	at := func() time.Duration { return time.Duration(rng.Int64N(int64(d))).Round(time.Millisecond) }
 	c.Steps = append(c.Steps,
-		nodeid.ClockStep{At: at(), By: amount(500*time.Millisecond, 4*time.Second)},
-		nodeid.ClockStep{At: at(), By: -amount(500*time.Millisecond, 4*time.Second)})
+		faultclock.Step{At: at(), By: amount(500*time.Millisecond, 4*time.Second)},
+		faultclock.Step{At: at(), By: -amount(500*time.Millisecond, 4*time.Second)})
 	strobeAt, by := at(), amount(500*time.Millisecond, 3*time.Second)
 	for i := range strobeSteps {
-		c.Steps = append(c.Steps, nodeid.ClockStep{At: strobeAt + time.Duration(i)*strobeEvery, By: by})
+		c.Steps = append(c.Steps, faultclock.Step{At: strobeAt + time.Duration(i)*strobeEvery, By: by})
 		by = -by
 	}
-	slices.SortStableFunc(c.Steps, func(a, b nodeid.ClockStep) int { return cmp.Compare(a.At, b.At) })
+	slices.SortStableFunc(c.Steps, func(a, b faultclock.Step) int { return cmp.Compare(a.At, b.At) })
 	return c
 }

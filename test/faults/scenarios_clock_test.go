@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/faultclock"
 )
 
 // clockLease is the lease of the clock scenarios. The broker's safety margin
@@ -103,7 +103,7 @@ func runClockWithin(t *testing.T, s *suite, sc scenario, rate float64, first tim
 	sc.serialStart = true // the first broker holds when its clock steps
 	sc.clockFor = func(n int) ClockFault {
 		if n == 0 {
-			return ClockFault{Rate: rate, Steps: []nodeid.ClockStep{
+			return ClockFault{Rate: rate, Steps: []faultclock.Step{
 				{At: first, By: 5 * time.Second},
 				{At: first + 1100*time.Millisecond, By: 5 * time.Second},
 				{At: first + 1400*time.Millisecond, By: -5 * time.Second},

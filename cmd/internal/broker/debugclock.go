@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
+	"github.com/nodeid/nodeid/internal/faultclock"
 	"github.com/nodeid/nodeid/node"
 	"github.com/nodeid/nodeid/nodeid"
 )
 
 // debugClock is what the --debug-clock-* flags say: a faulty clock for
-// fault tests (nodeid.ClockFault). The zero value is the system clock.
+// fault tests (internal/faultclock). The zero value is the system clock.
 type debugClock struct {
 	offset time.Duration
 	rate   float64
@@ -32,7 +33,7 @@ func (d *debugClock) apply(c *node.Config, src func(string) string) error {
 	if err != nil {
 		return envflag.Usagef("%s %q: %v", src("debug-clock-steps"), d.steps, err)
 	}
-	fault := nodeid.ClockFault{Offset: d.offset, Rate: d.rate, Steps: steps}
+	fault := faultclock.Fault{Offset: d.offset, Rate: d.rate, Steps: steps}
 	if err := fault.Validate(); err != nil || d.rate == 0 {
 		return envflag.Usagef("%s %v: want a positive rate (1: a correct clock)", src("debug-clock-rate"), d.rate)
 	}
@@ -43,14 +44,14 @@ func (d *debugClock) apply(c *node.Config, src func(string) string) error {
 		}
 		return nil
 	}
-	fc := nodeid.NewFaultClock(fault)
+	fc := faultclock.New(fault, nodeid.SystemClock(0))
 	c.Provider.Clock, c.HostClock = fc, fc.Host
 	return nil
 }
 
 // parseClockSteps parses "AT:BY,AT:BY" (Go durations; BY may be negative).
-func parseClockSteps(s string) ([]nodeid.ClockStep, error) {
-	var steps []nodeid.ClockStep
+func parseClockSteps(s string) ([]faultclock.Step, error) {
+	var steps []faultclock.Step
 	if s == "" {
 		return nil, nil
 	}
@@ -67,7 +68,7 @@ func parseClockSteps(s string) ([]nodeid.ClockStep, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %q: BY %q: want a duration, e.g. +2s or -500ms", item, by)
 		}
-		steps = append(steps, nodeid.ClockStep{At: a, By: b})
+		steps = append(steps, faultclock.Step{At: a, By: b})
 	}
 	return steps, nil
 }

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/internal/envflag"
-	"github.com/nodeid/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/faultclock"
 )
 
 // TestDebugClockFlags: no --debug-clock-* flag leaves the system clock; a
-// rate or steps give the broker a nodeid.FaultClock, which is also the host
+// rate or steps give the broker a faultclock.Clock, which is also the host
 // clock a child reads; bad values are usage errors naming the flag.
 func TestDebugClockFlags(t *testing.T) {
 	base := []string{"--bucket", "b"}
@@ -21,7 +21,7 @@ func TestDebugClockFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.node.Provider.Clock.(*nodeid.FaultClock); ok || c.node.HostClock != nil {
+	if _, ok := c.node.Provider.Clock.(*faultclock.Clock); ok || c.node.HostClock != nil {
 		t.Fatalf("no debug flag: clock %T, host clock set %v; want the system clock", c.node.Provider.Clock, c.node.HostClock != nil)
 	}
 
@@ -29,9 +29,9 @@ func TestDebugClockFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, ok := c.node.Provider.Clock.(*nodeid.FaultClock)
+	fc, ok := c.node.Provider.Clock.(*faultclock.Clock)
 	if !ok || c.node.HostClock == nil {
-		t.Fatalf("clock %T: want a *nodeid.FaultClock, and its host clock", c.node.Provider.Clock)
+		t.Fatalf("clock %T: want a *faultclock.Clock, and its host clock", c.node.Provider.Clock)
 	}
 	if d := c.node.HostClock().Sub(fc.Wall()); d.Abs() > time.Second {
 		t.Fatalf("the host clock is %v from the wall clock before any step", d)
@@ -59,7 +59,7 @@ func TestParseClockSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []nodeid.ClockStep{{At: 5 * time.Second, By: 2 * time.Second}, {At: 9 * time.Second, By: -500 * time.Millisecond}, {At: time.Minute}}
+	want := []faultclock.Step{{At: 5 * time.Second, By: 2 * time.Second}, {At: 9 * time.Second, By: -500 * time.Millisecond}, {At: time.Minute}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
