@@ -50,8 +50,7 @@ func (c *Claim) challengedBy(rec lease.Record, etag string, seen time.Time) erro
 	}
 	for _, pw := range c.pending {
 		if pw.rec.WriteID == of {
-			c.committed(pw.rec, etag, c.p.rules.adoptedAt(pw.sent, seen))
-			c.answerChallenge()
+			c.committed(pw.rec, etag, c.p.rules.adoptedAt(pw.sent, seen), true)
 			return errChallenged
 		}
 	}

@@ -113,7 +113,7 @@ func (s SimRules) mutated() *rules {
 		r.conflictFinal = func(c *Claim) bool { return prod.conflictFinal(c) && !c.inJeopardy() }
 		r.takenBy = func(c *Claim, rec lease.Record, etag string, seen time.Time) (string, error) {
 			if c.inJeopardy() {
-				c.committed(c.rec, etag, seen) // another writer's record taken for ours
+				c.committed(c.rec, etag, seen, false) // another writer's record taken for ours
 				return rec.WriteID, nil
 			}
 			return prod.takenBy(c, rec, etag, seen)

@@ -82,7 +82,7 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 		meta, err = lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
 	})
 	if err == nil {
-		c.committed(rec, meta.ETag, sent)
+		c.committed(rec, meta.ETag, sent, false)
 		if answering {
 			c.answered()
 		}
@@ -168,7 +168,7 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 	}
 	for _, pw := range c.pending {
 		if pw.rec.WriteID == rec.WriteID {
-			c.committed(pw.rec, meta.ETag, c.p.rules.adoptedAt(pw.sent, seen))
+			c.committed(pw.rec, meta.ETag, c.p.rules.adoptedAt(pw.sent, seen), false)
 			return rec.WriteID, nil
 		}
 	}
@@ -185,20 +185,22 @@ func (c *Claim) takenBy(rec lease.Record, _ string, seen time.Time) (string, err
 }
 
 // committed records a write sent at sent that landed: a CAS on our last
-// ETag, so nobody wrote the object in between (docs/evidence/design.md section 6). It
-// moves the fence to the write's deadline, sent + LeaseDuration -
-// SafetyMargin (in read mode sent + Window - SafetyMargin), except that a fence dropped for good (Close began, or the
-// claim was lost: MinInt64) stays down, and that a fence that fell, by time or
-// into jeopardy, is lifted only when the claim may recover (LossGrace not
-// NoLossGrace); otherwise it stays down, as before jeopardy existed, and the
-// renewal loop ends the claim. A write whose deadline has passed already
-// leaves the claim fenced.
-func (c *Claim) committed(rec lease.Record, etag string, sent time.Time) {
+// ETag, so nobody wrote the object in between (docs/evidence/design.md
+// section 6). It moves the fence to the write's deadline, sent +
+// LeaseDuration - SafetyMargin (in read mode sent + Window - SafetyMargin),
+// except that a fence dropped for good (Close began, or the claim was lost:
+// MinInt64) stays down, and that a fence that fell, by time or into
+// jeopardy, is lifted only when the claim may recover (LossGrace not
+// NoLossGrace); otherwise it stays down, and the renewal loop ends the claim.
+// A write whose deadline has passed already leaves the claim fenced. With
+// answering, etag is a challenge's that names rec: the claim's next write
+// answers it, and the snapshot that publishes the write says so.
+func (c *Claim) committed(rec lease.Record, etag string, sent time.Time, answering bool) {
 	c.rec, c.etag, c.pending = rec, etag, nil
 	c.capUntil, c.capSuspendUntil = c.fenceAt(sent, c.p.t.Lease)
 	until, suspendUntil := c.fenceAt(sent, c.p.t.armSpan())
 	c.arm(until, suspendUntil, func(s *snapshot) {
-		s.reservation, s.lastSent, s.answering = rec.ReservedUntilMs, sent, false
+		s.reservation, s.lastSent, s.answering = rec.ReservedUntilMs, sent, answering
 		s.provenUntil, s.provenSuspendUntil = until, suspendUntil
 	})
 	c.subs.changed()
