@@ -46,7 +46,6 @@ func (e *env) readClaim(mod func(*Config)) (*Claim, *slowReads) {
 	if mod != nil {
 		mod(&cfg)
 	}
-	cfg.hooks = &testHooks{} // for the tests that break a rule
 	s := &slowReads{Store: e.store, e: e}
 	c := withoutLoops(e.acquire(e.providerOn(s, cfg)))
 	return c, s

@@ -9,7 +9,7 @@ import (
 
 // The fixes of review 5's liveness findings reverted, each as rule values
 // (rules): the mutants that the simulation's liveness checks must catch
-// (SimHooks, TestSimulationCatchesBrokenLiveness).
+// (SimRules, TestSimulationCatchesBrokenLiveness).
 
 // unwokenRetryPause: a round's retry pause (and jeopardy's) waits its
 // whole length, its reads served, whatever they see: a challenge a read
