@@ -180,7 +180,9 @@ type Config struct {
 	// Zero: the lease. NoLossGrace: none, the first fence is final.
 	LossGrace time.Duration
 
-	// Clock is the time source. Default SystemClock(0).
+	// Clock is the time source. Default SystemClock(0). A Clock that is
+	// also a SuspendClock fences claims on its suspend-counting reading too,
+	// as the system clock does.
 	Clock Clock
 	// Logger receives state changes (acquired, lost, released); nil discards.
 	Logger *slog.Logger

@@ -11,6 +11,10 @@ import (
 	"github.com/nodeid/nodeid/nodeid"
 )
 
+// The broker's fault clock counts suspended time as the system clock does:
+// its real-time steps reach the claim's fence.
+var _ nodeid.SuspendClock = (*faultclock.Clock)(nil)
+
 // debugClock is what the --debug-clock-* flags say: a faulty clock for
 // fault tests (internal/faultclock). The zero value is the system clock.
 type debugClock struct {
