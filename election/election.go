@@ -129,6 +129,12 @@ func (l *Leadership) Valid() bool { return l.claim.Valid() }
 // lands first.
 func (l *Leadership) ValidUntil() time.Time { return l.claim.ValidUntil() }
 
+// Context returns a context cancelled when this leadership ends: when it is
+// lost, or when Resign begins. context.Cause of it wraps nodeid.ErrLeaseLost,
+// or is nodeid.ErrClosed. Run the leader's work under it; it is not the
+// fence: Valid still tells whether this task may act as leader now.
+func (l *Leadership) Context() context.Context { return l.claim.Context() }
+
 // Done is closed when the leadership ends: resigned or lost.
 func (l *Leadership) Done() <-chan struct{} { return l.claim.Done() }
 

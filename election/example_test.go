@@ -12,8 +12,8 @@ import (
 )
 
 // A leader-only loop: campaign (publishing this task's address, which
-// followers read with Leader), work while Valid, stop when Done closes, resign
-// on shutdown so that another candidate is elected at once.
+// followers read with Leader), work while Valid, stop when its Context
+// ends, resign on shutdown so that another candidate is elected at once.
 func Example() {
 	ctx := context.Background()
 	store := storetest.NewMemStore() // s3store.New(ctx, cfg) in production: the node IDs' store
@@ -30,10 +30,11 @@ func Example() {
 	}
 	fmt.Println("leader of", l.Name(), "term", l.Term())
 
+	work := l.Context() // ends with the leadership: lost, or Resign begins
 	for step := 0; step < 3; step++ {
 		select {
-		case <-l.Done(): // lost: stop acting as leader at once
-			fmt.Println("lost:", l.Err())
+		case <-work.Done(): // lost: stop acting as leader at once
+			fmt.Println("lost:", context.Cause(work))
 			return
 		default:
 		}

@@ -67,6 +67,10 @@ func resignHandsOver(t *testing.T, store lease.Store) {
 		if !la.Valid() || la.Term() != 1 || la.Value() != "http://a:8080" {
 			t.Fatalf("first leader: valid %v term %d value %q, want true 1 http://a:8080", la.Valid(), la.Term(), la.Value())
 		}
+		lctx := la.Context()
+		if lctx.Err() != nil {
+			t.Fatalf("the leader's context ended while it leads: %v", context.Cause(lctx))
+		}
 		got := campaignAsync(ctx, b, "jobs", "http://b:8080")
 		info, err := b.Leader(ctx, "jobs")
 		if err != nil || info.Leader != "task-a" || info.Value != "http://a:8080" || !info.Live || info.Term != 1 {
@@ -82,6 +86,9 @@ func resignHandsOver(t *testing.T, store lease.Store) {
 		}
 		if la.Valid() || !errors.Is(la.Err(), nodeid.ErrClosed) {
 			t.Fatalf("after Resign: valid %v err %v", la.Valid(), la.Err())
+		}
+		if lctx.Err() == nil || !errors.Is(context.Cause(lctx), nodeid.ErrClosed) {
+			t.Fatalf("after Resign: the leader's context ended %v, cause %v; want ended with ErrClosed", lctx.Err() != nil, context.Cause(lctx))
 		}
 		if err := la.Resign(ctx); err != nil {
 			t.Fatalf("second Resign: %v", err)
@@ -113,6 +120,7 @@ func deadLeaderReplaced(t *testing.T, store lease.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		lctx := la.Context()
 		fs.Kill(nil)
 		lb, err := b.Campaign(ctx, "jobs", "")
 		if err != nil {
@@ -129,6 +137,14 @@ func deadLeaderReplaced(t *testing.T, store lease.Store) {
 		}
 		if !errors.Is(la.Err(), nodeid.ErrLeaseLost) {
 			t.Fatalf("deposed leader's Err = %v, want ErrLeaseLost", la.Err())
+		}
+		select {
+		case <-lctx.Done():
+		case <-ctx.Done():
+			t.Fatal("deposed leader's context never ended")
+		}
+		if cause := context.Cause(lctx); !errors.Is(cause, nodeid.ErrLeaseLost) {
+			t.Fatalf("deposed leader's context ended with %v, want ErrLeaseLost", cause)
 		}
 		if lb.Term() <= la.Term() {
 			t.Fatalf("successor term %d, deposed %d: want higher", lb.Term(), la.Term())
