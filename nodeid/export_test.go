@@ -48,8 +48,8 @@ type SimRules struct {
 	// re-arms the fence.
 	ReadProvesChallenge bool
 	// The liveness mutants (simrules_test.go): a retry pause no wake ends
-	// (UnwokenRetries), a fence fallen for good that the read loop does not
-	// end (UnendedFall), a stale challenge never challenged again
+	// (UnwokenRetries), a fence fallen for good that the owner does not end
+	// (UnendedFall), a stale challenge never challenged again
 	// (StaleChallengeLeft).
 	UnwokenRetries, UnendedFall, StaleChallengeLeft bool
 }

@@ -51,8 +51,8 @@ func (e *env) readClaim(mod func(*Config)) (*Claim, *slowReads) {
 	return c, s
 }
 
-// withoutLoops stops the renewal loop of c (and its read loop) and waits
-// until they ended: the test drives the claim's steps itself.
+// withoutLoops stops the renewal loop of c (the claim's owner, which also
+// runs its reads) and waits until it ended: the test drives the claim's steps itself.
 func withoutLoops(c *Claim) *Claim {
 	c.stopLoop()
 	<-c.loopDone
@@ -338,8 +338,8 @@ func TestReadLoopKeepsTheClaim(t *testing.T) {
 // While the claim answers a challenge, a poll that shows the challenge's
 // ETag proves nothing (errAnswering), and one that shows another ETag (the
 // answer landed though its outcome was unknown, a challenge again) wakes
-// the renewal loop (errETagChanged): otherwise a retry pause of the answer
-// outlasts the window of the next challenge, which the read loop cannot
+// the owner (errETagChanged): otherwise a retry pause of the answer
+// outlasts the window of the next challenge, which the reads cannot
 // report. The simulation's check keptByHealthy found it (seed 24 of
 // TestSimulationLiveness).
 func TestPollWhileAnsweringSeesAChange(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 // The checker's liveness rules, beside progress (sim_check_test.go): each
 // bounds how long a loop of the claim may take to do what its design says,
-// so that a change to renewLoop, pollLoop or the challenge that delays it
+// so that a change to renewLoop (the owner), its reads or the challenge that delays it
 // fails the simulation, which runs those very loops.
 //   - crashTaken: a crashed holder's node ID is taken within its bound, while
 //     a task has waited for one all along (write mode: the lease + a renew

@@ -142,7 +142,7 @@ func (ss simStore) Get(ctx context.Context, key string) (b []byte, m lease.Meta,
 	return b, m, err
 }
 
-// GetIfChanged is the read of a holder in read mode (its read loop's poll):
+// GetIfChanged is the read of a holder in read mode (the poll its claim's owner sends):
 // a read, with a read's faults. The checker hears of each that the store
 // served showing the ETag asked for, which is the record's holder's proof
 // (fenceBacked).

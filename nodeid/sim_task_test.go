@@ -140,8 +140,8 @@ func (s *sim) startTask(at time.Duration) {
 
 // acquire takes a node ID (or campaigns), and on success starts the claim's
 // life: the generator, the application, gossip, and the watch for its loss.
-// The claim's own renewal loop (and read loop) runs as procs of the task
-// (simTask.Go).
+// The claim's own renewal loop (its owner) and its requests run as procs
+// of the task (simTask.Go).
 func (t *simTask) acquire() {
 	s := t.s
 	t.started = true
@@ -206,7 +206,7 @@ func (t *simTask) startGenerator(c *nodeid.Claim) {
 }
 
 // watch parks until the claim ends, as package node waits on Done: a loss
-// (by its renewal or read loop, or fenced by gossip) ends the process.
+// (by its owner, or fenced by gossip) ends the process.
 func (t *simTask) watch(c *nodeid.Claim) {
 	for !isDone(c) {
 		_ = t.SleepOrWake(context.Background(), time.Hour, c.Done())

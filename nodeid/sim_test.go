@@ -276,7 +276,7 @@ func readSimParamsFor(seed uint64) simParams {
 // (simrules_test.go), in the world where the check that catches it
 // (sim_live_test.go) applies: a retry pause that no wake ends lets a
 // healthy holder lose its ID to a challenge (without gossip, where a waiter
-// reads a live holder's lease and finds its backstop late); a read loop that
+// reads a live holder's lease and finds its backstop late); an owner that
 // leaves a final fall to the backstop keeps a fenced claim open
 // (NoLossGrace); a stale challenge left standing keeps a crashed holder's ID
 // untaken (gossip finds the crash).
@@ -291,7 +291,7 @@ var livenessMutations = []struct {
 			p.gossip, p.lossGrace = false, 0
 			return p
 		}, 0.9},
-	{simMutation{name: "read loop leaves a final fall to the backstop (fall ends)", rules: func(r *nodeid.SimRules, _ *simTask, _ nodeid.Config) { r.UnendedFall = true }},
+	{simMutation{name: "the owner leaves a final fall to the backstop (fall ends)", rules: func(r *nodeid.SimRules, _ *simTask, _ nodeid.Config) { r.UnendedFall = true }},
 		func(seed uint64) simParams {
 			p := livenessSimParamsFor(seed)
 			p.lossGrace = nodeid.NoLossGrace

@@ -467,7 +467,7 @@ func (t *simTask) Sleep(ctx context.Context, d time.Duration) error {
 
 // SleepOrWake parks the running proc of the task until d passed on its
 // clock, or until wake closes or delivers (a waiting Acquire woken by
-// gossip, the renewal loop by its read loop, a wait for a goroutine's end:
+// gossip, the claim's owner by a request's answer, a wait for a goroutine's end:
 // nodeid's wakeClock), or until ctx ends (Close and a loss cancel the
 // loops' context). It returns ctx's error, nil when ctx has none.
 func (t *simTask) SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
@@ -497,8 +497,8 @@ func simCancel(ctx context.Context) <-chan struct{} {
 }
 
 // Go runs f as a new proc of the task, once the proc running now parks
-// (nodeid's goClock): the Provider's goroutines (its renewal and read loops,
-// its concurrent reads) are the task's procs, paused with it and unwound
+// (nodeid's goClock): the Provider's goroutines (a claim's owner and its
+// requests, concurrent reads) are the task's procs, paused with it and unwound
 // when it dies, and each of their waits for one another is a park.
 func (t *simTask) Go(f func()) { t.s.schedule(t.s.now, t, false, f) }
 
