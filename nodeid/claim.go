@@ -67,7 +67,6 @@ func (p *Provider) newClaim(rec lease.Record, etag string, sent time.Time, floor
 		lastSent: sent, provenUntil: until, provenSuspendUntil: suspendUntil})
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoop = cancel
-	p.hooks.newClaimed(c)
 	p.goRun(func() { c.renewLoop(ctx) })
 	return c
 }

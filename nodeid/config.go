@@ -195,8 +195,6 @@ type Config struct {
 	// a Window.
 	Tasks Tasks
 
-	// hooks is nil in production; tests set it (see testHooks).
-	hooks *testHooks
 	// rules, when set, replace the production rules (tests only: see rules).
 	rules *rules
 }

@@ -12,18 +12,38 @@ import (
 // package nodeid_test, so that it drives package election (Campaign, Resign,
 // Scope) as users do, and these names exist only in this package's tests.
 
-// SimHooks report each claim a Provider creates. (The simulation runs the
-// Provider's goroutines as its own through the Clock it hands in: see
-// goClock.)
+// SimHooks report each claim a Provider creates, as its rules create or
+// take it, before Acquire returns it. (The simulation runs the Provider's
+// goroutines as its own through the Clock it hands in: see goClock.)
 type SimHooks struct {
 	OnClaim func(*Claim)
 }
 
 // WithSimHooks returns cfg with h set, for a Provider made from it
-// (nodeid.New, or election.New and Campaign).
+// (nodeid.New, or election.New and Campaign): around the rules cfg carries
+// (WithSimRules before it), or the production rules.
 func WithSimHooks(cfg Config, h SimHooks) Config {
-	cfg.hooks = &testHooks{onClaim: h.OnClaim}
+	r := productionRules()
+	if cfg.rules != nil {
+		r = *cfg.rules
+	}
+	create, take := r.create, r.take
+	r.create = func(p *Provider, ctx context.Context, id int, o claimOptions) (*Claim, error) {
+		return h.claimed(create(p, ctx, id, o))
+	}
+	r.take = func(p *Provider, ctx context.Context, rr readResult, prev lease.Record, state lease.State, o claimOptions) (*Claim, error) {
+		return h.claimed(take(p, ctx, rr, prev, state, o))
+	}
+	cfg.rules = &r
 	return cfg
+}
+
+// claimed calls OnClaim with c, a claim just created, if any.
+func (h SimHooks) claimed(c *Claim, err error) (*Claim, error) {
+	if c != nil {
+		h.OnClaim(c)
+	}
+	return c, err
 }
 
 // SimRules names the rules a test breaks on purpose, to show that its

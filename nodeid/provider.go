@@ -45,8 +45,7 @@ type Provider struct {
 	storeZero time.Time
 	manifest  *cachedManifest // the last manifest read and checked (cachedView)
 
-	hooks *testHooks // nil in production (see testHooks)
-	rules rules      // productionRules unless a test or mutation build chose others
+	rules rules // productionRules unless a test or mutation build chose others
 }
 
 // New returns a Provider over store after validating cfg (see Config).
@@ -73,7 +72,6 @@ func New(store lease.Store, cfg Config) (*Provider, error) {
 		deletedSeen: map[int]bool{},
 	}
 	p.suspend, _ = cfg.Clock.(SuspendClock)
-	p.hooks = cfg.hooks
 	p.rules = productionRules()
 	switch {
 	case cfg.rules != nil:

@@ -111,7 +111,7 @@ func (s *sim) startTask(at time.Duration) {
 			m.rules(&rules, t, cfg)
 		}
 	}
-	cfg = nodeid.WithSimRules(nodeid.WithSimHooks(cfg, hooks), rules)
+	cfg = nodeid.WithSimHooks(nodeid.WithSimRules(cfg, rules), hooks)
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
