@@ -36,27 +36,6 @@ import (
 // maxAnswers bounds the writes of one renewal that each met a new challenge.
 const maxAnswers = 3
 
-// challengedBy handles rec, a challenge or a confirm read back at seen
-// with etag: when it names the claim's last landed write, or a pending one
-// (which it proves landed: adopted at its send), the claim's next write goes
-// on etag and answers it (errChallenged); any other writeId is another
-// holder's record, challenged: the claim is lost.
-func (c *Claim) challengedBy(rec lease.Record, etag string, seen time.Time) error {
-	of := rec.Challenge.Of
-	if c.p.rules.answers(of, c.rec.WriteID) {
-		c.etag = etag
-		c.answerChallenge()
-		return errChallenged
-	}
-	for _, pw := range c.pending {
-		if pw.rec.WriteID == of {
-			c.committed(pw.rec, etag, c.p.rules.adoptedAt(pw.sent, seen), true)
-			return errChallenged
-		}
-	}
-	return &takenError{id: c.id, holder: rec.Holder, version: rec.Version, seen: seen}
-}
-
 // answerChallenge marks the claim answering a challenge: its next write,
 // on the challenge's ETag, answers it.
 func (c *Claim) answerChallenge() {

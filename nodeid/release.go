@@ -57,7 +57,7 @@ func (c *Claim) release(ctx context.Context) error {
 	for {
 		rec.WriteID = lease.NewWriteID()
 		err := c.write(ctx, rec)
-		if errors.Is(err, errEarlierWriteLanded) && c.lastWriteFree() {
+		if errors.Is(err, errEarlierWriteLanded) && c.rec.Free() {
 			err = nil // an earlier release of ours landed: it is the release
 		}
 		switch {
@@ -83,12 +83,6 @@ func (c *Claim) release(ctx context.Context) error {
 		}
 		_ = c.p.clock.Sleep(ctx, pace.next()) // the next write sees ctx done and reports it
 	}
-}
-
-// lastWriteFree reports whether the claim's last write, as adopted, is a
-// release (a free record).
-func (c *Claim) lastWriteFree() bool {
-	return c.rec.Free()
 }
 
 // freedByOurRelease reports whether err, a loss found by a release's

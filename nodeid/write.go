@@ -62,11 +62,15 @@ func lostf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrLeaseLost, fmt.Sprintf(format, args...))
 }
 
-// write replaces the lease with rec by CAS on the last known ETag. A write whose
-// outcome is unknown is remembered and resolved by reading the object back: if
-// it carries one of our pending writeIds, that write landed. It returns nil on
-// success, an error wrapping ErrLeaseLost when another writer changed the lease,
-// and any other error when the write did not happen and may be tried again.
+// write replaces the lease with rec by CAS on the last known ETag, and
+// applies judgeWrite's verdict. A write whose outcome is unknown is remembered
+// and resolved by reading the object back (readBack): if it carries one of
+// our pending writeIds, that write landed. It returns nil when rec landed,
+// errEarlierWriteLanded when an earlier pending write of ours did instead,
+// errNotApplied when the read-back finds the object unchanged, errChallenged
+// when a challenge of ours is there to answer, an error wrapping ErrLeaseLost
+// when another writer changed the lease, and any other error when the write
+// did not happen and may be tried again.
 func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 	body, err := rec.Encode()
 	if err != nil {
@@ -81,66 +85,35 @@ func (c *Claim) write(ctx context.Context, rec lease.Record) error {
 		sent = c.p.clock.Now()
 		meta, err = lease.UpdateLive(wctx, c.p.store, c.key, body, etag, rec.LiveFor())
 	})
-	if err == nil {
+	v, unknown := judgeWrite(err, len(c.pending), ctx.Err() != nil, c.p.rules.conflictFinal(c))
+	if unknown {
+		c.pending = append(c.pending, pendingWrite{rec: rec, sent: sent})
+	}
+	switch v {
+	case writeLanded:
 		c.committed(rec, meta.ETag, sent, false)
 		if answering {
 			c.answered()
 		}
 		return nil
-	}
-	unknown := !errors.Is(err, lease.ErrPreconditionFailed) &&
-		(errors.Is(err, lease.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
-	if unknown {
-		c.pending = append(c.pending, pendingWrite{rec: rec, sent: sent})
-	}
-	pending := len(c.pending)
-	switch {
-	case ctx.Err() != nil:
+	case writeCanceled:
 		return ctx.Err()
-	case errors.Is(err, lease.ErrLivenessUnbound):
-		// Written, but it reads expired: another task may take it now.
+	case writeUnbound:
 		return lostf("node %d: %v", c.id, err)
-	case errors.Is(err, lease.ErrConflict):
-		// A 409: ours was not applied, and it says nothing about who
-		// won: read back.
-		return c.resolve(ctx, rec)
-	case errors.Is(err, lease.ErrPreconditionFailed) && pending == 0 && c.p.rules.conflictFinal(c):
+	case writeOverwritten:
 		return lostf("node %d was written by another task (the store answered: %v)", c.id, err)
-	case serverError(err):
-		// A 5xx (500 InternalError, 503 SlowDown): the store saw it and most
-		// likely did not apply it. The next attempt's CAS on the same ETag
-		// resolves it (a 412 then, with this write pending, reads back),
-		// without a read here that would meet the same storm.
+	case writeRetry:
 		return fmt.Errorf("write %s: the store answered with a server error (outcome unknown, tried again on the same ETag): %w", c.key, err)
-	case errors.Is(err, lease.ErrPreconditionFailed) || unknown:
-		// A 412 with a write of ours pending may be that write, and in read
-		// mode any 412 may be a challenge to answer: read back.
-		return c.resolve(ctx, rec)
-	default:
-		return fmt.Errorf("write %s: %w", c.key, err)
+	case writeReadBack:
+		rctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
+		defer cancel()
+		adopted, err := c.readBack(rctx)
+		if err == nil && adopted != rec.WriteID {
+			return errEarlierWriteLanded
+		}
+		return err
 	}
-}
-
-// serverError reports whether err is an unknown outcome the store answered
-// with a server error (lease.UnknownOutcomeError.ServerError).
-func serverError(err error) bool {
-	var ue *lease.UnknownOutcomeError
-	return errors.As(err, &ue) && ue.ServerError
-}
-
-// resolve reads the object back after the write of rec was answered with
-// nothing certain: nil when rec landed, errEarlierWriteLanded when an earlier
-// pending write of ours did instead, errNotApplied when the object is
-// unchanged, errChallenged when a challenge of ours is there to answer, an
-// error wrapping ErrLeaseLost when another writer's record is there.
-func (c *Claim) resolve(ctx context.Context, rec lease.Record) error {
-	rctx, cancel := c.p.withTimeout(ctx, c.p.t.StoreTimeout)
-	defer cancel()
-	adopted, err := c.readBack(rctx)
-	if err == nil && adopted != rec.WriteID {
-		return errEarlierWriteLanded
-	}
-	return err
+	return fmt.Errorf("write %s: %w", c.key, err)
 }
 
 // readBack resolves pending writes by reading the lease object. It returns the
@@ -153,27 +126,28 @@ func (c *Claim) readBack(ctx context.Context) (adopted string, err error) {
 		body, meta, err = c.p.store.Get(ctx, c.key)
 		seen = c.p.clock.Now()
 	})
-	if errors.Is(err, lease.ErrNotFound) {
+	v, rec, pw, err := judgeReadBack(c.id, body, meta, err, held{etag: c.etag, writeID: c.rec.WriteID, pending: c.pending}, c.p.rules.answers)
+	switch v {
+	case backDeleted:
 		return "", lostf("lease object %s was deleted", c.key)
-	}
-	if err != nil {
+	case backFailed:
 		return "", fmt.Errorf("read back %s: %w", c.key, err)
-	}
-	if meta.ETag == c.etag {
+	case backUnchanged:
 		return "", errNotApplied
-	}
-	rec, err := lease.DecodeRecord(body, c.id)
-	if err != nil {
+	case backGarbage:
 		return "", lostf("lease object %s no longer decodes: %v", c.key, err)
-	}
-	for _, pw := range c.pending {
-		if pw.rec.WriteID == rec.WriteID {
-			c.committed(pw.rec, meta.ETag, c.p.rules.adoptedAt(pw.sent, seen), false)
-			return rec.WriteID, nil
-		}
-	}
-	if rec.Challenge != nil {
-		return "", c.challengedBy(rec, meta.ETag, seen)
+	case backAdopted:
+		c.committed(pw.rec, meta.ETag, c.p.rules.adoptedAt(pw.sent, seen), false)
+		return pw.rec.WriteID, nil
+	case backChallenged:
+		c.etag = meta.ETag
+		c.answerChallenge()
+		return "", errChallenged
+	case backAdoptedChallenged:
+		c.committed(pw.rec, meta.ETag, c.p.rules.adoptedAt(pw.sent, seen), true)
+		return "", errChallenged
+	case backChallengedOther:
+		return "", &takenError{id: c.id, holder: rec.Holder, version: rec.Version, seen: seen}
 	}
 	return c.p.rules.takenBy(c, rec, meta.ETag, seen)
 }
