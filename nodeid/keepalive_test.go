@@ -346,7 +346,7 @@ func TestPollWhileAnsweringSeesAChange(t *testing.T) {
 	e := newEnv(t)
 	c, _ := e.readClaim(e.oneID)
 	r, m := e.record(0)
-	c.etag = m.ETag // as challengedBy leaves it
+	c.etag = m.ETag // as readBack leaves it, on a challenge it answers
 	c.answerChallenge()
 	before := c.ValidUntil()
 	if _, err := c.poll(context.Background()); !errors.Is(err, errAnswering) || !c.ValidUntil().Equal(before) {
