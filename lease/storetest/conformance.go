@@ -43,6 +43,16 @@ type Target struct {
 	// refuse the store for keep-alive by reads. False: a 304 must show the
 	// ETag (AWS S3, MinIO, gofakes3).
 	NotModifiedWithoutETag bool
+	// GetETagMayLag says a GET that races a PUT may answer with the new
+	// body and the ETag of the version before it (versitygw 1.8.0's posix
+	// backend reads the ETag attribute by path before it opens the file).
+	// A holder stays safe on such a store: it judges a read by its ETag
+	// alone, and a CAS on a stale ETag is refused. The read race then checks
+	// the ETags and the bodies as two histories, and still fails on the
+	// other direction, an older body with a newer ETag, which would let a
+	// holder take another's ETag for its own. False: every answer is of
+	// one version.
+	GetETagMayLag bool
 }
 
 // Racers is how many goroutines race in the create and update races.

@@ -38,5 +38,6 @@ func runConformance(t *testing.T, srv server) {
 			return ns.store(t, root+prefix)
 		},
 		NotModifiedWithoutETag: srv.notModifiedWithoutETag,
+		GetETagMayLag:          srv.getETagMayLag,
 	})
 }

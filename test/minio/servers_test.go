@@ -27,11 +27,14 @@ type server struct {
 	// notModifiedWithoutETag: the server answers If-None-Match on a GET
 	// with a 304 that carries no ETag header (storetest.Target's field).
 	notModifiedWithoutETag bool
+	// getETagMayLag: a GET racing a PUT may answer with the new body and
+	// the older ETag (storetest.Target's field).
+	getETagMayLag bool
 }
 
 var (
 	minio     = server{name: "MINIO", required: true}
-	versitygw = server{name: "VERSITYGW", required: true, notModifiedWithoutETag: true} // v1.8.0
+	versitygw = server{name: "VERSITYGW", required: true, notModifiedWithoutETag: true, getETagMayLag: true} // v1.8.0
 	ownS3     = server{name: "S3"}
 )
 
