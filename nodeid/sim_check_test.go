@@ -453,7 +453,7 @@ func (k *simChecker) summary() string {
 		k.steps, k.issuedIDs, k.outsideIDs, k.maxStuck, k.live.maxOver)
 	for _, name := range []string{"acquired", "lost", "crash", "pause", "partition", "graceful stop", "wall step", "host step",
 		"ambiguous landed", "ambiguous lost", "late write", "late write landing", "409", "read error", "issue waited", "issue fenced",
-		"acquire failed", "child killed", "bad peer", "jeopardy", "recovered", "poll proved", "poll failed", "poll saw a change", "challenge", "confirm", "challenge answered", "challenge taken", "challenge released"} {
+		"acquire failed", "child killed", "bad peer", "jeopardy", "recovered", "poll proved", "poll failed", "poll saw a change", "challenge", "confirm", "challenge answered", "challenge taken", "challenge released", "torn read"} {
 		fmt.Fprintf(&b, ", %s %d", name, k.s.counts[name])
 	}
 	return b.String()

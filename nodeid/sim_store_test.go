@@ -139,7 +139,28 @@ func (ss simStore) Get(ctx context.Context, key string) (b []byte, m lease.Meta,
 		ss.t.s.landLate(ss.t, key)
 		return e
 	}, nil)
+	b, m = ss.tear(key, b, m, err)
 	return b, m, err
+}
+
+// tear returns the answer to a GET of key that read b and m as it arrived
+// and is answered now: in a run with torn reads, when the object was
+// replaced meanwhile, half the time the body of the version now with m's
+// ETag still, or, with the mutation olderBodyTears, b with the ETag now.
+func (ss simStore) tear(key string, b []byte, m lease.Meta, err error) ([]byte, lease.Meta) {
+	s := ss.t.s
+	if !s.params.tornReads || err != nil {
+		return b, m
+	}
+	nb, nm, e := s.mem.Get(context.Background(), key)
+	if e != nil || nm.ETag == m.ETag || s.rng.Float64() < 0.5 {
+		return b, m
+	}
+	s.counts["torn read"]++
+	if mu := s.params.mutation; mu != nil && mu.olderBodyTears {
+		return b, nm
+	}
+	return nb, m
 }
 
 // GetIfChanged is the read of a holder in read mode (the poll its claim's owner sends):
@@ -155,6 +176,7 @@ func (ss simStore) GetIfChanged(ctx context.Context, key, etag string) (b []byte
 		ss.t.s.landLate(ss.t, key)
 		return e
 	}, nil)
+	b, m = ss.tear(key, b, m, err)
 	switch {
 	case errors.Is(err, lease.ErrNotModified) || (err == nil && m.ETag == etag):
 		ss.t.s.counts["poll proved"]++

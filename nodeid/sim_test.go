@@ -86,19 +86,55 @@ func TestSimulationJudgedExpiry(t *testing.T) {
 	}, *simSeeds)
 }
 
+// TestSimulationTornReads runs the simulation's seeds, and read mode's
+// liveness world, on a store whose GETs tear as versitygw 1.8.0's may (a
+// newer body with an older ETag): no rule, of safety or of liveness, fails.
+func TestSimulationTornReads(t *testing.T) {
+	for _, run := range []struct {
+		name   string
+		params func(uint64) simParams
+		n      int
+	}{{"all", simParamsFor, *simSeeds / 4}, {"liveness", livenessSimParamsFor, *simSeeds / 8}} {
+		t.Run(run.name, func(t *testing.T) {
+			counts := testSimulation(t, func(seed uint64) simParams {
+				p := run.params(seed)
+				p.tornReads = true
+				return p
+			}, run.n)
+			if counts["torn read"] == 0 {
+				t.Fatal("no read was torn: the run shows nothing")
+			}
+			t.Logf("%d torn reads", counts["torn read"])
+		})
+	}
+}
+
+// TestSimulationCatchesOlderBodyTears: on a store whose GETs tear the other
+// way, an older body with a newer ETag, a holder can take another's ETag for
+// its own, and the checker sees two holders.
+func TestSimulationCatchesOlderBodyTears(t *testing.T) {
+	testSimulationCatches(t, []simMutation{{name: "torn reads: an older body with a newer ETag", olderBodyTears: true}}, func(seed uint64) simParams {
+		p := simParamsFor(seed)
+		p.tornReads = true
+		return p
+	}, 0.4, true)
+}
+
 // TestSimulationElection runs an election through package election: five
 // candidates, one name.
 func TestSimulationElection(t *testing.T) {
-	elected := testSimulation(t, electionSimParams, *simElectionSeeds)
+	elected := testSimulation(t, electionSimParams, *simElectionSeeds)["acquired"]
 	if elected < 2**simElectionSeeds {
 		t.Fatalf("only %d elections over %d seeds: the simulation hands over too rarely to check anything", elected, *simElectionSeeds)
 	}
 }
 
 // testSimulation runs every seed of n under params and fails at the first
-// violation. It returns the claims acquired.
-func testSimulation(t *testing.T, params func(uint64) simParams, n int) (acquired int) {
+// violation. It returns the sum of the runs' counts (claims acquired,
+// faults met).
+func testSimulation(t *testing.T, params func(uint64) simParams, n int) (counts map[string]int) {
 	var steps, ids, outside int
+	counts = map[string]int{}
 	var longest time.Duration
 	seeds, checkers := runSims(simSeedList(n), params)
 	for i, seed := range seeds {
@@ -107,15 +143,18 @@ func testSimulation(t *testing.T, params func(uint64) simParams, n int) (acquire
 			t.Fatalf("seed %d (reproduce: go test ./nodeid -run '%s$' -sim.seed %d -v):\n%s\n%s",
 				seed, t.Name(), seed, strings.Join(k.violations, "\n"), k.summary())
 		}
-		steps, ids, outside, acquired = steps+k.steps, ids+k.issuedIDs, outside+k.outsideIDs, acquired+k.s.counts["acquired"]
+		steps, ids, outside = steps+k.steps, ids+k.issuedIDs, outside+k.outsideIDs
+		for name, n := range k.s.counts {
+			counts[name] += n
+		}
 		longest = max(longest, k.maxStuck)
 		if seed == 1 || seed == 5 || *simShowMaxWaiting {
 			t.Logf("seed %d: %s", seed, k.summary())
 		}
 	}
 	t.Logf("%d seeds, %d checks, %d claims, %d IDs issued, %d by applications on the host's clock, longest wait for a takeable ID %v, no violation",
-		len(seeds), steps, acquired, ids, outside, longest)
-	return acquired
+		len(seeds), steps, counts["acquired"], ids, outside, longest)
+	return counts
 }
 
 func TestSimulationIsDeterministic(t *testing.T) {
@@ -143,6 +182,9 @@ type simMutation struct {
 	// application's grace the release lowers the reservation to the host's
 	// clock, below the file's highest validUntilMs.
 	oldIDFileRules bool
+	// olderBodyTears: the store's torn reads (simParams.tornReads) pair the
+	// older body with the newer ETag, the direction no holder is safe on.
+	olderBodyTears bool
 	s3Only         bool // breaks a rule that a store judging expiry itself does not use
 }
 

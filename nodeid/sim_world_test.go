@@ -98,6 +98,11 @@ type simParams struct {
 	// waits for a floor (a backstop ahead of its predecessor's clock)
 	// instead of passing it over.
 	liveTimings bool
+	// tornReads: a GET whose object is replaced while it is served answers,
+	// half the time, as versitygw 1.8.0's may: the ETag of the version at
+	// its arrival, the body of the one at its answer
+	// (docs/evidence/s3-testing.md).
+	tornReads bool
 	// mutation breaks a rule on purpose (nil: none).
 	mutation *simMutation
 }
